@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: MIT
+// dump (alias bt): one consistent all-thread snapshot of one or more
+// processes, printed as text or JSON. `stackdump PID` runs this.
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../src/format.h"
+#include "../src/symbols.h"
+#include "cmd.h"
+
+static const struct cmd_option dump_options[] = {
+	CMD_SNAPSHOT_OPTIONS,
+	{"format", 'f', "FORMAT", "output format: text or json", CMPL_CHOICES, "text json"},
+	{"verbose", 'v', NULL, "show timings (pause, unwind, symbolize) and cache statistics",
+	 CMPL_NONE, NULL},
+	{0},
+};
+
+static int use_color(struct cmd_ctx *ctx)
+{
+	return ctx->color;
+}
+
+static const char *format_of(struct cmd_ctx *ctx)
+{
+	const char *f = cmd_opt(ctx, "format");
+	if (!f && ctx->session && ctx->session->settings.format)
+		f = ctx->session->settings.format;
+	return f ? f : "text";
+}
+
+/* Print one snapshot in the chosen format. */
+static void emit(struct cmd_ctx *ctx, struct sd_target *t, struct sd_snapshot *s, json_t *arr)
+{
+	if (arr) {
+		json_array_append_new(arr, format_json_snapshot(s));
+		return;
+	}
+	struct sd_render_opts ro = {0};
+	ro.no_source = cmd_flag(ctx, "no-source") ||
+		       (ctx->session && ctx->session->settings.no_source);
+	ro.color = use_color(ctx);
+	ro.verbose = cmd_flag(ctx, "verbose");
+	struct strbuf sb;
+	strbuf_init(&sb);
+	format_text_snapshot(&sb, s, &ro);
+	if (ro.verbose && t) {
+		uint64_t lookups, hits;
+		symbols_stats(t->sym, &lookups, &hits);
+		strbuf_addf(&sb, "\nsymbol cache: %llu lookups, %llu hits (%.0f%%)\n",
+			    (unsigned long long)lookups, (unsigned long long)hits,
+			    lookups ? 100.0 * (double)hits / (double)lookups : 0.0);
+	}
+	cmd_write(ctx, sb.buf, sb.len);
+	strbuf_release(&sb);
+}
+
+static void print_json(struct cmd_ctx *ctx, json_t *arr)
+{
+	json_t *doc = json_array_size(arr) == 1 ? json_array_get(arr, 0) : arr;
+	char *txt = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	if (txt) {
+		cmd_print(ctx, "%s\n", txt);
+		free(txt);
+	}
+}
+
+/* In the shell: dump [TID|GLOB|all] on the current target. */
+static int dump_shell(struct cmd_ctx *ctx, int argc, char **argv, struct sd_snap_opts *o)
+{
+	struct sd_target *t = cmd_current_target(ctx);
+	if (!t)
+		return EXIT_FAIL;
+	pid_t *sel = NULL;
+	size_t nsel = 0;
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "all"))
+			continue;
+		long tid = sd_parse_pid(argv[i]);
+		if (tid > 0) {
+			sel = sd_xrealloc(sel, (nsel + 1) * sizeof(*sel));
+			sel[nsel++] = (pid_t)tid;
+		} else {
+			o->name_glob = argv[i];
+		}
+	}
+	if (nsel) {
+		o->tids = sel;
+		o->ntids = nsel;
+	}
+	struct sd_error err = {0};
+	struct sd_snapshot *s = target_snapshot(t, o, &err);
+	free(sel);
+	if (!s) {
+		cmd_error(ctx, "%s", err.msg);
+		return EXIT_FAIL;
+	}
+	json_t *arr = strcmp(format_of(ctx), "json") ? NULL : json_array();
+	emit(ctx, t, s, arr);
+	if (arr) {
+		print_json(ctx, arr);
+		json_decref(arr);
+	}
+	int rc = cmd_snapshot_status(s);
+	snapshot_free(ctx->session->last);
+	ctx->session->last = s;
+	return rc;
+}
+
+static int dump_exec(struct cmd_ctx *ctx, int argc, char **argv)
+{
+	struct sd_snap_opts o;
+	pid_t *tids;
+	if (cmd_snap_opts(ctx, &o, &tids) < 0)
+		return EXIT_USAGE;
+	int rc;
+	/* In the shell with a target, arguments select threads. */
+	if (ctx->in_shell && ctx->session && ctx->session->ntargets) {
+		rc = dump_shell(ctx, argc, argv, &o);
+		free(tids);
+		return rc;
+	}
+	if (argc == 0) {
+		cmd_error(ctx, "dump: missing argument (PID...)\nusage: stackdump dump [options] PID...");
+		free(tids);
+		return EXIT_USAGE;
+	}
+	json_t *arr = strcmp(format_of(ctx), "json") ? NULL : json_array();
+	int ok = 0, failed = 0, partial = 0;
+	for (int i = 0; i < argc && !cmd_interrupted; i++) {
+		pid_t pid = cmd_resolve_pid(ctx, argv[i]);
+		if (pid <= 0) {
+			failed++;
+			continue;
+		}
+		struct sd_error err = {0};
+		struct sd_target *t = target_new(pid, &err);
+		struct sd_snapshot *s = t ? target_snapshot(t, &o, &err) : NULL;
+		if (!s) {
+			cmd_error(ctx, "%s", err.msg);
+			target_free(t);
+			failed++;
+			continue;
+		}
+		if (!arr && i > 0)
+			cmd_print(ctx, "\n");
+		emit(ctx, t, s, arr);
+		if (s->partial)
+			partial++;
+		ok++;
+		snapshot_free(s);
+		target_free(t);
+	}
+	if (arr) {
+		if (ok)
+			print_json(ctx, arr);
+		json_decref(arr);
+	}
+	free(tids);
+	if (cmd_interrupted) {
+		cmd_error(ctx, "interrupted; every thread was detached");
+		return EXIT_INTERRUPTED;
+	}
+	if (!ok)
+		return EXIT_FAIL;
+	if (failed || partial)
+		return EXIT_PARTIAL;
+	return EXIT_OK;
+}
+
+const struct cmd_entry cmd_dump_entry = {
+	.name = "dump",
+	.alias = "bt",
+	.args_usage = "PID|NAME... (in the shell: [TID|GLOB|all])",
+	.summary = "print the stack of every thread (one consistent snapshot)",
+	.description =
+	    "Freezes every thread (PTRACE_SEIZE + PTRACE_INTERRUPT), copies registers and a\n"
+	    "stack window, lets the process run again, then unwinds and symbolizes offline.\n"
+	    "Exit status: 0 all threads shown, 1 partial (a thread or a process could not\n"
+	    "be read), 2 failure, 64 usage error.",
+	.options = dump_options,
+	.min_args = 0,
+	.max_args = -1,
+	.arg_complete = CMPL_PID,
+	.exec = dump_exec,
+};

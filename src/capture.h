@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: MIT
+// The capture stage: while a thread is stopped, copy its registers, a
+// window of its stack, and the lock words lock analysis needs. Nothing else.
+#ifndef SD_CAPTURE_H
+#define SD_CAPTURE_H
+
+#include "procfs.h"
+#include "snapshot.h"
+
+/* Capture registers, the stack window [sp, min(end of sp's mapping,
+ * sp + MAX_STACK)) and lock memory of the stopped thread T of PID. Returns
+ * 0, or a negative errno when the registers could not be read (the thread
+ * exited). Bytes copied are added to *BYTES. */
+int capture_thread(pid_t pid, struct sd_thread *t, const struct sd_maps *maps,
+		   size_t max_stack, uint64_t *bytes);
+
+/* Read LEN bytes at ADDR of PID into BUF; returns bytes read (may be
+ * short) or a negative errno. */
+ssize_t capture_read(pid_t pid, uint64_t addr, void *buf, size_t len);
+
+#endif

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+// JSON rendering of snapshots with jansson: the dump schema of the README.
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "format.h"
+#include "procfs.h"
+
+static json_t *str_or_null(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+static json_t *hex(uint64_t v)
+{
+	char buf[32];
+	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
+	return json_string(buf);
+}
+
+json_t *format_json_frame(const struct sd_frame *f)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "addr", hex(f->pc));
+	json_object_set_new(o, "module", str_or_null(f->module));
+	json_object_set_new(o, "build_id", str_or_null(f->build_id));
+	json_object_set_new(o, "offset", hex(f->offset));
+	json_object_set_new(o, "function", str_or_null(f->function));
+	json_object_set_new(o, "file", str_or_null(f->file));
+	json_object_set_new(o, "line", f->line ? json_integer(f->line) : json_null());
+	json_object_set_new(o, "inlined", json_boolean(f->flags & SD_FRAME_INLINED));
+	if (f->flags & SD_FRAME_SIGNAL)
+		json_object_set_new(o, "signal_frame", json_true());
+	return o;
+}
+
+json_t *format_json_wait(const struct sd_snapshot *s, const struct sd_thread *th)
+{
+	(void)s;
+	const struct sd_wait *w = &th->wait;
+	if (w->kind < SD_WAIT_MUTEX || w->kind > SD_WAIT_FUTEX)
+		return json_null();
+	json_t *o = json_object();
+	json_object_set_new(o, "kind", json_string(sd_wait_kind_name(w->kind)));
+	json_object_set_new(o, "address", w->address ? hex(w->address) : json_null());
+	json_object_set_new(o, "symbol", str_or_null(w->symbol));
+	json_object_set_new(o, "owner",
+			    w->owner_known && w->owner > 0 ? json_integer(w->owner) : json_null());
+	if (w->subkind)
+		json_object_set_new(o, "type", json_string(w->subkind));
+	if (w->note)
+		json_object_set_new(o, "note", json_string(w->note));
+	return o;
+}
+
+json_t *format_json_thread(const struct sd_snapshot *s, const struct sd_thread *th)
+{
+	json_t *o = json_object();
+	char st[2] = {th->state ? th->state : '?', 0};
+	json_object_set_new(o, "tid", json_integer(th->tid));
+	json_object_set_new(o, "name", json_string(th->name ? th->name : ""));
+	json_object_set_new(o, "state", json_string(st));
+	const char *scn = th->syscall_nr >= 0 ? procfs_syscall_name(th->syscall_nr) : NULL;
+	if (th->syscall_nr >= 0 && !th->running) {
+		char buf[32];
+		if (!scn) {
+			snprintf(buf, sizeof(buf), "syscall_%ld", th->syscall_nr);
+			scn = buf;
+		}
+		json_object_set_new(o, "syscall", json_string(scn));
+	} else {
+		json_object_set_new(o, "syscall", json_null());
+	}
+	json_object_set_new(o, "wchan", str_or_null(th->wchan));
+	json_object_set_new(o, "wait", format_json_wait(s, th));
+	json_object_set_new(o, "status",
+			    json_string(th->status == SD_THREAD_OK		? "ok"
+					: th->status == SD_THREAD_EXITED	? "exited"
+					: th->status == SD_THREAD_NOT_STOPPED ? "not_stopped"
+										: "error"));
+	if (th->error)
+		json_object_set_new(o, "error", json_string(th->error));
+	json_object_set_new(o, "pause_us", json_integer((json_int_t)th->pause_us));
+	json_object_set_new(o, "voluntary_ctxt_switches", json_integer((json_int_t)th->vol_ctxsw));
+	json_t *frames = json_array();
+	for (size_t i = 0; i < th->nframes; i++)
+		json_array_append_new(frames, format_json_frame(&th->frames[i]));
+	json_object_set_new(o, "frames", frames);
+	json_object_set_new(o, "unwind_stop", str_or_null(th->unwind_stop));
+	return o;
+}
+
+json_t *format_json_snapshot(const struct sd_snapshot *s)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "pid", json_integer(s->pid));
+	json_object_set_new(o, "comm", str_or_null(s->comm));
+	json_object_set_new(o, "exe", str_or_null(s->exe));
+	json_object_set_new(o, "time", json_real(s->time));
+	json_object_set_new(o, "pause_us", json_integer((json_int_t)s->pause_us));
+	json_object_set_new(o, "per_thread", json_boolean(s->per_thread));
+	json_object_set_new(o, "partial", json_boolean(s->partial));
+	char st[2] = {s->state ? s->state : '?', 0};
+	json_object_set_new(o, "state", json_string(st));
+	json_t *tm = json_object();
+	json_object_set_new(tm, "capture_us", json_integer((json_int_t)s->capture_us));
+	json_object_set_new(tm, "unwind_us", json_integer((json_int_t)s->unwind_us));
+	json_object_set_new(tm, "symbolize_us", json_integer((json_int_t)s->symbolize_us));
+	json_object_set_new(tm, "stack_bytes", json_integer((json_int_t)s->stack_bytes));
+	json_object_set_new(o, "timings", tm);
+	json_t *threads = json_array();
+	for (size_t i = 0; i < s->nthreads; i++)
+		json_array_append_new(threads, format_json_thread(s, &s->threads[i]));
+	json_object_set_new(o, "threads", threads);
+	return o;
+}

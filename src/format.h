@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+// The render stage for snapshots: text for people, JSON for programs (a
+// public interface, documented in the README).
+#ifndef SD_FORMAT_H
+#define SD_FORMAT_H
+
+#include <jansson.h>
+
+#include "snapshot.h"
+#include "util.h"
+
+struct sd_render_opts {
+	int no_source;   /* omit file:line */
+	int color;       /* ANSI colours */
+	int verbose;     /* timings, per-thread pause, build-ids */
+};
+
+/* Append the text rendering of S to OUT. */
+void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
+			  const struct sd_render_opts *o);
+/* The thread header line ("Thread 12 "name" S futex ...") without newline. */
+void format_text_thread_header(struct strbuf *out, const struct sd_snapshot *s,
+			       const struct sd_thread *th, const struct sd_render_opts *o);
+/* One frame line, with its index. */
+void format_text_frame(struct strbuf *out, size_t idx, const struct sd_frame *f,
+		       const struct sd_render_opts *o);
+
+/* The JSON object of S (new reference). */
+json_t *format_json_snapshot(const struct sd_snapshot *s);
+json_t *format_json_thread(const struct sd_snapshot *s, const struct sd_thread *th);
+json_t *format_json_frame(const struct sd_frame *f);
+json_t *format_json_wait(const struct sd_snapshot *s, const struct sd_thread *th);
+
+/* "mutex 0x55d0e1c3a040 <g_ledger_lock> held by 4243 "flusher"" */
+void format_text_wait(struct strbuf *out, const struct sd_snapshot *s, const struct sd_thread *th);
+
+/* Find a thread of S by TID (NULL if none). */
+const struct sd_thread *snapshot_find_thread(const struct sd_snapshot *s, pid_t tid);
+
+#endif

@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: MIT
+// The discover stage: parse /proc for threads, their states and syscalls,
+// the process's memory map and who already traces it. Nothing is stopped.
+#include "procfs.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PF_KTHREAD 0x00200000
+
+void procfs_maps_release(struct sd_maps *maps)
+{
+	for (size_t i = 0; i < maps->n; i++)
+		free(maps->v[i].path);
+	free(maps->v);
+	maps->v = NULL;
+	maps->n = maps->cap = 0;
+}
+
+int procfs_parse_maps(const char *text, struct sd_maps *maps)
+{
+	const char *line = text;
+	while (line && *line) {
+		const char *eol = strchr(line, '\n');
+		size_t len = eol ? (size_t)(eol - line) : strlen(line);
+		if (len == 0) {
+			line = eol ? eol + 1 : NULL;
+			continue;
+		}
+		char buf[4352];
+		if (len >= sizeof(buf))
+			return -EINVAL;
+		memcpy(buf, line, len);
+		buf[len] = '\0';
+		unsigned long long start, end, off;
+		char perms[8];
+		unsigned maj, min;
+		unsigned long inode;
+		int pos = 0;
+		if (sscanf(buf, "%llx-%llx %7s %llx %x:%x %lu%n", &start, &end, perms,
+			   &off, &maj, &min, &inode, &pos) != 7 || end < start ||
+		    strlen(perms) != 4)
+			return -EINVAL;
+		const char *path = buf + pos;
+		while (*path == ' ' || *path == '\t')
+			path++;
+		sd_grow(&maps->v, &maps->cap, maps->n + 1, sizeof(*maps->v));
+		struct sd_map *m = &maps->v[maps->n++];
+		m->start = start;
+		m->end = end;
+		m->offset = off;
+		memcpy(m->perms, perms, 5);
+		m->dev_major = maj;
+		m->dev_minor = min;
+		m->inode = inode;
+		m->path = sd_xstrdup(path);
+		line = eol ? eol + 1 : NULL;
+	}
+	return 0;
+}
+
+int procfs_read_maps(pid_t pid, struct sd_maps *maps, struct sd_error *err)
+{
+	char path[64], *text;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	ssize_t n = sd_read_file(path, &text, 64u << 20);
+	if (n < 0)
+		return sd_error_set(err, (int)-n, "cannot read %s: %s", path, strerror((int)-n));
+	int r = procfs_parse_maps(text, maps);
+	free(text);
+	if (r < 0)
+		return sd_error_set(err, EINVAL, "cannot parse %s", path);
+	return 0;
+}
+
+const struct sd_map *procfs_maps_find(const struct sd_maps *maps, uint64_t addr)
+{
+	size_t lo = 0, hi = maps->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct sd_map *m = &maps->v[mid];
+		if (addr < m->start)
+			hi = mid;
+		else if (addr >= m->end)
+			lo = mid + 1;
+		else
+			return m;
+	}
+	return NULL;
+}
+
+int procfs_parse_stat(const char *text, char *state, pid_t *ppid,
+		      unsigned long *flags, uint64_t *utime, uint64_t *stime,
+		      int *cpu)
+{
+	/* The comm may hold spaces and parentheses: the fields start after
+	 * the last ')'. */
+	const char *p = strrchr(text, ')');
+	if (!p)
+		return -EINVAL;
+	p++;
+	char st = 0;
+	int pp = 0;
+	unsigned long fl = 0;
+	unsigned long long ut = 0, stt = 0;
+	int c = 0;
+	/* state ppid pgrp session tty tpgid flags minflt cminflt majflt
+	 * cmajflt utime stime ... (field 39 processor) */
+	int n = sscanf(p, " %c %d %*d %*d %*d %*d %lu %*u %*u %*u %*u %llu %llu", &st, &pp,
+		       &fl, &ut, &stt);
+	if (n < 2)
+		return -EINVAL;
+	const char *q = p;
+	for (int field = 3; field < 39 && q; field++) {
+		q = strchr(q + 1, ' ');
+	}
+	if (q)
+		c = atoi(q + 1);
+	if (state)
+		*state = st;
+	if (ppid)
+		*ppid = pp;
+	if (flags)
+		*flags = fl;
+	if (utime)
+		*utime = ut;
+	if (stime)
+		*stime = stt;
+	if (cpu)
+		*cpu = c;
+	return 0;
+}
+
+static void read_comm(const char *path, char *out, size_t outsz)
+{
+	char *text;
+	out[0] = '\0';
+	if (sd_read_file(path, &text, 4096) < 0)
+		return;
+	size_t l = strcspn(text, "\n");
+	if (l >= outsz)
+		l = outsz - 1;
+	memcpy(out, text, l);
+	out[l] = '\0';
+	free(text);
+}
+
+static uint64_t status_field(const char *status, const char *key)
+{
+	const char *p = strstr(status, key);
+	if (!p)
+		return 0;
+	p += strlen(key);
+	while (*p == ' ' || *p == '\t')
+		p++;
+	return strtoull(p, NULL, 10);
+}
+
+int procfs_procinfo(pid_t pid, struct sd_procinfo *info, struct sd_error *err)
+{
+	char path[64], *text;
+	memset(info, 0, sizeof(*info));
+	info->pid = pid;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	ssize_t n = sd_read_file(path, &text, 1 << 16);
+	if (n < 0) {
+		if (n == -ENOENT || n == -ESRCH)
+			return sd_error_set(err, ESRCH, "no such process: %d", (int)pid);
+		return sd_error_set(err, (int)-n, "cannot read %s: %s", path, strerror((int)-n));
+	}
+	unsigned long flags = 0;
+	int r = procfs_parse_stat(text, &info->state, &info->ppid, &flags, NULL, NULL, NULL);
+	free(text);
+	if (r < 0)
+		return sd_error_set(err, EINVAL, "cannot parse %s", path);
+	info->kernel_thread = (flags & PF_KTHREAD) != 0;
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	read_comm(path, info->comm, sizeof(info->comm));
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (sd_read_file(path, &text, 1 << 16) >= 0) {
+		info->tracer = (pid_t)status_field(text, "TracerPid:");
+		info->uid = (uid_t)status_field(text, "Uid:");
+		info->nthreads = (long)status_field(text, "Threads:");
+		free(text);
+	}
+	if (info->tracer > 0) {
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)info->tracer);
+		read_comm(path, info->tracer_comm, sizeof(info->tracer_comm));
+	}
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	char exe[4096];
+	ssize_t l = readlink(path, exe, sizeof(exe) - 1);
+	if (l > 0) {
+		exe[l] = '\0';
+		info->exe = sd_xstrdup(exe);
+	}
+	return 0;
+}
+
+void procfs_procinfo_release(struct sd_procinfo *info)
+{
+	free(info->exe);
+	info->exe = NULL;
+}
+
+int procfs_parse_syscall(const char *text, struct sd_taskinfo *ti)
+{
+	ti->syscall_known = 0;
+	ti->running = 0;
+	ti->syscall_nr = -1;
+	memset(ti->syscall_args, 0, sizeof(ti->syscall_args));
+	if (!strncmp(text, "running", 7)) {
+		ti->syscall_known = 1;
+		ti->running = 1;
+		return 0;
+	}
+	char *end;
+	errno = 0;
+	long nr = strtol(text, &end, 10);
+	if (end == text || errno)
+		return -EINVAL;
+	ti->syscall_nr = nr;
+	if (nr >= 0) {
+		const char *p = end;
+		for (int i = 0; i < 6; i++) {
+			while (*p == ' ')
+				p++;
+			if (strncmp(p, "0x", 2))
+				return -EINVAL;
+			ti->syscall_args[i] = strtoull(p, &end, 16);
+			if (end == p)
+				return -EINVAL;
+			p = end;
+		}
+	}
+	ti->syscall_known = 1;
+	return 0;
+}
+
+int procfs_taskinfo(pid_t pid, pid_t tid, struct sd_taskinfo *ti)
+{
+	char path[96], *text;
+	memset(ti, 0, sizeof(*ti));
+	ti->syscall_nr = -1;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	ssize_t n = sd_read_file(path, &text, 1 << 16);
+	if (n < 0)
+		return (int)n;
+	int r = procfs_parse_stat(text, &ti->state, NULL, NULL, &ti->utime, &ti->stime, &ti->cpu);
+	free(text);
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+	read_comm(path, ti->comm, sizeof(ti->comm));
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+	if (sd_read_file(path, &text, 4096) >= 0) {
+		procfs_parse_syscall(text, ti);
+		free(text);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/wchan", (int)pid, (int)tid);
+	read_comm(path, ti->wchan, sizeof(ti->wchan));
+	if (!strcmp(ti->wchan, "0"))
+		ti->wchan[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	if (sd_read_file(path, &text, 1 << 16) >= 0) {
+		ti->vol_ctxsw = status_field(text, "voluntary_ctxt_switches:");
+		ti->nonvol_ctxsw = status_field(text, "nonvoluntary_ctxt_switches:");
+		free(text);
+	}
+	return 0;
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	return (x > y) - (x < y);
+}
+
+int procfs_list_tids(pid_t pid, pid_t **tids, size_t *n, struct sd_error *err)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d) {
+		int e = errno;
+		if (e == ENOENT)
+			return sd_error_set(err, ESRCH, "no such process: %d", (int)pid);
+		return sd_error_set(err, e, "cannot list %s: %s", path, strerror(e));
+	}
+	pid_t *v = NULL;
+	size_t len = 0, cap = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		long t = sd_parse_pid(de->d_name);
+		if (t <= 0)
+			continue;
+		sd_grow(&v, &cap, len + 1, sizeof(*v));
+		v[len++] = (pid_t)t;
+	}
+	closedir(d);
+	qsort(v, len, sizeof(*v), cmp_pid);
+	*tids = v;
+	*n = len;
+	return 0;
+}
+
+size_t procfs_pids_by_name(const char *name, pid_t **pids)
+{
+	DIR *d = opendir("/proc");
+	pid_t *v = NULL;
+	size_t len = 0, cap = 0;
+	if (!d) {
+		*pids = NULL;
+		return 0;
+	}
+	struct dirent *de;
+	pid_t self = getpid();
+	while ((de = readdir(d))) {
+		long p = sd_parse_pid(de->d_name);
+		if (p <= 0 || p == self)
+			continue;
+		char path[64], comm[64];
+		snprintf(path, sizeof(path), "/proc/%ld/comm", p);
+		read_comm(path, comm, sizeof(comm));
+		int match = !strcmp(comm, name);
+		if (!match) {
+			char exe[4096];
+			snprintf(path, sizeof(path), "/proc/%ld/exe", p);
+			ssize_t l = readlink(path, exe, sizeof(exe) - 1);
+			if (l > 0) {
+				exe[l] = '\0';
+				const char *b = strrchr(exe, '/');
+				match = !strcmp(b ? b + 1 : exe, name);
+			}
+		}
+		if (match) {
+			sd_grow(&v, &cap, len + 1, sizeof(*v));
+			v[len++] = (pid_t)p;
+		}
+	}
+	closedir(d);
+	qsort(v, len, sizeof(*v), cmp_pid);
+	*pids = v;
+	return len;
+}
+
+const char *procfs_syscall_name(long nr)
+{
+	switch (nr) {
+	case 0: return "read";
+	case 1: return "write";
+	case 7: return "poll";
+	case 17: return "pread64";
+	case 18: return "pwrite64";
+	case 19: return "readv";
+	case 20: return "writev";
+	case 23: return "select";
+	case 34: return "pause";
+	case 35: return "nanosleep";
+	case 43: return "accept";
+	case 44: return "sendto";
+	case 45: return "recvfrom";
+	case 46: return "sendmsg";
+	case 47: return "recvmsg";
+	case 61: return "wait4";
+	case 64: return "semget";
+	case 65: return "semop";
+	case 72: return "fcntl";
+	case 74: return "fsync";
+	case 128: return "rt_sigtimedwait";
+	case 130: return "rt_sigsuspend";
+	case 202: return "futex";
+	case 219: return "restart_syscall";
+	case 230: return "clock_nanosleep";
+	case 232: return "epoll_wait";
+	case 247: return "waitid";
+	case 270: return "pselect6";
+	case 271: return "ppoll";
+	case 281: return "epoll_pwait";
+	case 288: return "accept4";
+	case 299: return "recvmmsg";
+	case 426: return "io_uring_enter";
+	case 441: return "epoll_pwait2";
+	case 449: return "futex_waitv";
+	default: return NULL;
+	}
+}

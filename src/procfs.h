@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: MIT
+// The discover stage: what /proc says about a process and its threads,
+// read before anything is stopped (threads, names, states, syscalls, maps).
+#ifndef SD_PROCFS_H
+#define SD_PROCFS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "util.h"
+
+/* One line of /proc/PID/maps. path is heap-owned by the array. */
+struct sd_map {
+	uint64_t start, end, offset;
+	char perms[5];
+	unsigned dev_major, dev_minor;
+	unsigned long inode;
+	char *path; /* "" for anonymous, "[stack]", "/usr/lib/... (deleted)" */
+};
+
+struct sd_maps {
+	struct sd_map *v;
+	size_t n, cap;
+};
+
+/* Parse the text of a maps file into MAPS (appended). Returns 0 or
+ * -EINVAL on a malformed line (the lines before it are kept). */
+int procfs_parse_maps(const char *text, struct sd_maps *maps);
+int procfs_read_maps(pid_t pid, struct sd_maps *maps, struct sd_error *err);
+void procfs_maps_release(struct sd_maps *maps);
+/* The mapping holding ADDR, or NULL. Maps must be sorted (the kernel's are). */
+const struct sd_map *procfs_maps_find(const struct sd_maps *maps, uint64_t addr);
+
+/* Facts about a whole process. */
+struct sd_procinfo {
+	pid_t pid;
+	char comm[64];
+	char state;          /* R S D T t Z X I ... */
+	pid_t ppid;
+	pid_t tracer;        /* TracerPid, 0 if none */
+	char tracer_comm[64];
+	int kernel_thread;   /* PF_KTHREAD set */
+	uid_t uid;
+	long nthreads;
+	char *exe;           /* readlink of /proc/PID/exe, heap, may be NULL */
+};
+
+/* Fill INFO for PID. Returns 0, or -ESRCH with a message when there is no
+ * such process. */
+int procfs_procinfo(pid_t pid, struct sd_procinfo *info, struct sd_error *err);
+void procfs_procinfo_release(struct sd_procinfo *info);
+
+/* Per-thread facts read from task/TID/{stat,comm,syscall,wchan,status}. */
+struct sd_taskinfo {
+	char comm[64];
+	char state;
+	int syscall_known;   /* the syscall file could be read */
+	int running;         /* syscall file said "running" */
+	long syscall_nr;     /* -1 blocked outside a syscall */
+	uint64_t syscall_args[6];
+	char wchan[64];
+	uint64_t vol_ctxsw, nonvol_ctxsw;
+	uint64_t utime, stime; /* clock ticks */
+	int cpu;               /* last CPU */
+};
+
+int procfs_taskinfo(pid_t pid, pid_t tid, struct sd_taskinfo *ti);
+
+/* List the TIDs in /proc/PID/task into a heap array, sorted. */
+int procfs_list_tids(pid_t pid, pid_t **tids, size_t *n, struct sd_error *err);
+
+/* Parse a /proc/TID/syscall line into TI. Exposed for tests and fuzzing. */
+int procfs_parse_syscall(const char *text, struct sd_taskinfo *ti);
+
+/* Parse the content of a stat file (after the comm) into TI. */
+int procfs_parse_stat(const char *text, char *state, pid_t *ppid,
+		      unsigned long *flags, uint64_t *utime, uint64_t *stime,
+		      int *cpu);
+
+/* Find processes whose comm or exe basename equals NAME. Returns the count
+ * and a heap array of PIDs (not including our own). */
+size_t procfs_pids_by_name(const char *name, pid_t **pids);
+
+/* Name of syscall NR on x86_64 (common ones), or NULL. */
+const char *procfs_syscall_name(long nr);
+
+#endif

@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: MIT
+// The freeze and thaw stages. SEIZE queues no signal, so if we die the
+// kernel detaches and the target runs on; every wait here is bounded.
+#include "ptrace.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "procfs.h"
+
+/* The freeze in progress, for ptrace_emergency_thaw(). */
+static struct sd_freeze *volatile current_freeze;
+static struct sd_tracee *volatile current_one;
+
+/* Tracees interrupted but not stopped when we gave up waiting. */
+static pid_t *stragglers;
+static size_t nstragglers, capstragglers;
+
+static void add_straggler(pid_t tid)
+{
+	sd_grow(&stragglers, &capstragglers, nstragglers + 1, sizeof(*stragglers));
+	stragglers[nstragglers++] = tid;
+}
+
+size_t ptrace_reap_stragglers(void)
+{
+	size_t keep = 0;
+	for (size_t i = 0; i < nstragglers; i++) {
+		pid_t tid = stragglers[i];
+		int st;
+		pid_t r = waitpid(tid, &st, __WALL | WNOHANG);
+		if (r == tid) {
+			if (WIFSTOPPED(st)) {
+				int sig = (st >> 16) == 0 ? WSTOPSIG(st) : 0;
+				ptrace(PTRACE_DETACH, tid, 0, (void *)(long)sig);
+			}
+			continue;
+		}
+		if (r < 0 && errno == ECHILD)
+			continue; /* gone, or no longer ours */
+		stragglers[keep++] = tid;
+	}
+	nstragglers = keep;
+	return keep;
+}
+
+int ptrace_explain_seize(pid_t pid, int e, struct sd_error *err)
+{
+	struct sd_procinfo pi;
+	if (e == ESRCH) {
+		if (procfs_procinfo(pid, &pi, NULL) < 0)
+			return sd_error_set(err, ESRCH, "no such process: %d", (int)pid);
+		procfs_procinfo_release(&pi);
+		return sd_error_set(err, ESRCH, "cannot attach to %d: it exited", (int)pid);
+	}
+	if (e == EPERM) {
+		if (procfs_procinfo(pid, &pi, NULL) == 0) {
+			if (pi.tracer > 0) {
+				sd_error_set(err, EBUSY,
+					     "cannot attach to %d: already traced by %d \"%s\" "
+					     "(detach that debugger first)",
+					     (int)pid, (int)pi.tracer, pi.tracer_comm);
+				procfs_procinfo_release(&pi);
+				return -EBUSY;
+			}
+			procfs_procinfo_release(&pi);
+		}
+		return sd_error_set(err, EPERM,
+				    "cannot attach to %d: operation not permitted (run as root or "
+				    "the process owner with CAP_SYS_PTRACE; check "
+				    "kernel.yama.ptrace_scope)",
+				    (int)pid);
+	}
+	return sd_error_set(err, e, "cannot attach to %d: %s", (int)pid, strerror(e));
+}
+
+static struct sd_tracee *find_tracee(struct sd_freeze *fz, pid_t tid)
+{
+	for (size_t i = 0; i < fz->n; i++)
+		if (fz->v[i].tid == tid)
+			return &fz->v[i];
+	return NULL;
+}
+
+/* Record the stop described by wait status ST. */
+static void note_stop(struct sd_tracee *t, int st)
+{
+	if (WIFEXITED(st) || WIFSIGNALED(st)) {
+		t->state = SD_TRACEE_GONE;
+		return;
+	}
+	if (!WIFSTOPPED(st))
+		return;
+	int event = st >> 16;
+	int sig = WSTOPSIG(st);
+	t->state = SD_TRACEE_STOPPED;
+	t->stop_ns = sd_now_ns();
+	if (event == PTRACE_EVENT_STOP) {
+		/* Interrupt stop (SIGTRAP) or a job-control group stop. */
+		if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
+			t->group_stop = 1;
+	} else if (event == 0) {
+		/* A signal arrived while we traced: it must be delivered. */
+		t->inject_sig = sig;
+	}
+}
+
+static int seize_interrupt(struct sd_tracee *t)
+{
+	if (ptrace(PTRACE_SEIZE, t->tid, 0, 0) < 0) {
+		t->err = errno;
+		t->state = errno == ESRCH ? SD_TRACEE_GONE : SD_TRACEE_FAILED;
+		return -t->err;
+	}
+	t->state = SD_TRACEE_SEIZED;
+	if (ptrace(PTRACE_INTERRUPT, t->tid, 0, 0) < 0) {
+		/* Seized but gone already: the kernel cleans up. */
+		t->err = errno;
+		t->state = SD_TRACEE_GONE;
+		return -t->err;
+	}
+	return 0;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+	nanosleep(&ts, NULL);
+}
+
+/* Wait until every SEIZED tracee in V[0..N) stopped or exited, or the
+ * deadline passed. */
+static void wait_stops(struct sd_tracee *v, size_t n, uint64_t deadline)
+{
+	size_t pending = 0;
+	for (size_t i = 0; i < n; i++)
+		pending += v[i].state == SD_TRACEE_SEIZED;
+	uint64_t backoff = 2000;
+	size_t cursor = 0;
+	while (pending) {
+		int progressed = 0;
+		for (size_t k = 0; k < n && pending; k++) {
+			struct sd_tracee *t = &v[(cursor + k) % n];
+			if (t->state != SD_TRACEE_SEIZED)
+				continue;
+			int st;
+			pid_t r = waitpid(t->tid, &st, __WALL | WNOHANG);
+			if (r == t->tid) {
+				note_stop(t, st);
+				pending--;
+				progressed = 1;
+			} else if (r < 0 && errno == ECHILD) {
+				t->state = SD_TRACEE_GONE;
+				pending--;
+				progressed = 1;
+			}
+		}
+		if (!pending)
+			break;
+		if (sd_now_ns() > deadline)
+			break;
+		if (progressed) {
+			backoff = 2000;
+			continue;
+		}
+		sleep_ns(backoff);
+		if (backoff < 500000)
+			backoff *= 2;
+	}
+}
+
+int ptrace_freeze_all(struct sd_freeze *fz, pid_t pid, unsigned timeout_ms,
+		      int (*want)(pid_t tid, void *arg), void *want_arg, struct sd_error *err)
+{
+	memset(fz, 0, sizeof(*fz));
+	fz->pid = pid;
+	ptrace_reap_stragglers();
+	current_freeze = fz;
+	fz->start_ns = sd_now_ns();
+	uint64_t deadline = fz->start_ns + (uint64_t)timeout_ms * 1000000ull;
+	int first_err = 0;
+	/* Rescan until a pass finds no new thread: once every known thread
+	 * is stopped none can create another. */
+	for (int pass = 0; pass < 64; pass++) {
+		pid_t *tids;
+		size_t ntids;
+		if (procfs_list_tids(pid, &tids, &ntids, pass ? NULL : err) < 0) {
+			if (pass == 0) {
+				current_freeze = NULL;
+				return -ESRCH;
+			}
+			break;
+		}
+		size_t added = 0;
+		for (size_t i = 0; i < ntids; i++) {
+			if (find_tracee(fz, tids[i]) || (want && !want(tids[i], want_arg)))
+				continue;
+			sd_grow(&fz->v, &fz->cap, fz->n + 1, sizeof(*fz->v));
+			struct sd_tracee *t = &fz->v[fz->n++];
+			memset(t, 0, sizeof(*t));
+			t->tid = tids[i];
+			int r = seize_interrupt(t);
+			if (r < 0 && t->state == SD_TRACEE_FAILED && !first_err)
+				first_err = -r;
+			if (r == 0)
+				added++;
+		}
+		free(tids);
+		if (first_err)
+			break;
+		if (!added)
+			break;
+	}
+	if (first_err) {
+		ptrace_thaw_all(fz);
+		current_freeze = NULL;
+		return ptrace_explain_seize(pid, first_err, err);
+	}
+	wait_stops(fz->v, fz->n, deadline);
+	size_t stopped = 0;
+	for (size_t i = 0; i < fz->n; i++)
+		stopped += fz->v[i].state == SD_TRACEE_STOPPED;
+	if (!stopped) {
+		ptrace_thaw_all(fz);
+		current_freeze = NULL;
+		if (fz->n == 0 || procfs_procinfo(pid, &(struct sd_procinfo){0}, NULL) < 0)
+			return sd_error_set(err, ESRCH, "cannot attach to %d: it exited", (int)pid);
+		return sd_error_set(err, ETIMEDOUT,
+				    "no thread of %d stopped within %u ms (all in "
+				    "uninterruptible sleep?)",
+				    (int)pid, timeout_ms);
+	}
+	return 0;
+}
+
+int ptrace_freeze_one(struct sd_tracee *t, unsigned timeout_ms, struct sd_error *err)
+{
+	current_one = t;
+	uint64_t deadline = sd_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	int r = seize_interrupt(t);
+	if (r < 0) {
+		current_one = NULL;
+		if (t->state == SD_TRACEE_GONE)
+			return sd_error_set(err, ESRCH, "thread %d exited", (int)t->tid);
+		return ptrace_explain_seize(t->tid, -r, err);
+	}
+	wait_stops(t, 1, deadline);
+	if (t->state == SD_TRACEE_STOPPED)
+		return 0;
+	ptrace_thaw_one(t);
+	current_one = NULL;
+	if (t->state == SD_TRACEE_GONE)
+		return sd_error_set(err, ESRCH, "thread %d exited", (int)t->tid);
+	return sd_error_set(err, ETIMEDOUT, "thread %d did not stop within %u ms",
+			    (int)t->tid, timeout_ms);
+}
+
+void ptrace_thaw_one(struct sd_tracee *t)
+{
+	switch (t->state) {
+	case SD_TRACEE_STOPPED:
+		/* A group-stopped tracee goes back to its job-control stop on
+		 * detach: a process stopped before we came stays stopped. */
+		if (ptrace(PTRACE_DETACH, t->tid, 0, (void *)(long)t->inject_sig) < 0 &&
+		    errno != ESRCH)
+			add_straggler(t->tid);
+		t->detach_ns = sd_now_ns();
+		t->state = SD_TRACEE_DETACHED;
+		break;
+	case SD_TRACEE_SEIZED:
+		/* Interrupted but not stopped yet: it will stop soon and must
+		 * then be detached. Try once more now. */
+		{
+			int st;
+			if (waitpid(t->tid, &st, __WALL | WNOHANG) == t->tid) {
+				note_stop(t, st);
+				if (t->state == SD_TRACEE_STOPPED) {
+					ptrace_thaw_one(t);
+					return;
+				}
+			} else {
+				add_straggler(t->tid);
+			}
+		}
+		t->state = SD_TRACEE_DETACHED;
+		break;
+	default:
+		break;
+	}
+	if (current_one == t)
+		current_one = NULL;
+}
+
+void ptrace_thaw_all(struct sd_freeze *fz)
+{
+	for (size_t i = 0; i < fz->n; i++)
+		ptrace_thaw_one(&fz->v[i]);
+	fz->end_ns = sd_now_ns();
+	if (current_freeze == fz)
+		current_freeze = NULL;
+}
+
+void ptrace_freeze_release(struct sd_freeze *fz)
+{
+	if (current_freeze == fz)
+		current_freeze = NULL;
+	free(fz->v);
+	fz->v = NULL;
+	fz->n = fz->cap = 0;
+}
+
+void ptrace_emergency_thaw(void)
+{
+	struct sd_freeze *fz = current_freeze;
+	if (fz) {
+		for (size_t i = 0; i < fz->n; i++) {
+			struct sd_tracee *t = &fz->v[i];
+			if (t->state == SD_TRACEE_STOPPED)
+				ptrace(PTRACE_DETACH, t->tid, 0, (void *)(long)t->inject_sig);
+		}
+	}
+	struct sd_tracee *t = current_one;
+	if (t && t->state == SD_TRACEE_STOPPED)
+		ptrace(PTRACE_DETACH, t->tid, 0, (void *)(long)t->inject_sig);
+}

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+// The freeze and thaw stages: PTRACE_SEIZE + PTRACE_INTERRUPT, bounded
+// waits, and PTRACE_DETACH on every path. Never PTRACE_ATTACH: it queues a
+// SIGSTOP that can leave the whole process stopped if we die.
+#ifndef SD_PTRACE_H
+#define SD_PTRACE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "util.h"
+
+enum sd_tracee_state {
+	SD_TRACEE_NEW = 0,
+	SD_TRACEE_SEIZED,   /* seized and interrupted, not yet stopped */
+	SD_TRACEE_STOPPED,  /* in a ptrace stop: registers can be read */
+	SD_TRACEE_GONE,     /* exited before or during the freeze */
+	SD_TRACEE_FAILED,   /* could not be seized (see err) */
+	SD_TRACEE_DETACHED,
+};
+
+struct sd_tracee {
+	pid_t tid;
+	enum sd_tracee_state state;
+	int inject_sig;      /* signal-delivery-stop: give the signal back */
+	int group_stop;      /* stopped by job control before we came */
+	int err;             /* errno of a failed seize */
+	uint64_t stop_ns, detach_ns;
+};
+
+/* A set of tracees for one freeze. */
+struct sd_freeze {
+	pid_t pid;
+	struct sd_tracee *v;
+	size_t n, cap;
+	uint64_t start_ns, end_ns;
+};
+
+/* Seize and interrupt every thread of PID, rescanning task/ until no new
+ * thread appears, then wait (at most TIMEOUT_MS in all) for each to stop.
+ * Threads that exit are marked GONE; the freeze stands for the rest.
+ * Returns 0 when at least one thread is stopped, else a negative errno
+ * with a message that says what the user can do. On error every thread
+ * seized so far is already detached. WANT (may be NULL) picks threads. */
+int ptrace_freeze_all(struct sd_freeze *fz, pid_t pid, unsigned timeout_ms,
+		      int (*want)(pid_t tid, void *arg), void *want_arg, struct sd_error *err);
+
+/* Seize, interrupt and wait for one thread (per-thread mode). */
+int ptrace_freeze_one(struct sd_tracee *t, unsigned timeout_ms, struct sd_error *err);
+
+/* Detach one stopped tracee, giving back any signal it was delivering.
+ * A tracee that never stopped is remembered and detached by
+ * ptrace_reap_stragglers() once it does. */
+void ptrace_thaw_one(struct sd_tracee *t);
+/* Detach all tracees of FZ; safe to call twice. */
+void ptrace_thaw_all(struct sd_freeze *fz);
+void ptrace_freeze_release(struct sd_freeze *fz);
+
+/* Detach threads that were interrupted but had not stopped by the
+ * deadline. Returns how many remain. Call between commands. */
+size_t ptrace_reap_stragglers(void);
+
+/* Describe why PTRACE_SEIZE failed for PID with errno E. */
+int ptrace_explain_seize(pid_t pid, int e, struct sd_error *err);
+
+/* Emergency thaw from a signal handler: detach every tracee of the
+ * current freeze (async-signal-safe). */
+void ptrace_emergency_thaw(void);
+
+#endif

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+// Ownership of snapshots: allocation, threads, frames and release.
+#include "snapshot.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct sd_snapshot *snapshot_new(pid_t pid)
+{
+	struct sd_snapshot *s = sd_xcalloc(1, sizeof(*s));
+	s->pid = pid;
+	s->pool = strpool_new();
+	return s;
+}
+
+static void thread_release(struct sd_thread *t)
+{
+	free(t->stack);
+	free(t->lockmem);
+	free(t->frames);
+}
+
+void snapshot_free(struct sd_snapshot *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nthreads; i++)
+		thread_release(&s->threads[i]);
+	free(s->threads);
+	free(s->modules);
+	strpool_free(s->pool);
+	free(s);
+}
+
+struct sd_thread *snapshot_add_thread(struct sd_snapshot *s, pid_t tid)
+{
+	sd_grow(&s->threads, &s->cap, s->nthreads + 1, sizeof(*s->threads));
+	struct sd_thread *t = &s->threads[s->nthreads++];
+	memset(t, 0, sizeof(*t));
+	t->tid = tid;
+	t->syscall_nr = -1;
+	return t;
+}
+
+struct sd_frame *snapshot_add_frame(struct sd_thread *t)
+{
+	/* frames grow by doubling; capacity is kept implicit via powers of 2 */
+	size_t n = t->nframes;
+	if (n == 0 || (n & (n - 1)) == 0) {
+		size_t cap = n ? n * 2 : 16;
+		if (n < 16 && n)
+			cap = 16;
+		t->frames = sd_xrealloc(t->frames, cap * sizeof(*t->frames));
+	}
+	struct sd_frame *f = &t->frames[t->nframes++];
+	memset(f, 0, sizeof(*f));
+	return f;
+}
+
+void snapshot_drop_capture(struct sd_snapshot *s)
+{
+	for (size_t i = 0; i < s->nthreads; i++) {
+		struct sd_thread *t = &s->threads[i];
+		free(t->stack);
+		t->stack = NULL;
+		t->stack_len = 0;
+	}
+}
+
+static const char *const wait_names[SD_WAIT__COUNT] = {
+	[SD_WAIT_NONE] = "none",
+	[SD_WAIT_RUNNING] = "running",
+	[SD_WAIT_RUNNABLE] = "runnable",
+	[SD_WAIT_SYSCALL] = "syscall",
+	[SD_WAIT_DISK] = "disk",
+	[SD_WAIT_STOPPED] = "stopped",
+	[SD_WAIT_ZOMBIE] = "zombie",
+	[SD_WAIT_MUTEX] = "mutex",
+	[SD_WAIT_RWLOCK_READ] = "rwlock-read",
+	[SD_WAIT_RWLOCK_WRITE] = "rwlock-write",
+	[SD_WAIT_CONDVAR] = "condvar",
+	[SD_WAIT_SEMAPHORE] = "semaphore",
+	[SD_WAIT_JOIN] = "join",
+	[SD_WAIT_RUST_MUTEX] = "rust-mutex",
+	[SD_WAIT_RUST_RWLOCK] = "rust-rwlock",
+	[SD_WAIT_RUST_CONDVAR] = "rust-condvar",
+	[SD_WAIT_FUTEX] = "futex",
+};
+
+const char *sd_wait_kind_name(enum sd_wait_kind k)
+{
+	return (unsigned)k < SD_WAIT__COUNT ? wait_names[k] : "unknown";
+}
+
+enum sd_wait_kind sd_wait_kind_parse(const char *name)
+{
+	for (int i = 0; i < SD_WAIT__COUNT; i++)
+		if (name && !strcmp(wait_names[i], name))
+			return (enum sd_wait_kind)i;
+	return SD_WAIT_NONE;
+}

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+// The snapshot: what one look at a process produced. The pipeline
+// (discover, freeze, capture, thaw, unwind, symbolize, analyze) fills it;
+// renderers, lock analysis, profiles and the saved format read it.
+#ifndef SD_SNAPSHOT_H
+#define SD_SNAPSHOT_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+#include "procfs.h"
+#include "strpool.h"
+#include "util.h"
+
+enum {
+	SD_FRAME_INLINED = 1 << 0,  /* an inline frame: same pc as the next */
+	SD_FRAME_SIGNAL = 1 << 1,   /* the signal trampoline (sigreturn) */
+	SD_FRAME_EXACT = 1 << 2,    /* pc is exact (frame 0, after a signal) */
+	SD_FRAME_FP = 1 << 3,       /* found without CFI, by frame pointer */
+	SD_FRAME_DEBUGINFO = 1 << 4, /* function name came from DWARF */
+};
+
+/* One frame. Strings point into the snapshot's pool (or are NULL when
+ * unknown). offset is relative to the module's load bias (the address in
+ * the ELF file's own address space). */
+struct sd_frame {
+	uint64_t pc;
+	uint64_t sp;
+	unsigned flags;
+	const char *function;
+	const char *module;   /* basename of the module, e.g. "libc.so.6" */
+	const char *build_id; /* hex, or NULL */
+	uint64_t offset;
+	uint64_t symoff;      /* offset from the function's start, if known */
+	const char *file;
+	int line;
+};
+
+/* Lock words and memory read while frozen, for lock analysis. */
+struct sd_lockmem {
+	uint64_t addr;
+	uint32_t len;
+	uint8_t bytes[96];
+};
+
+enum sd_wait_kind {
+	SD_WAIT_NONE = 0,
+	SD_WAIT_RUNNING,
+	SD_WAIT_RUNNABLE,
+	SD_WAIT_SYSCALL,  /* blocked in a syscall that is not a lock */
+	SD_WAIT_DISK,     /* D state */
+	SD_WAIT_STOPPED,
+	SD_WAIT_ZOMBIE,
+	SD_WAIT_MUTEX,
+	SD_WAIT_RWLOCK_READ,
+	SD_WAIT_RWLOCK_WRITE,
+	SD_WAIT_CONDVAR,
+	SD_WAIT_SEMAPHORE,
+	SD_WAIT_JOIN,
+	SD_WAIT_RUST_MUTEX,
+	SD_WAIT_RUST_RWLOCK,
+	SD_WAIT_RUST_CONDVAR,
+	SD_WAIT_FUTEX,    /* a futex wait we could not name */
+	SD_WAIT__COUNT
+};
+
+/* What a thread waits for; filled by lock analysis. owner is a TID, 0 when
+ * unknown; owner_known says the evidence named it. */
+struct sd_wait {
+	enum sd_wait_kind kind;
+	uint64_t address;
+	const char *symbol;  /* data symbol of the lock, pool string or NULL */
+	pid_t owner;
+	int owner_known;
+	const char *note;    /* why no owner, or a detail; pool string */
+	const char *subkind; /* "normal", "recursive", "robust", "pi" ... */
+};
+
+enum sd_thread_status {
+	SD_THREAD_OK = 0,
+	SD_THREAD_EXITED,     /* went away during the snapshot */
+	SD_THREAD_NOT_STOPPED, /* did not stop in time (e.g. D state) */
+	SD_THREAD_ERROR,
+};
+
+struct sd_thread {
+	pid_t tid;
+	const char *name;     /* comm, pool string */
+	char state;           /* stat letter before the freeze */
+	const char *wchan;
+	int syscall_known, running;
+	long syscall_nr;      /* -1 when not in a syscall */
+	uint64_t syscall_args[6];
+	uint64_t vol_ctxsw, nonvol_ctxsw, utime, stime;
+	enum sd_thread_status status;
+	const char *error;    /* why status is not OK, pool string */
+
+	/* capture */
+	int have_regs;
+	struct user_regs_struct regs;
+	uint8_t *stack;       /* heap copy of [stack_base, stack_base+stack_len) */
+	uint64_t stack_base;
+	size_t stack_len;
+	int stack_truncated;  /* the window cap was hit */
+	struct sd_lockmem *lockmem;
+	size_t nlockmem;
+	uint64_t pause_us;    /* how long this thread was stopped */
+
+	/* unwind + symbolize */
+	struct sd_frame *frames;
+	size_t nframes;
+	const char *unwind_stop; /* why unwinding ended early, or NULL */
+
+	/* analyze */
+	struct sd_wait wait;
+};
+
+/* A loaded module as the snapshot saw it. */
+struct sd_module {
+	const char *name;     /* basename */
+	const char *path;     /* as in maps */
+	const char *build_id; /* hex or NULL */
+	uint64_t start, end, bias;
+};
+
+#define SD_SNAPSHOT_VERSION 1
+
+struct sd_snapshot {
+	pid_t pid;
+	const char *comm;
+	const char *exe;
+	double time;          /* wall clock, seconds since the epoch */
+	char state;           /* process state before the freeze */
+	int per_thread;       /* taken in per-thread mode */
+	uint64_t pause_us;    /* longest time any thread was stopped */
+	uint64_t capture_us, unwind_us, symbolize_us;
+	uint64_t stack_bytes; /* bytes copied */
+	struct sd_thread *threads;
+	size_t nthreads, cap;
+	struct sd_module *modules;
+	size_t nmodules, modcap;
+	int partial;          /* some thread could not be read */
+	struct strpool *pool; /* owns every string above */
+};
+
+struct sd_snapshot *snapshot_new(pid_t pid);
+/* Frees the snapshot, its threads, frames, stacks and strings. */
+void snapshot_free(struct sd_snapshot *s);
+/* Append a zeroed thread and return it. */
+struct sd_thread *snapshot_add_thread(struct sd_snapshot *s, pid_t tid);
+/* Append a frame to T. */
+struct sd_frame *snapshot_add_frame(struct sd_thread *t);
+/* Drop captured registers, stacks and lock memory (after unwinding). */
+void snapshot_drop_capture(struct sd_snapshot *s);
+
+/* Short name of a wait kind, as in JSON ("mutex", "rwlock-read"...). */
+const char *sd_wait_kind_name(enum sd_wait_kind k);
+enum sd_wait_kind sd_wait_kind_parse(const char *name);
+
+#endif

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+// The symbolize stage: one libdwfl session per target turns addresses into
+// module, function (demangled C++ and Rust), inline chain and file:line.
+// Results are cached by (ELF image, address) across threads and snapshots.
+#ifndef SD_SYMBOLS_H
+#define SD_SYMBOLS_H
+
+#include <stdint.h>
+
+#include "snapshot.h"
+
+struct sd_target;
+struct sd_symbols;
+
+struct sd_symbols *symbols_new(struct sd_target *t);
+/* NULL does nothing. Strings handed out before stay valid only in the
+ * snapshots they were copied into. */
+void symbols_free(struct sd_symbols *s);
+/* Report the target's current modules to libdwfl (after target_refresh). */
+void symbols_sync(struct sd_symbols *s);
+
+/* Replace TH's raw frames (pc, sp, flags) by symbolized ones, expanding
+ * inline frames unless NO_INLINE; file:line unless NO_SOURCE. Strings go
+ * into SNAP's pool. */
+void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_thread *th,
+		    int no_inline, int no_source);
+
+/* The data symbol (global or static object) holding ADDR, demangled, into
+ * SNAP's pool; NULL if none. *OFF gets ADDR's offset into it. */
+const char *symbols_data(struct sd_symbols *s, struct sd_snapshot *snap, uint64_t addr,
+			 uint64_t *off);
+
+/* Demangle C++ and Rust (legacy and v0) names; returns a heap string or
+ * NULL when NAME is not mangled. */
+char *symbols_demangle(const char *name);
+
+/* Cache statistics, for -v. */
+void symbols_stats(const struct sd_symbols *s, uint64_t *lookups, uint64_t *hits);
+
+#endif

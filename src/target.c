@@ -1,0 +1,527 @@
+// SPDX-License-Identifier: MIT
+// Targets and the snapshot pipeline: discover, freeze, capture, thaw, then
+// unwind, symbolize and analyze while the target runs again.
+#include "target.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "analyze.h"
+#include "capture.h"
+#include "ptrace.h"
+#include "symbols.h"
+#include "unwind.h"
+
+void snap_opts_init(struct sd_snap_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->max_frames = 256;
+	o->max_stack = 1u << 20;
+	o->timeout_ms = 2000;
+}
+
+struct sd_target *target_new(pid_t pid, struct sd_error *err)
+{
+	if (pid <= 0) {
+		sd_error_set(err, EINVAL, "invalid process id: %d", (int)pid);
+		return NULL;
+	}
+	if (pid == getpid()) {
+		sd_error_set(err, EINVAL, "cannot attach to %d: that is stackdump itself", (int)pid);
+		return NULL;
+	}
+	struct sd_target *t = sd_xcalloc(1, sizeof(*t));
+	t->pid = pid;
+	if (procfs_procinfo(pid, &t->info, err) < 0) {
+		free(t);
+		return NULL;
+	}
+	/* A TID that is not a thread group leader names a thread, not a
+	 * process: use its process. */
+	char path[64], *text;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (sd_read_file(path, &text, 1 << 16) >= 0) {
+		const char *p = strstr(text, "Tgid:");
+		long tgid = p ? strtol(p + 5, NULL, 10) : pid;
+		free(text);
+		if (tgid > 0 && tgid != pid) {
+			sd_error_set(err, EINVAL,
+				     "%d is a thread of process %ld, not a process (use %ld, "
+				     "with --tid %d to pick the thread)",
+				     (int)pid, tgid, tgid, (int)pid);
+			goto fail;
+		}
+	}
+	if (t->info.kernel_thread) {
+		sd_error_set(err, EINVAL,
+			     "cannot attach to %d \"%s\": it is a kernel thread (it has no user "
+			     "stack; see /proc/%d/stack)",
+			     (int)pid, t->info.comm, (int)pid);
+		goto fail;
+	}
+	if (t->info.state == 'Z' || t->info.state == 'X') {
+		sd_error_set(err, ESRCH,
+			     "cannot attach to %d \"%s\": it is a zombie (it exited; its parent "
+			     "%d has not reaped it)",
+			     (int)pid, t->info.comm, (int)t->info.ppid);
+		goto fail;
+	}
+	if (t->info.tracer > 0 && t->info.tracer != getpid()) {
+		sd_error_set(err, EBUSY,
+			     "cannot attach to %d: already traced by %d \"%s\" (detach that "
+			     "debugger first)",
+			     (int)pid, (int)t->info.tracer, t->info.tracer_comm);
+		goto fail;
+	}
+	t->unw = unwind_new(t);
+	t->sym = symbols_new(t);
+	return t;
+fail:
+	procfs_procinfo_release(&t->info);
+	free(t);
+	return NULL;
+}
+
+static void mods_release(struct sd_target *t)
+{
+	for (size_t i = 0; i < t->nmods; i++) {
+		elfcache_put(t->mods[i].elf);
+		free(t->mods[i].path);
+		free(t->mods[i].name_buf);
+	}
+	free(t->mods);
+	t->mods = NULL;
+	t->nmods = 0;
+}
+
+void target_free(struct sd_target *t)
+{
+	if (!t)
+		return;
+	symbols_free(t->sym);
+	unwind_free(t->unw);
+	mods_release(t);
+	procfs_maps_release(&t->maps);
+	procfs_procinfo_release(&t->info);
+	free(t);
+}
+
+int target_alive(const struct sd_target *t)
+{
+	struct sd_procinfo pi;
+	if (procfs_procinfo(t->pid, &pi, NULL) < 0)
+		return 0;
+	procfs_procinfo_release(&pi);
+	return pi.state != 'Z' && pi.state != 'X';
+}
+
+static const char *basename_of(const char *p)
+{
+	const char *b = strrchr(p, '/');
+	return b ? b + 1 : p;
+}
+
+/* Open the file behind mapping M: through /proc/PID/root (the target's own
+ * mount namespace), else /proc/PID/map_files (deleted files). */
+static struct sd_elf *open_mapped(struct sd_target *t, const struct sd_map *m,
+				  const char **why)
+{
+	char path[4400];
+	struct sd_error err = {0};
+	size_t plen = strlen(m->path);
+	int deleted = plen > 10 && !strcmp(m->path + plen - 10, " (deleted)");
+	struct sd_elf *e = NULL;
+	if (!deleted) {
+		snprintf(path, sizeof(path), "/proc/%d/root%s", (int)t->pid, m->path);
+		e = elfcache_open(path, &err);
+		if (e && (e->ino != m->inode ||
+			  (major(e->dev) != m->dev_major || minor(e->dev) != m->dev_minor))) {
+			/* Same path, other file (replaced on disk, or an
+			 * overlay): prefer the mapped file itself if we can. */
+			snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)t->pid,
+				 (unsigned long long)m->start, (unsigned long long)m->end);
+			struct sd_elf *e2 = elfcache_open(path, NULL);
+			if (e2) {
+				elfcache_put(e);
+				e = e2;
+			}
+		}
+	}
+	if (!e) {
+		snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)t->pid,
+			 (unsigned long long)m->start, (unsigned long long)m->end);
+		e = elfcache_open(path, deleted ? &err : NULL);
+	}
+	if (!e)
+		*why = err.msg[0] ? "cannot open file" : "not found";
+	return e;
+}
+
+static uint64_t compute_bias(const struct sd_elf *e, const struct sd_map *m)
+{
+	for (int i = 0; i < e->nloads; i++) {
+		const struct sd_load *l = &e->loads[i];
+		uint64_t pstart = l->offset & ~0xfffull;
+		if (m->offset >= pstart && m->offset < l->offset + (l->filesz ? l->filesz : 1))
+			return m->start - l->vaddr - m->offset + l->offset;
+	}
+	return m->start - (e->loads[0].vaddr & ~0xfffull);
+}
+
+static int cmp_mod(const void *a, const void *b)
+{
+	const struct sd_tmod *x = a, *y = b;
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+static void build_modules(struct sd_target *t)
+{
+	mods_release(t);
+	size_t cap = 0;
+	for (size_t i = 0; i < t->maps.n; i++) {
+		const struct sd_map *m = &t->maps.v[i];
+		int vdso = !strcmp(m->path, "[vdso]");
+		if (!vdso && (m->path[0] != '/' || m->perms[2] != 'x'))
+			continue;
+		/* One module per file: skip if already made. */
+		struct sd_tmod *mod = NULL;
+		for (size_t k = 0; k < t->nmods; k++)
+			if (!strcmp(t->mods[k].path, m->path) && !vdso)
+				mod = &t->mods[k];
+		if (mod)
+			continue;
+		sd_grow(&t->mods, &cap, t->nmods + 1, sizeof(*t->mods));
+		mod = &t->mods[t->nmods++];
+		memset(mod, 0, sizeof(*mod));
+		mod->path = sd_xstrdup(m->path);
+		mod->name = basename_of(mod->path);
+		size_t pl = strlen(mod->path);
+		if (pl > 10 && !strcmp(mod->path + pl - 10, " (deleted)")) {
+			/* name without the suffix; path keeps it */
+			mod->name_buf = sd_xstrdup(mod->name);
+			mod->name_buf[strlen(mod->name_buf) - 10] = '\0';
+			mod->name = mod->name_buf;
+		}
+		mod->is_vdso = vdso;
+		mod->start = m->start;
+		mod->end = m->end;
+		mod->text_start = m->start;
+		mod->text_end = m->end;
+		const struct sd_map *first = m;
+		/* Every mapping of the same file widens the module. */
+		for (size_t k = 0; k < t->maps.n && !vdso; k++) {
+			const struct sd_map *o = &t->maps.v[k];
+			if (strcmp(o->path, m->path) || o->inode != m->inode)
+				continue;
+			if (o->start < mod->start)
+				mod->start = o->start;
+			if (o->end > mod->end)
+				mod->end = o->end;
+			if (o->perms[2] == 'x') {
+				if (o->start < mod->text_start)
+					mod->text_start = o->start;
+				if (o->end > mod->text_end)
+					mod->text_end = o->end;
+			}
+			if (o->offset < first->offset ||
+			    (o->offset == first->offset && o->start < first->start))
+				first = o;
+		}
+		if (vdso) {
+			size_t len = m->end - m->start;
+			uint8_t *buf = sd_xmalloc(len);
+			ssize_t n = capture_read(t->pid, m->start, buf, len);
+			if (n == (ssize_t)len)
+				mod->elf = elfcache_from_memory("[vdso]", buf, len, NULL);
+			free(buf);
+		} else {
+			mod->elf = open_mapped(t, first, &mod->open_err);
+		}
+		if (mod->elf)
+			mod->bias = compute_bias(mod->elf, first);
+	}
+	qsort(t->mods, t->nmods, sizeof(*t->mods), cmp_mod);
+	t->generation++;
+}
+
+int target_refresh(struct sd_target *t, struct sd_error *err)
+{
+	char path[64], *text;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)t->pid);
+	ssize_t n = sd_read_file(path, &text, 256u << 20);
+	if (n < 0) {
+		if (n == -ENOENT || n == -ESRCH)
+			return sd_error_set(err, ESRCH, "process %d exited", (int)t->pid);
+		return sd_error_set(err, (int)-n, "cannot read %s: %s", path, strerror((int)-n));
+	}
+	uint64_t h = sd_hash(text, (size_t)n, 0);
+	if (h == t->maps_hash && t->maps.n) {
+		free(text);
+		return 0;
+	}
+	procfs_maps_release(&t->maps);
+	if (procfs_parse_maps(text, &t->maps) < 0) {
+		free(text);
+		return sd_error_set(err, EINVAL, "cannot parse %s", path);
+	}
+	free(text);
+	t->maps_hash = h;
+	build_modules(t);
+	unwind_flush(t->unw);
+	return 0;
+}
+
+struct sd_tmod *target_module_at(struct sd_target *t, uint64_t addr)
+{
+	size_t lo = 0, hi = t->nmods;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		struct sd_tmod *m = &t->mods[mid];
+		if (addr < m->start)
+			hi = mid;
+		else if (addr >= m->end)
+			lo = mid + 1;
+		else
+			return m;
+	}
+	return NULL;
+}
+
+/* Thread selection for a snapshot. */
+struct pick {
+	const struct sd_snap_opts *o;
+	pid_t pid;
+};
+
+static int thread_wanted(pid_t tid, void *arg)
+{
+	struct pick *p = arg;
+	const struct sd_snap_opts *o = p->o;
+	if (o->tids && o->ntids) {
+		int found = 0;
+		for (size_t i = 0; i < o->ntids; i++)
+			found |= o->tids[i] == tid;
+		if (!found)
+			return 0;
+	}
+	if (o->name_glob) {
+		char path[96], *text;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)p->pid, (int)tid);
+		if (sd_read_file(path, &text, 256) < 0)
+			return 0;
+		text[strcspn(text, "\n")] = '\0';
+		int ok = fnmatch(o->name_glob, text, 0) == 0;
+		free(text);
+		return ok;
+	}
+	return 1;
+}
+
+static struct sd_thread *find_thread(struct sd_snapshot *s, pid_t tid)
+{
+	for (size_t i = 0; i < s->nthreads; i++)
+		if (s->threads[i].tid == tid)
+			return &s->threads[i];
+	return NULL;
+}
+
+static void fill_taskinfo(struct sd_snapshot *s, struct sd_thread *th, const struct sd_taskinfo *ti)
+{
+	th->name = strpool_intern(s->pool, ti->comm);
+	th->state = ti->state;
+	th->wchan = ti->wchan[0] ? strpool_intern(s->pool, ti->wchan) : NULL;
+	th->syscall_known = ti->syscall_known;
+	th->running = ti->running;
+	th->syscall_nr = ti->syscall_nr;
+	memcpy(th->syscall_args, ti->syscall_args, sizeof(th->syscall_args));
+	th->vol_ctxsw = ti->vol_ctxsw;
+	th->nonvol_ctxsw = ti->nonvol_ctxsw;
+	th->utime = ti->utime;
+	th->stime = ti->stime;
+}
+
+/* Registers are the truth while frozen: take the syscall from them. */
+static void syscall_from_regs(struct sd_thread *th)
+{
+	if (!th->have_regs)
+		return;
+	long nr = (long)th->regs.orig_rax;
+	if (nr >= 0 && !th->running) {
+		th->syscall_nr = nr;
+		th->syscall_args[0] = th->regs.rdi;
+		th->syscall_args[1] = th->regs.rsi;
+		th->syscall_args[2] = th->regs.rdx;
+		th->syscall_args[3] = th->regs.r10;
+		th->syscall_args[4] = th->regs.r8;
+		th->syscall_args[5] = th->regs.r9;
+		th->syscall_known = 1;
+	}
+}
+
+static void mark_failed(struct sd_snapshot *s, struct sd_thread *th, enum sd_thread_status st,
+			const char *why)
+{
+	th->status = st;
+	th->error = strpool_intern(s->pool, why);
+	s->partial = 1;
+}
+
+static void add_modules(struct sd_snapshot *s, struct sd_target *t)
+{
+	s->modules = sd_xcalloc(t->nmods ? t->nmods : 1, sizeof(*s->modules));
+	for (size_t i = 0; i < t->nmods; i++) {
+		struct sd_tmod *m = &t->mods[i];
+		struct sd_module *sm = &s->modules[s->nmodules++];
+		sm->name = strpool_intern(s->pool, m->name);
+		sm->path = strpool_intern(s->pool, m->path);
+		sm->build_id = m->elf && m->elf->build_id[0] ? strpool_intern(s->pool, m->elf->build_id)
+							     : NULL;
+		sm->start = m->start;
+		sm->end = m->end;
+		sm->bias = m->bias;
+	}
+}
+
+struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_opts *o,
+				    struct sd_error *err)
+{
+	struct sd_procinfo pi;
+	if (procfs_procinfo(t->pid, &pi, err) < 0)
+		return NULL;
+	procfs_procinfo_release(&pi);
+	if (pi.state == 'Z' || pi.state == 'X') {
+		sd_error_set(err, ESRCH, "process %d exited (zombie)", (int)t->pid);
+		return NULL;
+	}
+	if (target_refresh(t, err) < 0)
+		return NULL;
+	symbols_sync(t->sym);
+
+	struct sd_snapshot *s = snapshot_new(t->pid);
+	s->comm = strpool_intern(s->pool, t->info.comm);
+	s->exe = t->info.exe ? strpool_intern(s->pool, t->info.exe) : NULL;
+	s->state = pi.state;
+	s->per_thread = o->per_thread;
+	s->time = sd_wall_time();
+
+	/* discover: before anything is stopped */
+	struct pick pick = {o, t->pid};
+	pid_t *tids = NULL;
+	size_t ntids = 0;
+	if (procfs_list_tids(t->pid, &tids, &ntids, err) < 0) {
+		snapshot_free(s);
+		return NULL;
+	}
+	for (size_t i = 0; i < ntids; i++) {
+		if (!thread_wanted(tids[i], &pick))
+			continue;
+		struct sd_taskinfo ti;
+		if (procfs_taskinfo(t->pid, tids[i], &ti) < 0)
+			continue; /* exited already */
+		struct sd_thread *th = snapshot_add_thread(s, tids[i]);
+		fill_taskinfo(s, th, &ti);
+	}
+	free(tids);
+	if (!s->nthreads && (o->tids || o->name_glob)) {
+		sd_error_set(err, ENOENT, "no thread of %d matches the selection", (int)t->pid);
+		snapshot_free(s);
+		return NULL;
+	}
+
+	uint64_t t0 = sd_now_ns();
+	if (!o->per_thread) {
+		struct sd_freeze fz;
+		int r = ptrace_freeze_all(&fz, t->pid, o->timeout_ms,
+					  (o->tids || o->name_glob) ? thread_wanted : NULL, &pick, err);
+		if (r < 0) {
+			ptrace_freeze_release(&fz);
+			snapshot_free(s);
+			return NULL;
+		}
+		for (size_t i = 0; i < fz.n; i++) {
+			struct sd_tracee *tr = &fz.v[i];
+			struct sd_thread *th = find_thread(s, tr->tid);
+			if (!th)
+				th = snapshot_add_thread(s, tr->tid); /* appeared */
+			if (tr->state != SD_TRACEE_STOPPED)
+				continue;
+			int cr = capture_thread(t->pid, th, &t->maps, o->max_stack, &s->stack_bytes);
+			if (cr < 0)
+				mark_failed(s, th, SD_THREAD_EXITED, "exited during the snapshot");
+		}
+		ptrace_thaw_all(&fz);
+		s->pause_us = (fz.end_ns - fz.start_ns) / 1000;
+		for (size_t i = 0; i < fz.n; i++) {
+			struct sd_tracee *tr = &fz.v[i];
+			struct sd_thread *th = find_thread(s, tr->tid);
+			th->pause_us = tr->detach_ns > fz.start_ns ? (tr->detach_ns - fz.start_ns) / 1000 : 0;
+			if (tr->group_stop && s->state != 'T' && s->state != 't')
+				s->state = 'T';
+			if (tr->state == SD_TRACEE_GONE && th->status == SD_THREAD_OK)
+				mark_failed(s, th, SD_THREAD_EXITED, "exited during the snapshot");
+			else if (!th->have_regs && th->status == SD_THREAD_OK)
+				mark_failed(s, th, SD_THREAD_NOT_STOPPED,
+					    "did not stop in time (uninterruptible sleep?)");
+		}
+		ptrace_freeze_release(&fz);
+	} else {
+		for (size_t i = 0; i < s->nthreads; i++) {
+			struct sd_thread *th = &s->threads[i];
+			struct sd_tracee tr = {.tid = th->tid};
+			struct sd_error e1 = {0};
+			uint64_t a = sd_now_ns();
+			if (ptrace_freeze_one(&tr, o->timeout_ms, &e1) < 0) {
+				if (e1.code == EPERM || e1.code == EBUSY) {
+					sd_error_set(err, e1.code, "%s", e1.msg);
+					snapshot_free(s);
+					return NULL;
+				}
+				mark_failed(s, th,
+					    e1.code == ESRCH ? SD_THREAD_EXITED
+							     : SD_THREAD_NOT_STOPPED,
+					    e1.code == ESRCH ? "exited during the snapshot" : e1.msg);
+				continue;
+			}
+			int cr = capture_thread(t->pid, th, &t->maps, o->max_stack, &s->stack_bytes);
+			ptrace_thaw_one(&tr);
+			th->pause_us = (sd_now_ns() - a) / 1000;
+			if (th->pause_us > s->pause_us)
+				s->pause_us = th->pause_us;
+			if (cr < 0)
+				mark_failed(s, th, SD_THREAD_EXITED, "exited during the snapshot");
+		}
+	}
+	uint64_t t1 = sd_now_ns();
+	s->capture_us = (t1 - t0) / 1000;
+
+	/* Everything below runs with the target running again. */
+	for (size_t i = 0; i < s->nthreads; i++) {
+		struct sd_thread *th = &s->threads[i];
+		if (!th->name) {
+			struct sd_taskinfo ti;
+			if (procfs_taskinfo(t->pid, th->tid, &ti) == 0)
+				fill_taskinfo(s, th, &ti);
+			else
+				th->name = strpool_intern(s->pool, "");
+		}
+		syscall_from_regs(th);
+		unwind_thread(t->unw, s, th, o->max_frames);
+	}
+	uint64_t t2 = sd_now_ns();
+	s->unwind_us = (t2 - t1) / 1000;
+	if (!o->no_symbols)
+		for (size_t i = 0; i < s->nthreads; i++)
+			symbols_thread(t->sym, s, &s->threads[i], o->no_inline, o->no_source);
+	s->symbolize_us = (sd_now_ns() - t2) / 1000;
+	analyze_snapshot(t, s);
+	add_modules(s, t);
+	if (!o->keep_capture)
+		snapshot_drop_capture(s);
+	t->snapshots++;
+	return s;
+}

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+// A target: one process we look at, with its memory map, its modules (ELF
+// images and load biases), and the unwind and symbol sessions kept across
+// snapshots. Attaching to a target is a handle, not a stop.
+#ifndef SD_TARGET_H
+#define SD_TARGET_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "elfcache.h"
+#include "procfs.h"
+#include "snapshot.h"
+#include "util.h"
+
+/* One loaded module of the target. */
+struct sd_tmod {
+	struct sd_elf *elf;   /* referenced, NULL if it could not be opened */
+	uint64_t start, end;  /* lowest and highest address of its mappings */
+	uint64_t bias;        /* runtime address minus file vaddr */
+	uint64_t text_start, text_end; /* executable range */
+	char *path;           /* as in maps */
+	const char *name;     /* basename of path, without " (deleted)" */
+	char *name_buf;
+	const char *open_err; /* why elf is NULL */
+	int is_vdso;
+	void *dwmod;          /* Dwfl_Module *, owned by the symbols session */
+	/* unwind table, filled lazily by unwind.c */
+	int table_state;      /* 0 unknown, 1 ready, -1 none */
+	uint64_t table_hdr, table_data, table_count;
+};
+
+struct sd_unwinder;
+struct sd_symbols;
+
+struct sd_target {
+	pid_t pid;
+	struct sd_procinfo info;
+	struct sd_maps maps;
+	uint64_t maps_hash;
+	unsigned generation;  /* bumped when the modules change */
+	struct sd_tmod *mods;
+	size_t nmods;
+	struct sd_unwinder *unw;
+	struct sd_symbols *sym;
+	uint64_t snapshots;   /* taken so far */
+};
+
+/* Options of one snapshot. */
+struct sd_snap_opts {
+	int per_thread;        /* freeze one thread at a time */
+	unsigned max_frames;   /* default 256; 0 = unlimited */
+	size_t max_stack;      /* stack window cap in bytes (default 1 MiB) */
+	unsigned timeout_ms;   /* bound on waiting for threads to stop */
+	int no_inline;         /* do not expand inline frames */
+	int no_source;         /* skip file:line lookup */
+	int no_symbols;        /* unwind only (profiles symbolize later) */
+	const pid_t *tids;     /* only these threads (NULL: all) */
+	size_t ntids;
+	const char *name_glob; /* only threads whose name matches */
+	int keep_capture;      /* keep registers and stacks in the snapshot */
+};
+
+void snap_opts_init(struct sd_snap_opts *o);
+
+/* Check PID can be looked at (exists, not a kernel thread, not a zombie,
+ * not ourselves) and make a target for it. Nothing is stopped. NULL and
+ * ERR (code ESRCH, EINVAL, EPERM...) on failure. */
+struct sd_target *target_new(pid_t pid, struct sd_error *err);
+/* Release the target and its sessions. NULL does nothing. */
+void target_free(struct sd_target *t);
+
+/* Re-read maps and update modules if they changed. */
+int target_refresh(struct sd_target *t, struct sd_error *err);
+
+/* The module holding ADDR, or NULL. */
+struct sd_tmod *target_module_at(struct sd_target *t, uint64_t addr);
+
+/* Take one snapshot: discover, freeze, capture, thaw, unwind, symbolize,
+ * analyze. Returns a snapshot (owned by the caller) or NULL with ERR.
+ * A snapshot with some threads unreadable has ->partial set. */
+struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_opts *o,
+				    struct sd_error *err);
+
+/* Is the process still there (and not a zombie)? */
+int target_alive(const struct sd_target *t);
+
+#endif

@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: MIT
+// The unwind stage: libunwind's remote API with accessors that read the
+// captured stack window and local images of the target's ELF files, so no
+// byte is read from the live process after the thaw.
+#include "unwind.h"
+
+#include <libunwind.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "target.h"
+
+/* Not in libunwind's public headers, but exported by libunwind-generic:
+ * binary search of an .eh_frame_hdr table read through access_mem. */
+extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip,
+					      unw_dyn_info_t *di, unw_proc_info_t *pi,
+					      int need_unwind_info, void *arg);
+
+struct sd_unwinder {
+	struct sd_target *target;
+	unw_addr_space_t as;
+};
+
+/* Per-thread state handed to the accessors as ARG. */
+struct uctx {
+	struct sd_unwinder *u;
+	struct sd_thread *th;
+	int noinfo;          /* find_proc_info found no CFI for the last ip */
+	int stack_exhausted; /* a read fell just past the captured window */
+	uint64_t bad_addr;
+};
+
+#define DW_EH_PE_udata4 0x03
+#define DW_EH_PE_sdata4 0x0b
+#define DW_EH_PE_udata8 0x04
+#define DW_EH_PE_sdata8 0x0c
+#define DW_EH_PE_datarel 0x30
+
+/* Locate the binary-search table of a module's .eh_frame_hdr. */
+static int module_table(struct sd_tmod *m)
+{
+	if (m->table_state)
+		return m->table_state;
+	m->table_state = -1;
+	struct sd_elf *e = m->elf;
+	if (!e || !e->has_eh_frame_hdr)
+		return -1;
+	uint8_t hdr[4];
+	if (elfcache_read(e, e->eh_frame_hdr_vaddr, hdr, 4) < 0 || hdr[0] != 1)
+		return -1;
+	size_t ptrsz;
+	switch (hdr[1] & 0x0f) {
+	case DW_EH_PE_udata4:
+	case DW_EH_PE_sdata4: ptrsz = 4; break;
+	case DW_EH_PE_udata8:
+	case DW_EH_PE_sdata8: ptrsz = 8; break;
+	default: return -1;
+	}
+	/* Only the sorted datarel/sdata4 table can be binary searched. */
+	if (hdr[2] != DW_EH_PE_udata4 || hdr[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4))
+		return -1;
+	uint32_t count;
+	if (elfcache_read(e, e->eh_frame_hdr_vaddr + 4 + ptrsz, &count, 4) < 0)
+		return -1;
+	m->table_hdr = m->bias + e->eh_frame_hdr_vaddr;
+	m->table_data = m->table_hdr + 4 + ptrsz + 4;
+	m->table_count = count;
+	m->table_state = 1;
+	return 1;
+}
+
+static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
+			      int need_unwind_info, void *arg)
+{
+	struct uctx *c = arg;
+	struct sd_tmod *m = target_module_at(c->u->target, ip);
+	if (!m || module_table(m) < 0) {
+		c->noinfo = 1;
+		return -UNW_ENOINFO;
+	}
+	unw_dyn_info_t di;
+	memset(&di, 0, sizeof(di));
+	di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+	di.start_ip = m->text_start;
+	di.end_ip = m->text_end;
+	di.u.rti.segbase = m->table_hdr;
+	di.u.rti.table_data = m->table_data;
+	di.u.rti.table_len = m->table_count * 8 / sizeof(unw_word_t);
+	int r = _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
+	if (r < 0)
+		c->noinfo = 1;
+	return r;
+}
+
+static void acc_put_unwind_info(unw_addr_space_t as, unw_proc_info_t *pi, void *arg)
+{
+	/* libunwind frees table-based unwind info itself. */
+	(void)as;
+	(void)pi;
+	(void)arg;
+}
+
+static int acc_get_dyn_info_list_addr(unw_addr_space_t as, unw_word_t *addr, void *arg)
+{
+	(void)as;
+	(void)addr;
+	(void)arg;
+	return -UNW_ENOINFO;
+}
+
+/* Copy up to 8 bytes at ADDR from the stack window or a module image. */
+static int read_word(struct uctx *c, uint64_t addr, unw_word_t *val)
+{
+	struct sd_thread *th = c->th;
+	*val = 0;
+	if (th->stack_len && addr >= th->stack_base && addr < th->stack_base + th->stack_len) {
+		uint64_t off = addr - th->stack_base;
+		size_t n = th->stack_len - off < 8 ? th->stack_len - off : 8;
+		memcpy(val, th->stack + off, n);
+		return 0;
+	}
+	struct sd_tmod *m = target_module_at(c->u->target, addr);
+	if (m && m->elf) {
+		uint64_t va = addr - m->bias, off;
+		if (elfcache_vaddr_to_offset(m->elf, va, &off) == 0 && off < m->elf->size) {
+			size_t n = m->elf->size - off < 8 ? m->elf->size - off : 8;
+			memcpy(val, m->elf->data + off, n);
+			return 0;
+		}
+	}
+	if (th->stack_len && addr >= th->stack_base + th->stack_len &&
+	    addr < th->stack_base + th->stack_len + 4096 && th->stack_truncated)
+		c->stack_exhausted = 1;
+	c->bad_addr = addr;
+	return -UNW_EINVAL;
+}
+
+static int acc_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write,
+			  void *arg)
+{
+	(void)as;
+	if (write)
+		return -UNW_EINVAL;
+	return read_word(arg, addr, val);
+}
+
+static int acc_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write,
+			  void *arg)
+{
+	(void)as;
+	struct uctx *c = arg;
+	const struct user_regs_struct *r = &c->th->regs;
+	if (write)
+		return -UNW_EREADONLYREG;
+	switch (reg) {
+	case UNW_X86_64_RAX: *val = r->rax; break;
+	case UNW_X86_64_RDX: *val = r->rdx; break;
+	case UNW_X86_64_RCX: *val = r->rcx; break;
+	case UNW_X86_64_RBX: *val = r->rbx; break;
+	case UNW_X86_64_RSI: *val = r->rsi; break;
+	case UNW_X86_64_RDI: *val = r->rdi; break;
+	case UNW_X86_64_RBP: *val = r->rbp; break;
+	case UNW_X86_64_RSP: *val = r->rsp; break;
+	case UNW_X86_64_R8: *val = r->r8; break;
+	case UNW_X86_64_R9: *val = r->r9; break;
+	case UNW_X86_64_R10: *val = r->r10; break;
+	case UNW_X86_64_R11: *val = r->r11; break;
+	case UNW_X86_64_R12: *val = r->r12; break;
+	case UNW_X86_64_R13: *val = r->r13; break;
+	case UNW_X86_64_R14: *val = r->r14; break;
+	case UNW_X86_64_R15: *val = r->r15; break;
+	case UNW_X86_64_RIP: *val = r->rip; break;
+	default: return -UNW_EBADREG;
+	}
+	return 0;
+}
+
+static int acc_access_fpreg(unw_addr_space_t as, unw_regnum_t reg, unw_fpreg_t *val, int write,
+			    void *arg)
+{
+	(void)as;
+	(void)reg;
+	(void)val;
+	(void)write;
+	(void)arg;
+	return -UNW_EBADREG;
+}
+
+static int acc_resume(unw_addr_space_t as, unw_cursor_t *cur, void *arg)
+{
+	(void)as;
+	(void)cur;
+	(void)arg;
+	return -UNW_EINVAL;
+}
+
+static int acc_get_proc_name(unw_addr_space_t as, unw_word_t addr, char *buf, size_t len,
+			     unw_word_t *off, void *arg)
+{
+	(void)as;
+	(void)addr;
+	(void)buf;
+	(void)len;
+	(void)off;
+	(void)arg;
+	return -UNW_ENOINFO;
+}
+
+static unw_accessors_t accessors = {
+	.find_proc_info = acc_find_proc_info,
+	.put_unwind_info = acc_put_unwind_info,
+	.get_dyn_info_list_addr = acc_get_dyn_info_list_addr,
+	.access_mem = acc_access_mem,
+	.access_reg = acc_access_reg,
+	.access_fpreg = acc_access_fpreg,
+	.resume = acc_resume,
+	.get_proc_name = acc_get_proc_name,
+};
+
+/* Is PC the kernel's signal return trampoline (__restore_rt: mov $15,%rax;
+ * syscall)? The return address into it is its first byte, so neither it
+ * nor the frame the signal interrupted may be looked up at pc - 1. */
+static int is_sigreturn(struct sd_target *t, uint64_t pc)
+{
+	static const uint8_t code[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+	uint8_t buf[9];
+	struct sd_tmod *m = target_module_at(t, pc);
+	if (!m || !m->elf || elfcache_read(m->elf, pc - m->bias, buf, sizeof(buf)) < 0)
+		return 0;
+	return !memcmp(buf, code, sizeof(buf));
+}
+
+struct sd_unwinder *unwind_new(struct sd_target *t)
+{
+	struct sd_unwinder *u = sd_xcalloc(1, sizeof(*u));
+	u->target = t;
+	u->as = unw_create_addr_space(&accessors, 0);
+	if (u->as)
+		unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
+	return u;
+}
+
+void unwind_free(struct sd_unwinder *u)
+{
+	if (!u)
+		return;
+	if (u->as)
+		unw_destroy_addr_space(u->as);
+	free(u);
+}
+
+void unwind_flush(struct sd_unwinder *u)
+{
+	if (u && u->as)
+		unw_flush_cache(u->as, 0, 0);
+}
+
+void unwind_thread(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_thread *th,
+		   unsigned max_frames)
+{
+	if (!th->have_regs) {
+		if (!th->unwind_stop)
+			th->unwind_stop = strpool_intern(snap->pool, "no registers");
+		return;
+	}
+	if (!u->as) {
+		th->unwind_stop = strpool_intern(snap->pool, "unwinder unavailable");
+		return;
+	}
+	struct uctx c = {.u = u, .th = th};
+	unw_cursor_t cur;
+	int r = unw_init_remote(&cur, u->as, &c);
+	if (r < 0) {
+		struct sd_frame *f = snapshot_add_frame(th);
+		f->pc = th->regs.rip;
+		f->sp = th->regs.rsp;
+		f->flags = SD_FRAME_EXACT;
+		th->unwind_stop = strpool_intern(snap->pool, unw_strerror(r));
+		return;
+	}
+	int exact = 1, from_fp = 0;
+	uint64_t prev_sp = 0, prev_pc = 0;
+	for (unsigned n = 0;; n++) {
+		if (max_frames && n >= max_frames) {
+			char msg[96];
+			snprintf(msg, sizeof(msg), "stopped at --max-frames %u", max_frames);
+			th->unwind_stop = strpool_intern(snap->pool, msg);
+			break;
+		}
+		unw_word_t ip = 0, sp = 0;
+		unw_get_reg(&cur, UNW_REG_IP, &ip);
+		unw_get_reg(&cur, UNW_REG_SP, &sp);
+		if (n > 0 && ip == 0)
+			break; /* the outermost frame's return address */
+		if (n > 0 && sp == prev_sp && ip == prev_pc) {
+			th->unwind_stop = strpool_intern(snap->pool, "frame loop (corrupt stack?)");
+			break;
+		}
+		struct sd_frame *f = snapshot_add_frame(th);
+		f->pc = ip;
+		f->sp = sp;
+		if (exact)
+			f->flags |= SD_FRAME_EXACT;
+		if (from_fp)
+			f->flags |= SD_FRAME_FP;
+		int sig = is_sigreturn(u->target, ip);
+		if (sig)
+			f->flags |= SD_FRAME_SIGNAL | SD_FRAME_EXACT;
+		if (n > 0 && !sig && !target_module_at(u->target, ip)) {
+			/* A return address outside any module: JIT code or a
+			 * smashed stack. Keep it, but do not trust what follows. */
+			th->unwind_stop = strpool_intern(snap->pool, "pc outside any module");
+			break;
+		}
+		prev_sp = sp;
+		prev_pc = ip;
+		c.noinfo = 0;
+		c.stack_exhausted = 0;
+		r = unw_step(&cur);
+		if (r == 0)
+			break;
+		if (r < 0) {
+			char msg[160];
+			if (c.stack_exhausted)
+				snprintf(msg, sizeof(msg),
+					 "stack window exhausted at %zu bytes (raise --stack-bytes)",
+					 th->stack_len);
+			else if (c.bad_addr)
+				snprintf(msg, sizeof(msg), "%s (unreadable address 0x%llx)",
+					 unw_strerror(r), (unsigned long long)c.bad_addr);
+			else
+				snprintf(msg, sizeof(msg), "%s", unw_strerror(r));
+			th->unwind_stop = strpool_intern(snap->pool, msg);
+			break;
+		}
+		/* Return addresses point after the call: only the interrupted
+		 * pc of a signal frame's caller is exact. */
+		exact = sig;
+		from_fp = c.noinfo;
+	}
+}

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: MIT
+// The unwind stage, offline: libunwind's remote API over our own accessors.
+// Stack memory comes from the captured window, unwind tables from local
+// images of the ELF files. The target is already running again.
+#ifndef SD_UNWIND_H
+#define SD_UNWIND_H
+
+#include "snapshot.h"
+
+struct sd_target;
+struct sd_unwinder;
+
+/* One unwinder per target; caches unwind info across snapshots. */
+struct sd_unwinder *unwind_new(struct sd_target *t);
+void unwind_free(struct sd_unwinder *u);
+/* Forget cached unwind info (the target's modules changed). */
+void unwind_flush(struct sd_unwinder *u);
+
+/* Unwind thread TH from its captured registers and stack into frames (pc,
+ * sp, flags only). At most MAX_FRAMES (0: no limit). Sets th->unwind_stop
+ * (a pool string of SNAP) when it ended for any reason other than reaching
+ * the outermost frame. */
+void unwind_thread(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_thread *th,
+		   unsigned max_frames);
+
+#endif

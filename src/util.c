@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: MIT
+// Small helpers shared by every module: errors with context, allocation,
+// string buffers, clocks, escaping and parsing of numbers and durations.
+#include "util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int sd_error_set(struct sd_error *err, int code, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+		err->code = code;
+	}
+	return code ? -code : -1;
+}
+
+uint64_t sd_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t sd_now_us(void)
+{
+	return sd_now_ns() / 1000;
+}
+
+double sd_wall_time(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void *sd_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		abort();
+	return p;
+}
+
+void *sd_xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		abort();
+	return p;
+}
+
+void *sd_xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		abort();
+	return p;
+}
+
+char *sd_xstrdup(const char *s)
+{
+	char *d = strdup(s ? s : "");
+	if (!d)
+		abort();
+	return d;
+}
+
+void sd_grow(void *arr, size_t *cap, size_t need, size_t size)
+{
+	void **a = arr;
+	if (need <= *cap)
+		return;
+	size_t n = *cap ? *cap * 2 : 8;
+	while (n < need)
+		n *= 2;
+	*a = sd_xrealloc(*a, n * size);
+	*cap = n;
+}
+
+void strbuf_init(struct strbuf *sb)
+{
+	sb->buf = NULL;
+	sb->len = sb->cap = 0;
+}
+
+void strbuf_release(struct strbuf *sb)
+{
+	free(sb->buf);
+	strbuf_init(sb);
+}
+
+static void strbuf_reserve(struct strbuf *sb, size_t extra)
+{
+	sd_grow(&sb->buf, &sb->cap, sb->len + extra + 1, 1);
+}
+
+void strbuf_add(struct strbuf *sb, const char *s, size_t n)
+{
+	strbuf_reserve(sb, n);
+	memcpy(sb->buf + sb->len, s, n);
+	sb->len += n;
+	sb->buf[sb->len] = '\0';
+}
+
+void strbuf_adds(struct strbuf *sb, const char *s)
+{
+	strbuf_add(sb, s, strlen(s));
+}
+
+void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap)
+{
+	va_list cp;
+	va_copy(cp, ap);
+	int n = vsnprintf(NULL, 0, fmt, cp);
+	va_end(cp);
+	if (n < 0)
+		return;
+	strbuf_reserve(sb, (size_t)n);
+	vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap);
+	sb->len += (size_t)n;
+}
+
+void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	strbuf_vaddf(sb, fmt, ap);
+	va_end(ap);
+}
+
+char *strbuf_detach(struct strbuf *sb)
+{
+	char *b = sb->buf ? sb->buf : sd_xstrdup("");
+	strbuf_init(sb);
+	return b;
+}
+
+void strbuf_add_escaped(struct strbuf *sb, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+		unsigned char c = *p;
+		if (c == '\\')
+			strbuf_adds(sb, "\\\\");
+		else if (c == '\n')
+			strbuf_adds(sb, "\\n");
+		else if (c == '\t')
+			strbuf_adds(sb, "\\t");
+		else if (c == 0x1b)
+			strbuf_adds(sb, "\\e");
+		else if (c < 0x20 || c == 0x7f)
+			strbuf_addf(sb, "\\x%02x", c);
+		else if (c >= 0x80) {
+			/* Keep well-formed UTF-8, escape the rest and C1 controls. */
+			int n = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+			int ok = n > 0;
+			for (int i = 1; ok && i < n; i++)
+				ok = (p[i] & 0xc0) == 0x80;
+			if (ok && n == 2 && c == 0xc2 && p[1] < 0xa0)
+				ok = 0; /* U+0080..U+009F are C1 controls */
+			if (ok) {
+				strbuf_add(sb, (const char *)p, (size_t)n);
+				p += n - 1;
+			} else
+				strbuf_addf(sb, "\\x%02x", c);
+		} else
+			strbuf_add(sb, (const char *)p, 1);
+	}
+}
+
+ssize_t sd_read_file(const char *path, char **out, size_t max)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t cap = 4096, len = 0;
+	char *buf = sd_xmalloc(cap);
+	for (;;) {
+		if (len + 1 >= cap) {
+			if (cap >= max)
+				break;
+			cap *= 2;
+			buf = sd_xrealloc(buf, cap);
+		}
+		ssize_t n = read(fd, buf + len, cap - len - 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			int e = errno;
+			close(fd);
+			free(buf);
+			return -e;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	*out = buf;
+	return (ssize_t)len;
+}
+
+long sd_parse_pid(const char *s)
+{
+	if (!s || !*s)
+		return -1;
+	for (const char *p = s; *p; p++)
+		if (!isdigit((unsigned char)*p))
+			return -1;
+	errno = 0;
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (errno || *end || v <= 0 || v > INT_MAX)
+		return -1;
+	return v;
+}
+
+int sd_parse_duration(const char *s, uint64_t *us)
+{
+	if (!s || !*s)
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return -EINVAL;
+	double mul = 1e6;
+	if (!strcmp(end, "") || !strcmp(end, "s"))
+		mul = 1e6;
+	else if (!strcmp(end, "ms"))
+		mul = 1e3;
+	else if (!strcmp(end, "us"))
+		mul = 1;
+	else if (!strcmp(end, "m") || !strcmp(end, "min"))
+		mul = 60e6;
+	else if (!strcmp(end, "h"))
+		mul = 3600e6;
+	else
+		return -EINVAL;
+	double r = v * mul;
+	if (r > 1e15)
+		return -EINVAL;
+	*us = (uint64_t)r;
+	return 0;
+}
+
+int sd_parse_size(const char *s, uint64_t *bytes)
+{
+	if (!s || !*s)
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return -EINVAL;
+	double mul = 1;
+	switch (toupper((unsigned char)*end)) {
+	case '\0': mul = 1; break;
+	case 'K': mul = 1024.0; break;
+	case 'M': mul = 1024.0 * 1024; break;
+	case 'G': mul = 1024.0 * 1024 * 1024; break;
+	default: return -EINVAL;
+	}
+	if (*end) {
+		end++;
+		if (*end == 'i' || *end == 'I')
+			end++;
+		if (*end == 'B' || *end == 'b')
+			end++;
+		if (*end)
+			return -EINVAL;
+	}
+	*bytes = (uint64_t)(v * mul);
+	return 0;
+}
+
+uint64_t sd_hash(const void *p, size_t n, uint64_t seed)
+{
+	const unsigned char *c = p;
+	uint64_t h = 1469598103934665603ull ^ seed;
+	for (size_t i = 0; i < n; i++) {
+		h ^= c[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}

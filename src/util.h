@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+// Small helpers shared by every module: errors with context, growable
+// arrays, string buffers, clocks and escaping of strings from the target.
+#ifndef SD_UTIL_H
+#define SD_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* An error with context. Library functions fill one in and return a
+ * negative errno (or NULL); the UI prints msg. code is the errno, or 0. */
+struct sd_error {
+	int code;
+	char msg[512];
+};
+
+/* Fill ERR (may be NULL) with a formatted message and CODE; returns -CODE
+ * (or -1 when CODE is 0) so callers can `return sd_error_set(...)`. */
+int sd_error_set(struct sd_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Monotonic and wall clocks in microseconds / nanoseconds. */
+uint64_t sd_now_ns(void);
+uint64_t sd_now_us(void);
+double sd_wall_time(void);
+
+/* Allocation that never returns NULL: aborts the process on exhaustion,
+ * as there is no useful partial result once malloc fails. */
+void *sd_xmalloc(size_t n);
+void *sd_xcalloc(size_t n, size_t size);
+void *sd_xrealloc(void *p, size_t n);
+char *sd_xstrdup(const char *s);
+
+/* Grow *ARR (of element size SIZE) so that it holds at least NEED
+ * elements; *CAP is updated. */
+void sd_grow(void *arr, size_t *cap, size_t need, size_t size);
+
+/* A growable string. */
+struct strbuf {
+	char *buf;
+	size_t len, cap;
+};
+void strbuf_init(struct strbuf *sb);
+void strbuf_release(struct strbuf *sb);
+void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
+void strbuf_add(struct strbuf *sb, const char *s, size_t n);
+void strbuf_adds(struct strbuf *sb, const char *s);
+/* Take ownership of the buffer (never NULL); SB is reset. */
+char *strbuf_detach(struct strbuf *sb);
+
+/* Append S with control characters, DEL, backslash and invalid bytes
+ * escaped (\n, \e, \xNN), so names chosen by the target cannot drive the
+ * terminal. */
+void strbuf_add_escaped(struct strbuf *sb, const char *s);
+
+/* Read a whole small file (/proc) into a NUL-terminated heap buffer.
+ * Returns the length or a negative errno. */
+ssize_t sd_read_file(const char *path, char **out, size_t max);
+
+/* Parse a decimal PID; returns it or -1 when S is not a valid positive
+ * number within pid_t's range. */
+long sd_parse_pid(const char *s);
+
+/* Parse a duration ("500ms", "2s", "1.5", "3m", "1h") into microseconds.
+ * Returns 0 on success, -EINVAL otherwise. */
+int sd_parse_duration(const char *s, uint64_t *us);
+
+/* Parse a size ("10M", "512k", "2G", "4096") into bytes. */
+int sd_parse_size(const char *s, uint64_t *bytes);
+
+/* FNV-1a hash. */
+uint64_t sd_hash(const void *p, size_t n, uint64_t seed);
+
+#endif
