@@ -246,7 +246,11 @@ def _read_ready(proc, deadline):
             continue
         chunk = os.read(fd, 256)
         if not chunk:
-            return None, "stdout closed (exit status %r)" % proc.poll()
+            try:
+                status = proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                status = "none yet"
+            return None, "stdout closed (exit status %s)" % status
         buf += chunk
     line, _, rest = buf.partition(b"\n")
     if rest:

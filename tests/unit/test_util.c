@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: MIT
+// Unit tests of the parsers of outside input in util.c and procfs.c:
+// durations, sizes, PIDs, escaping, /proc syscall, stat and maps lines.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "procfs.h"
+#include "util.h"
+
+static void test_parse_pid(void **state)
+{
+	(void)state;
+	assert_int_equal(sd_parse_pid("1234"), 1234);
+	assert_int_equal(sd_parse_pid("0"), -1);
+	assert_int_equal(sd_parse_pid("-5"), -1);
+	assert_int_equal(sd_parse_pid("12a"), -1);
+	assert_int_equal(sd_parse_pid(""), -1);
+	assert_int_equal(sd_parse_pid("99999999999999999999"), -1);
+}
+
+static void test_parse_duration(void **state)
+{
+	(void)state;
+	uint64_t us;
+	assert_int_equal(sd_parse_duration("2s", &us), 0);
+	assert_int_equal(us, 2000000);
+	assert_int_equal(sd_parse_duration("500ms", &us), 0);
+	assert_int_equal(us, 500000);
+	assert_int_equal(sd_parse_duration("1.5", &us), 0);
+	assert_int_equal(us, 1500000);
+	assert_int_equal(sd_parse_duration("3m", &us), 0);
+	assert_int_equal(us, 180000000);
+	assert_true(sd_parse_duration("abc", &us) < 0);
+	assert_true(sd_parse_duration("5x", &us) < 0);
+	assert_true(sd_parse_duration("-1", &us) < 0);
+}
+
+static void test_parse_size(void **state)
+{
+	(void)state;
+	uint64_t b;
+	assert_int_equal(sd_parse_size("4096", &b), 0);
+	assert_int_equal(b, 4096);
+	assert_int_equal(sd_parse_size("10M", &b), 0);
+	assert_int_equal(b, 10u << 20);
+	assert_int_equal(sd_parse_size("2GiB", &b), 0);
+	assert_int_equal(b, 2ull << 30);
+	assert_true(sd_parse_size("12Q", &b) < 0);
+}
+
+static void test_escape(void **state)
+{
+	(void)state;
+	struct strbuf sb;
+	strbuf_init(&sb);
+	strbuf_add_escaped(&sb, "a\033[31mb\n\x01\xff\xc3\xa9");
+	assert_string_equal(sb.buf, "a\\e[31mb\\n\\x01\\xff\xc3\xa9");
+	strbuf_release(&sb);
+}
+
+static void test_syscall_line(void **state)
+{
+	(void)state;
+	struct sd_taskinfo ti;
+	assert_int_equal(procfs_parse_syscall("202 0x55d0e1c3a040 0x80 0x2 0x0 0x0 0x0 0x7ffc 0x7f12\n", &ti), 0);
+	assert_int_equal(ti.syscall_nr, 202);
+	assert_int_equal(ti.syscall_args[0], 0x55d0e1c3a040ull);
+	assert_int_equal(ti.syscall_args[1], 0x80);
+	assert_int_equal(ti.syscall_args[2], 2);
+	assert_int_equal(procfs_parse_syscall("running\n", &ti), 0);
+	assert_true(ti.running);
+	assert_int_equal(procfs_parse_syscall("-1 0x7ffc 0x7f12\n", &ti), 0);
+	assert_int_equal(ti.syscall_nr, -1);
+	assert_true(procfs_parse_syscall("garbage", &ti) < 0);
+	assert_true(procfs_parse_syscall("202 zz", &ti) < 0);
+}
+
+static void test_stat_line(void **state)
+{
+	(void)state;
+	char st;
+	pid_t ppid;
+	unsigned long flags;
+	uint64_t ut, stt;
+	int cpu;
+	const char *line = "42 (a) b) c) S 1 42 42 0 -1 4194560 100 0 0 0 7 3 0 0 20 0 1 0 "
+			   "100 1000 200 1 1 1 1 1 1 1 1 1 0 0 0 17 0 1 0";
+	assert_int_equal(procfs_parse_stat(line, &st, &ppid, &flags, &ut, &stt, &cpu), 0);
+	assert_int_equal(st, 'S');
+	assert_int_equal(ppid, 1);
+	assert_int_equal(ut, 7);
+	assert_int_equal(stt, 3);
+	assert_int_equal(cpu, 1);
+	assert_true(procfs_parse_stat("no paren", &st, NULL, NULL, NULL, NULL, NULL) < 0);
+}
+
+static void test_maps(void **state)
+{
+	(void)state;
+	struct sd_maps m = {0};
+	const char *text =
+	    "55d0e1a00000-55d0e1a0c000 r-xp 00001000 fd:01 1234   /usr/bin/orderd\n"
+	    "7f3a1c200000-7f3a1c228000 r--p 00000000 fd:01 99  /lib/x86_64-linux-gnu/libc.so.6\n"
+	    "7ffc0000000-7ffc0021000 rw-p 00000000 00:00 0          [stack]\n"
+	    "7f00-7f10 rw-p 00000000 00:00 0\n";
+	assert_int_equal(procfs_parse_maps(text, &m), 0);
+	assert_int_equal(m.n, 4);
+	assert_string_equal(m.v[0].path, "/usr/bin/orderd");
+	assert_int_equal(m.v[0].offset, 0x1000);
+	assert_int_equal(m.v[0].inode, 1234);
+	assert_string_equal(m.v[2].path, "[stack]");
+	assert_string_equal(m.v[3].path, "");
+	procfs_maps_release(&m);
+	assert_true(procfs_parse_maps("zzzz\n", &m) < 0);
+	procfs_maps_release(&m);
+	assert_true(procfs_parse_maps("10-5 r-xp 0 0:0 0 x\n", &m) < 0);
+	procfs_maps_release(&m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_pid),     cmocka_unit_test(test_parse_duration),
+		cmocka_unit_test(test_parse_size),    cmocka_unit_test(test_escape),
+		cmocka_unit_test(test_syscall_line), cmocka_unit_test(test_stat_line),
+		cmocka_unit_test(test_maps),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
