@@ -514,9 +514,19 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 	}
 	uint64_t t2 = sd_now_ns();
 	s->unwind_us = (t2 - t1) / 1000;
-	if (!o->no_symbols)
-		for (size_t i = 0; i < s->nthreads; i++)
-			symbols_thread(t->sym, s, &s->threads[i], o->no_inline, o->no_source);
+	if (!o->no_symbols) {
+		for (size_t i = 0; i < s->nthreads; i++) {
+			struct sd_thread *th = &s->threads[i];
+			symbols_thread(t->sym, s, th, o->no_inline, o->no_source);
+			/* --max-frames counts the frames shown, inline ones too. */
+			if (o->max_frames && th->nframes > o->max_frames) {
+				char msg[64];
+				th->nframes = o->max_frames;
+				snprintf(msg, sizeof(msg), "stopped at --max-frames %u", o->max_frames);
+				th->unwind_stop = strpool_intern(s->pool, msg);
+			}
+		}
+	}
 	s->symbolize_us = (sd_now_ns() - t2) / 1000;
 	analyze_snapshot(t, s);
 	add_modules(s, t);

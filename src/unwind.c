@@ -5,6 +5,7 @@
 #include "unwind.h"
 
 #include <libunwind.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,7 @@ struct sd_unwinder {
 struct uctx {
 	struct sd_unwinder *u;
 	struct sd_thread *th;
+	struct user_regs_struct regs; /* the registers the cursor starts from */
 	int noinfo;          /* find_proc_info found no CFI for the last ip */
 	int stack_exhausted; /* a read fell just past the captured window */
 	uint64_t bad_addr;
@@ -149,7 +151,7 @@ static int acc_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val
 {
 	(void)as;
 	struct uctx *c = arg;
-	const struct user_regs_struct *r = &c->th->regs;
+	const struct user_regs_struct *r = &c->regs;
 	if (write)
 		return -UNW_EREADONLYREG;
 	switch (reg) {
@@ -230,6 +232,50 @@ static int is_sigreturn(struct sd_target *t, uint64_t pc)
 	return !memcmp(buf, code, sizeof(buf));
 }
 
+/* One frame-pointer step: the caller's pc is at [rbp+8], its sp is rbp+16
+ * and its rbp is [rbp]. Returns 1, 0 at the end of the chain (rbp 0), or a
+ * negative libunwind error. */
+static int fp_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t as)
+{
+	unw_word_t rbp, nrbp, nrip;
+	if (unw_get_reg(cur, UNW_X86_64_RBP, &rbp) < 0)
+		return -UNW_EBADREG;
+	if (rbp == 0)
+		return 0;
+	if (rbp & 7)
+		return -UNW_EBADFRAME;
+	if (read_word(c, rbp, &nrbp) < 0 || read_word(c, rbp + 8, &nrip) < 0)
+		return -UNW_EINVAL;
+	if (nrip == 0)
+		return 0;
+	struct user_regs_struct r = c->regs;
+	unw_word_t v;
+	if (unw_get_reg(cur, UNW_X86_64_RBX, &v) == 0)
+		r.rbx = v;
+	if (unw_get_reg(cur, UNW_X86_64_R12, &v) == 0)
+		r.r12 = v;
+	if (unw_get_reg(cur, UNW_X86_64_R13, &v) == 0)
+		r.r13 = v;
+	if (unw_get_reg(cur, UNW_X86_64_R14, &v) == 0)
+		r.r14 = v;
+	if (unw_get_reg(cur, UNW_X86_64_R15, &v) == 0)
+		r.r15 = v;
+	r.rip = nrip;
+	r.rsp = rbp + 16;
+
+	r.rbp = nrbp;
+	struct user_regs_struct saved = c->regs;
+	c->regs = r;
+	unw_cursor_t fresh;
+	int e = unw_init_remote(&fresh, as, c);
+	if (e < 0) {
+		c->regs = saved;
+		return e;
+	}
+	*cur = fresh;
+	return 1;
+}
+
 struct sd_unwinder *unwind_new(struct sd_target *t)
 {
 	struct sd_unwinder *u = sd_xcalloc(1, sizeof(*u));
@@ -267,7 +313,7 @@ void unwind_thread(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_th
 		th->unwind_stop = strpool_intern(snap->pool, "unwinder unavailable");
 		return;
 	}
-	struct uctx c = {.u = u, .th = th};
+	struct uctx c = {.u = u, .th = th, .regs = th->regs};
 	unw_cursor_t cur;
 	int r = unw_init_remote(&cur, u->as, &c);
 	if (r < 0) {
@@ -316,7 +362,21 @@ void unwind_thread(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_th
 		prev_pc = ip;
 		c.noinfo = 0;
 		c.stack_exhausted = 0;
-		r = unw_step(&cur);
+		unw_proc_info_t pi;
+		/* libunwind makes up a one-byte procedure when there is no CFI:
+		 * our find_proc_info accessor tells the truth (c.noinfo). */
+		int gpi = sig ? 0 : unw_get_proc_info(&cur, &pi);
+		if (!sig && (gpi < 0 || c.noinfo)) {
+			/* No CFI here: follow the frame pointer ourselves and
+			 * start a fresh cursor in the caller, so CFI-based
+			 * unwinding resumes cleanly there. */
+			r = fp_step(&cur, &c, u->as);
+			if (r > 0)
+				c.noinfo = 1;
+		} else {
+			c.noinfo = 0;
+			r = unw_step(&cur);
+		}
 		if (r == 0)
 			break;
 		if (r < 0) {

@@ -12,6 +12,11 @@
 
 A bare name ("fx-mutex") is looked up in $STACKDUMP_FIXTURE_DIR, then in
 build*/tests/fixtures of the source tree; a path containing "/" is used as is.
+Each fixture's header comment (tests/fixtures/fx-*.c) gives the parked= or
+blocked= count that means "every thread is in place".
+
+A fixture dies with the thread that started it (PR_SET_PDEATHSIG), and
+every fixture still running when the interpreter exits is killed (atexit).
 """
 
 import atexit
@@ -147,6 +152,18 @@ def fixture_dir():
                                                "fixtures")
 
 
+def path_of(name):
+    """The path start() would run for name (a bare name or a path)."""
+    if "/" in name:
+        return name
+    return os.path.join(fixture_dir(), name)
+
+
+def available(name):
+    """True when the fixture was built (fx-rust* need rustc at build time)."""
+    return os.access(path_of(name), os.X_OK)
+
+
 def _die_with_parent():
     # Runs in the child between fork and exec: if the test process dies
     # without cleaning up, the kernel kills the fixture. Note the death
@@ -268,8 +285,7 @@ def start(path, *args, parked=0, blocked=0, timeout=20, env=None):
     timeout seconds; on failure the fixture is killed and FixtureError
     raised with its stderr. Returns a Fixture.
     """
-    if "/" not in path:
-        path = os.path.join(fixture_dir(), path)
+    path = path_of(path)
     args = [str(a) for a in args]
     if not os.access(path, os.X_OK):
         raise FixtureError("%s: no such executable fixture" % path)
