@@ -72,6 +72,12 @@ int main(int argc, char **argv)
 		rc = EXIT_OK;
 	} else if (argc >= 2 && !strcmp(argv[1], "--completion")) {
 		rc = repl_completion_script(&ctx, argc > 2 ? argv[2] : NULL);
+	} else if (argc == 2 && !strcmp(argv[1], "--list-commands")) {
+		/* Hidden: the command table as JSON, for the consistency tests. */
+		rc = repl_list_commands(&ctx);
+	} else if (argc == 2 && !strcmp(argv[1], "--man-page")) {
+		/* Hidden: regenerates docs/stackdump.1. */
+		rc = repl_man_page(&ctx);
 	} else if (argc >= 2 && !strcmp(argv[1], "-c")) {
 		if (argc < 3) {
 			fprintf(stderr, "stackdump: -c needs commands, e.g. -c 'threads; locks' PID\n");
@@ -91,7 +97,8 @@ int main(int argc, char **argv)
 			 * neither a command nor a number is tried as a process
 			 * name, and reported as an unknown command otherwise. */
 			extern const struct cmd_entry cmd_dump_entry;
-			int looks_like_word = argv[1][0] != '-' && sd_parse_pid(argv[1]) <= 0;
+			int looks_like_word = argv[1][0] != '-' &&
+					      (argv[1][0] < '0' || argv[1][0] > '9');
 			if (looks_like_word && !e) {
 				pid_t *pids;
 				size_t n = procfs_pids_by_name(argv[1], &pids);

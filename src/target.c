@@ -4,6 +4,7 @@
 #include "target.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,16 @@ struct sd_target *target_new(pid_t pid, struct sd_error *err)
 			     (int)pid, (int)t->info.tracer, t->info.tracer_comm);
 		goto fail;
 	}
+	/* Reading the memory map needs the same permission as ptrace: fail
+	 * early with the explanation rather than with a bare EACCES. */
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	int mfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (mfd < 0 && (errno == EACCES || errno == EPERM)) {
+		ptrace_explain_seize(pid, EPERM, err);
+		goto fail;
+	}
+	if (mfd >= 0)
+		close(mfd);
 	t->unw = unwind_new(t);
 	t->sym = symbols_new(t);
 	return t;
