@@ -4,6 +4,7 @@
 #include "ptrace.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,10 @@ static struct sd_tracee *find_tracee(struct sd_freeze *fz, pid_t tid)
 	return NULL;
 }
 
+/* Called for each thread as it stops (the current freeze only). */
+static void (*stop_cb)(struct sd_tracee *t, void *arg);
+static void *stop_cb_arg;
+
 /* Record the stop described by wait status ST. */
 static void note_stop(struct sd_tracee *t, int st)
 {
@@ -109,6 +114,8 @@ static void note_stop(struct sd_tracee *t, int st)
 		/* A signal arrived while we traced: it must be delivered. */
 		t->inject_sig = sig;
 	}
+	if (stop_cb)
+		stop_cb(t, stop_cb_arg);
 }
 
 static int seize_interrupt(struct sd_tracee *t)
@@ -128,55 +135,104 @@ static int seize_interrupt(struct sd_tracee *t)
 	return 0;
 }
 
-static void sleep_ns(uint64_t ns)
+static int cmp_tracee_tid(const void *a, const void *b)
 {
-	struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
-	nanosleep(&ts, NULL);
+	pid_t x = (*(struct sd_tracee *const *)a)->tid, y = (*(struct sd_tracee *const *)b)->tid;
+	return (x > y) - (x < y);
+}
+
+/* One pass of WNOHANG waits over every pending tracee. */
+static size_t poll_each(struct sd_tracee *v, size_t n, size_t *pending)
+{
+	size_t got = 0;
+	for (size_t k = 0; k < n && *pending; k++) {
+		struct sd_tracee *t = &v[k];
+		if (t->state != SD_TRACEE_SEIZED)
+			continue;
+		int st;
+		pid_t r = waitpid(t->tid, &st, __WALL | WNOHANG);
+		if (r == t->tid) {
+			note_stop(t, st);
+			(*pending)--;
+			got++;
+		} else if (r < 0 && errno == ECHILD) {
+			t->state = SD_TRACEE_GONE;
+			(*pending)--;
+			got++;
+		}
+	}
+	return got;
 }
 
 /* Wait until every SEIZED tracee in V[0..N) stopped or exited, or the
- * deadline passed. */
+ * deadline passed. Stops are collected in the order they happen: waitid
+ * peeks at whichever tracee is ready (WNOWAIT), so each costs O(log n)
+ * instead of a pass over all; between bursts we sleep in sigtimedwait on
+ * SIGCHLD, which every ptrace stop sends us, so no time is lost polling. */
 static void wait_stops(struct sd_tracee *v, size_t n, uint64_t deadline)
 {
 	size_t pending = 0;
 	for (size_t i = 0; i < n; i++)
 		pending += v[i].state == SD_TRACEE_SEIZED;
-	uint64_t backoff = 2000;
-	size_t cursor = 0;
+	if (!pending)
+		return;
+	struct sd_tracee **idx = sd_xmalloc(n * sizeof(*idx));
+	for (size_t i = 0; i < n; i++)
+		idx[i] = &v[i];
+	qsort(idx, n, sizeof(*idx), cmp_tracee_tid);
+	sigset_t chld, old;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	pthread_sigmask(SIG_BLOCK, &chld, &old);
 	while (pending) {
-		int progressed = 0;
-		for (size_t k = 0; k < n && pending; k++) {
-			struct sd_tracee *t = &v[(cursor + k) % n];
-			if (t->state != SD_TRACEE_SEIZED)
-				continue;
+		int foreign = 0;
+		for (;;) {
+			siginfo_t si;
+			memset(&si, 0, sizeof(si));
+			if (waitid(P_ALL, 0, &si, WEXITED | WSTOPPED | WNOHANG | WNOWAIT | __WALL) < 0 ||
+			    si.si_pid == 0)
+				break;
+			struct sd_tracee key = {.tid = si.si_pid}, *kp = &key;
+			struct sd_tracee **hit = bsearch(&kp, idx, n, sizeof(*idx), cmp_tracee_tid);
+			if (!hit || (*hit)->state != SD_TRACEE_SEIZED) {
+				/* A child that is not ours, or a second event
+				 * of one already seen: poll ours one by one. */
+				foreign = 1;
+				break;
+			}
 			int st;
-			pid_t r = waitpid(t->tid, &st, __WALL | WNOHANG);
-			if (r == t->tid) {
-				note_stop(t, st);
+			if (waitpid(si.si_pid, &st, __WALL | WNOHANG) == si.si_pid) {
+				note_stop(*hit, st);
 				pending--;
-				progressed = 1;
-			} else if (r < 0 && errno == ECHILD) {
-				t->state = SD_TRACEE_GONE;
-				pending--;
-				progressed = 1;
 			}
 		}
+		if (foreign)
+			poll_each(v, n, &pending);
 		if (!pending)
 			break;
-		if (sd_now_ns() > deadline)
+		uint64_t now = sd_now_ns();
+		if (now > deadline)
 			break;
-		if (progressed) {
-			backoff = 2000;
-			continue;
-		}
-		sleep_ns(backoff);
-		if (backoff < 500000)
-			backoff *= 2;
+		uint64_t wait = deadline - now;
+		if (foreign && wait > 200000)
+			wait = 200000; /* keep polling while a stranger is ready */
+		else if (wait > 10000000)
+			wait = 10000000;
+		struct timespec ts = {(time_t)(wait / 1000000000ull), (long)(wait % 1000000000ull)};
+		sigtimedwait(&chld, NULL, &ts);
 	}
+	/* Leave no SIGCHLD of ours pending for the caller. */
+	struct timespec zero = {0, 0};
+	while (sigtimedwait(&chld, NULL, &zero) > 0)
+		;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	free(idx);
 }
 
 int ptrace_freeze_all(struct sd_freeze *fz, pid_t pid, unsigned timeout_ms,
-		      int (*want)(pid_t tid, void *arg), void *want_arg, struct sd_error *err)
+		      int (*want)(pid_t tid, void *arg), void *want_arg,
+		      void (*on_stop)(struct sd_tracee *t, void *arg), void *stop_arg,
+		      struct sd_error *err)
 {
 	memset(fz, 0, sizeof(*fz));
 	fz->pid = pid;
@@ -222,7 +278,11 @@ int ptrace_freeze_all(struct sd_freeze *fz, pid_t pid, unsigned timeout_ms,
 		current_freeze = NULL;
 		return ptrace_explain_seize(pid, first_err, err);
 	}
+	stop_cb = on_stop;
+	stop_cb_arg = stop_arg;
 	wait_stops(fz->v, fz->n, deadline);
+	stop_cb = NULL;
+	stop_cb_arg = NULL;
 	size_t stopped = 0;
 	for (size_t i = 0; i < fz->n; i++)
 		stopped += fz->v[i].state == SD_TRACEE_STOPPED;

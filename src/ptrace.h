@@ -41,9 +41,13 @@ struct sd_freeze {
  * Threads that exit are marked GONE; the freeze stands for the rest.
  * Returns 0 when at least one thread is stopped, else a negative errno
  * with a message that says what the user can do. On error every thread
- * seized so far is already detached. WANT (may be NULL) picks threads. */
+ * seized so far is already detached. WANT (may be NULL) picks threads.
+ * ON_STOP (may be NULL) is called as soon as each thread stops, so the
+ * capture of one overlaps the wait for the others. */
 int ptrace_freeze_all(struct sd_freeze *fz, pid_t pid, unsigned timeout_ms,
-		      int (*want)(pid_t tid, void *arg), void *want_arg, struct sd_error *err);
+		      int (*want)(pid_t tid, void *arg), void *want_arg,
+		      void (*on_stop)(struct sd_tracee *t, void *arg), void *stop_arg,
+		      struct sd_error *err);
 
 /* Seize, interrupt and wait for one thread (per-thread mode). */
 int ptrace_freeze_one(struct sd_tracee *t, unsigned timeout_ms, struct sd_error *err);

@@ -398,6 +398,24 @@ static void add_modules(struct sd_snapshot *s, struct sd_target *t)
 	}
 }
 
+struct capture_ctx {
+	struct sd_target *t;
+	struct sd_snapshot *s;
+	const struct sd_snap_opts *o;
+};
+
+/* Capture a thread the moment it stops, while the others are still
+ * stopping: the copy overlaps the wait instead of adding to the pause. */
+static void capture_on_stop(struct sd_tracee *tr, void *arg)
+{
+	struct capture_ctx *cc = arg;
+	struct sd_thread *th = find_thread(cc->s, tr->tid);
+	if (!th)
+		th = snapshot_add_thread(cc->s, tr->tid); /* appeared */
+	if (capture_thread(cc->t->pid, th, &cc->t->maps, cc->o->max_stack, &cc->s->stack_bytes) < 0)
+		mark_failed(cc->s, th, SD_THREAD_EXITED, "exited during the snapshot");
+}
+
 struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_opts *o,
 				    struct sd_error *err)
 {
@@ -447,8 +465,10 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 	uint64_t t0 = sd_now_ns();
 	if (!o->per_thread) {
 		struct sd_freeze fz;
+		struct capture_ctx cc = {t, s, o};
 		int r = ptrace_freeze_all(&fz, t->pid, o->timeout_ms,
-					  (o->tids || o->name_glob) ? thread_wanted : NULL, &pick, err);
+					  (o->tids || o->name_glob) ? thread_wanted : NULL, &pick,
+					  capture_on_stop, &cc, err);
 		if (r < 0) {
 			ptrace_freeze_release(&fz);
 			snapshot_free(s);
@@ -459,7 +479,7 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 			struct sd_thread *th = find_thread(s, tr->tid);
 			if (!th)
 				th = snapshot_add_thread(s, tr->tid); /* appeared */
-			if (tr->state != SD_TRACEE_STOPPED)
+			if (tr->state != SD_TRACEE_STOPPED || th->have_regs)
 				continue;
 			int cr = capture_thread(t->pid, th, &t->maps, o->max_stack, &s->stack_bytes);
 			if (cr < 0)
