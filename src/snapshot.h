@@ -37,11 +37,16 @@ struct sd_frame {
 	int line;
 };
 
-/* Lock words and memory read while frozen, for lock analysis. */
+/* Lock words and memory read while frozen, for lock analysis: the bytes
+ * [addr, addr + len) of the target, a window around a futex word wide
+ * enough for the pthread object holding it (a condvar starts up to 44
+ * bytes below its futex word, an rwlock ends up to 56 bytes above). */
+#define SD_LOCKMEM_BELOW 48
+#define SD_LOCKMEM_ABOVE 80
 struct sd_lockmem {
 	uint64_t addr;
 	uint32_t len;
-	uint8_t bytes[96];
+	uint8_t bytes[SD_LOCKMEM_BELOW + SD_LOCKMEM_ABOVE];
 };
 
 enum sd_wait_kind {
@@ -111,6 +116,7 @@ struct sd_thread {
 	struct sd_frame *frames;
 	size_t nframes;
 	const char *unwind_stop; /* why unwinding ended early, or NULL */
+	unsigned live_reads;  /* stack words read after the thaw (outside the copy) */
 
 	/* analyze */
 	struct sd_wait wait;

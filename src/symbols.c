@@ -327,10 +327,20 @@ void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_th
 		uint64_t adj = (rf.flags & SD_FRAME_EXACT) || rf.pc == 0 ? rf.pc : rf.pc - 1;
 		struct sd_tmod *m = target_module_at(t, adj);
 		const char *modname = m ? strpool_intern(snap->pool, m->name) : NULL;
+		uint64_t map_start = 0;
+		if (!m) {
+			/* Not a module: name the mapping (JIT code, [vsyscall]). */
+			const struct sd_map *mp = procfs_maps_find(&t->maps, adj);
+			if (mp) {
+				modname = strpool_intern(snap->pool,
+							 mp->path[0] ? mp->path : "[anonymous]");
+				map_start = mp->start;
+			}
+		}
 		const char *bid = m && m->elf && m->elf->build_id[0]
 					  ? strpool_intern(snap->pool, m->elf->build_id)
 					  : NULL;
-		uint64_t rel = m ? rf.pc - m->bias : rf.pc;
+		uint64_t rel = m ? rf.pc - m->bias : rf.pc - map_start;
 		struct symentry *ents = NULL;
 		unsigned nents = 0;
 		if (m && m->elf && m->dwmod) {

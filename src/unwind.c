@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "target.h"
 
 /* Not in libunwind's public headers, but exported by libunwind-generic:
@@ -29,6 +30,7 @@ struct uctx {
 	struct user_regs_struct regs; /* the registers the cursor starts from */
 	int noinfo;          /* find_proc_info found no CFI for the last ip */
 	int stack_exhausted; /* a read fell just past the captured window */
+	int live_budget;     /* reads of live memory still allowed */
 	uint64_t bad_addr;
 };
 
@@ -130,9 +132,21 @@ static int read_word(struct uctx *c, uint64_t addr, unw_word_t *val)
 			return 0;
 		}
 	}
-	if (th->stack_len && addr >= th->stack_base + th->stack_len &&
-	    addr < th->stack_base + th->stack_len + 4096 && th->stack_truncated)
-		c->stack_exhausted = 1;
+	/* Outside the copy: the stack a signal handler on a sigaltstack
+	 * interrupted, or a window cut short. The thread is still blocked
+	 * where we saw it, so that memory has not moved: read it live. */
+	const struct sd_map *mp = procfs_maps_find(&c->u->target->maps, addr);
+	if (mp && mp->perms[0] == 'r' && mp->perms[2] != 'x' && addr + 8 <= mp->end) {
+		if (c->live_budget > 0) {
+			c->live_budget--;
+			if (capture_read(c->u->target->pid, addr, val, 8) == 8) {
+				th->live_reads++;
+				return 0;
+			}
+		} else if (th->stack_truncated) {
+			c->stack_exhausted = 1;
+		}
+	}
 	c->bad_addr = addr;
 	return -UNW_EINVAL;
 }
@@ -313,7 +327,7 @@ void unwind_thread(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_th
 		th->unwind_stop = strpool_intern(snap->pool, "unwinder unavailable");
 		return;
 	}
-	struct uctx c = {.u = u, .th = th, .regs = th->regs};
+	struct uctx c = {.u = u, .th = th, .regs = th->regs, .live_budget = 65536};
 	unw_cursor_t cur;
 	int r = unw_init_remote(&cur, u->as, &c);
 	if (r < 0) {
@@ -352,10 +366,23 @@ void unwind_thread(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_th
 		int sig = is_sigreturn(u->target, ip);
 		if (sig)
 			f->flags |= SD_FRAME_SIGNAL | SD_FRAME_EXACT;
-		if (n > 0 && !sig && !target_module_at(u->target, ip)) {
-			/* A return address outside any module: JIT code or a
-			 * smashed stack. Keep it, but do not trust what follows. */
-			th->unwind_stop = strpool_intern(snap->pool, "pc outside any module");
+		if (n == 0 && !procfs_maps_find(&u->target->maps, sp)) {
+			char msg[96];
+			snprintf(msg, sizeof(msg), "stack pointer 0x%llx is not mapped (corrupt stack?)",
+				 (unsigned long long)sp);
+			th->unwind_stop = strpool_intern(snap->pool, msg);
+			break;
+		}
+		const struct sd_map *pm = procfs_maps_find(&u->target->maps, ip);
+		if (n > 0 && !sig && !target_module_at(u->target, ip) &&
+		    !(pm && pm->perms[2] == 'x')) {
+			/* A return address into no executable mapping: a smashed
+			 * stack. Keep it, but do not trust what follows.
+			 * (Anonymous executable memory, e.g. JIT code, is
+			 * walked by frame pointer.) */
+			th->unwind_stop = strpool_intern(snap->pool,
+							 "return address outside any executable mapping "
+							 "(corrupt stack?)");
 			break;
 		}
 		prev_sp = sp;
