@@ -11,13 +11,49 @@
 
 #include "../src/procfs.h"
 
+extern const struct cmd_entry cmd_attach_entry;
+extern const struct cmd_entry cmd_detach_entry;
+extern const struct cmd_entry cmd_diff_entry;
 extern const struct cmd_entry cmd_dump_entry;
 extern const struct cmd_entry cmd_help_entry;
+extern const struct cmd_entry cmd_load_entry;
+extern const struct cmd_entry cmd_locks_entry;
+extern const struct cmd_entry cmd_profile_entry;
+extern const struct cmd_entry cmd_ps_entry;
+extern const struct cmd_entry cmd_quit_entry;
+extern const struct cmd_entry cmd_record_entry;
+extern const struct cmd_entry cmd_report_entry;
+extern const struct cmd_entry cmd_save_entry;
+extern const struct cmd_entry cmd_set_entry;
+extern const struct cmd_entry cmd_show_entry;
+extern const struct cmd_entry cmd_source_entry;
+extern const struct cmd_entry cmd_targets_entry;
+extern const struct cmd_entry cmd_threads_entry;
+extern const struct cmd_entry cmd_top_entry;
+extern const struct cmd_entry cmd_use_entry;
 
 /* Sorted by name. */
 const struct cmd_entry *const cmd_table[] = {
+	&cmd_attach_entry,
+	&cmd_detach_entry,
+	&cmd_diff_entry,
 	&cmd_dump_entry,
 	&cmd_help_entry,
+	&cmd_load_entry,
+	&cmd_locks_entry,
+	&cmd_profile_entry,
+	&cmd_ps_entry,
+	&cmd_quit_entry,
+	&cmd_record_entry,
+	&cmd_report_entry,
+	&cmd_save_entry,
+	&cmd_set_entry,
+	&cmd_show_entry,
+	&cmd_source_entry,
+	&cmd_targets_entry,
+	&cmd_threads_entry,
+	&cmd_top_entry,
+	&cmd_use_entry,
 };
 const size_t cmd_table_len = sizeof(cmd_table) / sizeof(cmd_table[0]);
 
@@ -265,15 +301,22 @@ int cmd_parse(struct cmd_ctx *ctx, const struct cmd_entry *e, int *argcp, char *
 		free(pos);
 		return -1;
 	}
-	pos[npos] = NULL;
-	/* Reuse argv's storage for the positional arguments. */
-	argv[0] = argv[0];
+	/* argv[0] then the positional arguments, in an array of our own. */
+	free(ctx->posv);
+	ctx->posv = sd_xcalloc((size_t)npos + 2, sizeof(char *));
+	ctx->posv[0] = argv[0];
 	for (int i = 0; i < npos; i++)
-		argv[i + 1] = pos[i];
-	argv[npos + 1] = NULL;
+		ctx->posv[i + 1] = pos[i];
+	*argvp = ctx->posv;
 	*argcp = npos + 1;
 	free(pos);
 	return 0;
+}
+
+void cmd_ctx_release(struct cmd_ctx *ctx)
+{
+	free(ctx->posv);
+	ctx->posv = NULL;
 }
 
 int cmd_run(struct cmd_ctx *ctx, const struct cmd_entry *e, int argc, char **argv)
@@ -282,12 +325,26 @@ int cmd_run(struct cmd_ctx *ctx, const struct cmd_entry *e, int argc, char **arg
 		cmd_error(ctx, "%s: only available in the interactive shell", e->name);
 		return EXIT_USAGE;
 	}
+	/* A command may run others (source, -c): keep the outer command's
+	 * parse intact around ours. */
+	char **saved_posv = ctx->posv;
+	const struct cmd_entry *saved_entry = ctx->entry;
+	const char *saved_optval[CMD_MAX_OPTS];
+	memcpy(saved_optval, ctx->optval, sizeof(saved_optval));
+	ctx->posv = NULL;
 	int r = cmd_parse(ctx, e, &argc, &argv);
+	int rc;
 	if (r < 0)
-		return EXIT_USAGE;
-	if (r > 0)
-		return EXIT_OK;
-	return e->exec(ctx, argc - 1, argv + 1);
+		rc = EXIT_USAGE;
+	else if (r > 0)
+		rc = EXIT_OK;
+	else
+		rc = e->exec(ctx, argc - 1, argv + 1);
+	free(ctx->posv);
+	ctx->posv = saved_posv;
+	ctx->entry = saved_entry;
+	memcpy(ctx->optval, saved_optval, sizeof(saved_optval));
+	return rc;
 }
 
 pid_t cmd_resolve_pid(struct cmd_ctx *ctx, const char *arg)

@@ -97,6 +97,7 @@ struct cmd_ctx {
 	const char *optval[CMD_MAX_OPTS]; /* value (or "" for a flag) per option */
 	int color;
 	int in_shell;
+	char **posv;  /* positional arguments of the last parse (heap array) */
 };
 
 extern const struct cmd_entry *const cmd_table[];
@@ -110,9 +111,14 @@ extern volatile sig_atomic_t cmd_interrupted;
 const struct cmd_entry *cmd_find(const char *name, int exact_only, char *msg, size_t msgsz);
 
 /* Parse options of ENTRY in ARGV into CTX->optval; on return *ARGC/ARGV hold
- * the positional arguments. Returns 0, or -1 after printing a usage error.
- * --help prints help and returns 1. */
+ * argv[0] and the positional arguments, in an array owned by CTX (freed by
+ * the next parse or cmd_ctx_release; the strings stay the caller's). The
+ * caller's ARGV array is not modified. Returns 0, or -1 after printing a
+ * usage error. --help prints help and returns 1. */
 int cmd_parse(struct cmd_ctx *ctx, const struct cmd_entry *e, int *argc, char ***argv);
+
+/* Free what parsing left in CTX. */
+void cmd_ctx_release(struct cmd_ctx *ctx);
 
 /* Parse and run ENTRY with ARGV (argv[0] is the command name). */
 int cmd_run(struct cmd_ctx *ctx, const struct cmd_entry *e, int argc, char **argv);

@@ -119,6 +119,7 @@ int main(int argc, char **argv)
 		}
 	}
 	fflush(stdout);
+	cmd_ctx_release(&ctx);
 	cmd_session_release(&session);
 	return rc;
 }
