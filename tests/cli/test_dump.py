@@ -283,5 +283,61 @@ def test_stopped_process_stays_stopped():
         sdtest.assert_running(fx.pid)
 
 
+
+def test_other_mount_namespace():
+    """The executable exists only inside the target's mount namespace: its
+    file is opened through /proc/PID/root."""
+    if not shutil.which("unshare"):
+        print("  (no unshare)")
+        return
+    import tempfile
+    mnt = tempfile.mkdtemp()
+    script = ('mount -t tmpfs none "$1" && cp "$2" "$1/fx-ns" && exec "$1/fx-ns"')
+    p = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                          script, "sh", mnt, path_of("fx-stacks")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        if not line.startswith("ready"):
+            print("  (cannot make a mount namespace here: %s)" % p.stderr.read(300))
+            return
+        pid = int(line.split()[1])
+        ok(not os.path.exists(os.path.join(mnt, "fx-ns")), "tmpfs leaked out")
+        import time
+        for _ in range(500):
+            st = sdtest.state_of(pid)
+            if len(st) == 6:
+                break
+            time.sleep(0.01)
+        time.sleep(0.2)
+        r = sdtest.run("--format", "json", pid)
+        eq(r.rc, 0, r.err)
+        alpha = thread_named(r.json(), "alpha")
+        funcs = [f["function"] for f in alpha["frames"]]
+        ok("alpha_middle" in funcs, funcs)
+        f = [x for x in alpha["frames"] if x["function"] == "alpha_middle"][0]
+        eq(f["module"], "fx-ns")
+        ok(f["file"].endswith("fx-stacks.c"), f)
+    finally:
+        p.kill()
+        p.wait()
+        os.rmdir(mnt)
+
+
+def test_separate_debug_info_by_build_id():
+    """libc.so.6 has no .symtab or DWARF: its function names, inline frames
+    and lines come from libc6-dbg's file found by build-id."""
+    if not os.path.isdir("/usr/lib/debug/.build-id"):
+        print("  (no separate debug info installed)")
+        return
+    with start("fx-stacks", blocked=6) as fx:
+        r = sdtest.run("--format", "json", fx.pid)
+        alpha = thread_named(r.json(), "alpha")
+        libc = [f for f in alpha["frames"] if f["module"] == "libc.so.6"]
+        eq(libc[0]["function"], "__GI___libc_read")
+        ok(libc[0]["inlined"])
+        ok(libc[0]["file"].endswith("read.c") and libc[0]["line"] > 0, libc[0])
+
+
 if __name__ == "__main__":
     sdtest.main(globals())
