@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,35 +243,58 @@ int procfs_parse_syscall(const char *text, struct sd_taskinfo *ti)
 	return 0;
 }
 
+/* One open, one read, one close: /proc files of a task fit in one read,
+ * and on a busy target every syscall here is paid per thread. */
+static ssize_t read_small(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, size - 1);
+	int e = errno;
+	close(fd);
+	if (n < 0)
+		return -e;
+	buf[n] = '\0';
+	return n;
+}
+
 int procfs_taskinfo(pid_t pid, pid_t tid, struct sd_taskinfo *ti)
 {
-	char path[96], *text;
+	char path[96], buf[4096];
 	memset(ti, 0, sizeof(*ti));
 	ti->syscall_nr = -1;
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	ssize_t n = sd_read_file(path, &text, 1 << 16);
+	int plen = snprintf(path, sizeof(path), "/proc/%d/task/%d/", (int)pid, (int)tid);
+	strcpy(path + plen, "stat");
+	ssize_t n = read_small(path, buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
-	int r = procfs_parse_stat(text, &ti->state, NULL, NULL, &ti->utime, &ti->stime, &ti->cpu);
-	free(text);
+	int r = procfs_parse_stat(buf, &ti->state, NULL, NULL, &ti->utime, &ti->stime, &ti->cpu);
 	if (r < 0)
 		return r;
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
-	read_comm(path, ti->comm, sizeof(ti->comm));
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
-	if (sd_read_file(path, &text, 4096) >= 0) {
-		procfs_parse_syscall(text, ti);
-		free(text);
+	/* The name is between the first '(' and the last ')' of stat. */
+	const char *open_p = strchr(buf, '('), *close_p = strrchr(buf, ')');
+	if (open_p && close_p && close_p > open_p) {
+		size_t l = (size_t)(close_p - open_p - 1);
+		if (l >= sizeof(ti->comm))
+			l = sizeof(ti->comm) - 1;
+		memcpy(ti->comm, open_p + 1, l);
+		ti->comm[l] = '\0';
 	}
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/wchan", (int)pid, (int)tid);
-	read_comm(path, ti->wchan, sizeof(ti->wchan));
-	if (!strcmp(ti->wchan, "0"))
-		ti->wchan[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
-	if (sd_read_file(path, &text, 1 << 16) >= 0) {
-		ti->vol_ctxsw = status_field(text, "voluntary_ctxt_switches:");
-		ti->nonvol_ctxsw = status_field(text, "nonvoluntary_ctxt_switches:");
-		free(text);
+	strcpy(path + plen, "syscall");
+	if (read_small(path, buf, sizeof(buf)) >= 0)
+		procfs_parse_syscall(buf, ti);
+	strcpy(path + plen, "wchan");
+	if (read_small(path, buf, sizeof(buf)) > 0 && strcmp(buf, "0")) {
+		buf[strcspn(buf, "\n")] = '\0';
+		size_t l = strlen(buf) < sizeof(ti->wchan) - 1 ? strlen(buf) : sizeof(ti->wchan) - 1;
+		memcpy(ti->wchan, buf, l);
+		ti->wchan[l] = '\0';
+	}
+	strcpy(path + plen, "status");
+	if (read_small(path, buf, sizeof(buf)) >= 0) {
+		ti->vol_ctxsw = status_field(buf, "voluntary_ctxt_switches:");
+		ti->nonvol_ctxsw = status_field(buf, "nonvoluntary_ctxt_switches:");
 	}
 	return 0;
 }
@@ -344,7 +368,8 @@ size_t procfs_pids_by_name(const char *name, pid_t **pids)
 		}
 	}
 	closedir(d);
-	qsort(v, len, sizeof(*v), cmp_pid);
+	if (len > 1) /* qsort(NULL, 0, ...) is undefined (UBSan stops on it) */
+		qsort(v, len, sizeof(*v), cmp_pid);
 	*pids = v;
 	return len;
 }

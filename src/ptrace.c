@@ -280,7 +280,9 @@ int ptrace_freeze_all(struct sd_freeze *fz, pid_t pid, unsigned timeout_ms,
 	}
 	stop_cb = on_stop;
 	stop_cb_arg = stop_arg;
+	fz->seized_ns = sd_now_ns();
 	wait_stops(fz->v, fz->n, deadline);
+	fz->stopped_ns = sd_now_ns();
 	stop_cb = NULL;
 	stop_cb_arg = NULL;
 	size_t stopped = 0;

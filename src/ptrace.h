@@ -34,6 +34,8 @@ struct sd_freeze {
 	struct sd_tracee *v;
 	size_t n, cap;
 	uint64_t start_ns, end_ns;
+	uint64_t seized_ns;  /* every thread seized and interrupted */
+	uint64_t stopped_ns; /* every thread stopped (and captured) */
 };
 
 /* Seize and interrupt every thread of PID, rescanning task/ until no new

@@ -246,6 +246,138 @@ static int is_sigreturn(struct sd_target *t, uint64_t pc)
 	return !memcmp(buf, code, sizeof(buf));
 }
 
+static uint64_t read_uleb(const uint8_t **p, const uint8_t *end)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+	while (*p < end) {
+		uint8_t b = *(*p)++;
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+		if (!(b & 0x80))
+			break;
+	}
+	return v;
+}
+
+/* Read an encoded pointer of the given DW_EH_PE encoding at *P (file
+ * bytes of image E, whose vaddr is VADDR). Only the forms GCC, clang and
+ * rustc emit are supported; returns -1 for others. */
+static int read_encoded(const struct sd_elf *e, uint64_t vaddr, uint8_t enc, uint64_t *out,
+			size_t *len)
+{
+	uint8_t b[8];
+	size_t n;
+	switch (enc & 0x0f) {
+	case 0x03:
+	case 0x0b: n = 4; break;
+	case 0x04:
+	case 0x0c:
+	case 0x00: n = 8; break;
+	default: return -1;
+	}
+	if (elfcache_read(e, vaddr, b, n) < 0)
+		return -1;
+	uint64_t v;
+	if (n == 4) {
+		uint32_t u;
+		memcpy(&u, b, 4);
+		v = (enc & 0x0f) == 0x0b ? (uint64_t)(int64_t)(int32_t)u : u;
+	} else {
+		memcpy(&v, b, 8);
+	}
+	if ((enc & 0x70) == 0x10)
+		v += vaddr; /* pcrel */
+	else if ((enc & 0x70) != 0)
+		return -1;
+	*out = v;
+	*len = n;
+	return 0;
+}
+
+/* Is there CFI for IP? A binary search of the module's .eh_frame_hdr
+ * table, then the range of the one FDE that may hold IP. Asked before
+ * each step so that code without CFI is walked by our own frame-pointer
+ * step: libunwind's guess there leaves its cursor unable to go on. */
+static int has_cfi(struct sd_target *t, uint64_t ip, int exact)
+{
+	uint64_t pc = exact ? ip : ip - 1;
+	struct sd_tmod *m = target_module_at(t, pc);
+	if (!m || module_table(m) < 0)
+		return 0;
+	const struct sd_elf *e = m->elf;
+	uint64_t hdr = m->table_hdr - m->bias;
+	uint64_t table = m->table_data - m->bias;
+	int32_t rel = (int32_t)(pc - m->table_hdr);
+	uint64_t lo = 0, hi = m->table_count;
+	int32_t ent[2] = {0, 0};
+	int found = 0;
+	while (lo < hi) {
+		uint64_t mid = (lo + hi) / 2;
+		int32_t cur[2];
+		if (elfcache_read(e, table + mid * 8, cur, 8) < 0)
+			return 0;
+		if (cur[0] <= rel) {
+			memcpy(ent, cur, sizeof(ent));
+			found = 1;
+			lo = mid + 1;
+		} else {
+			hi = mid;
+		}
+	}
+	if (!found)
+		return 0;
+	/* The FDE: length, CIE pointer, pc_begin, pc_range. */
+	uint64_t fde = hdr + (uint64_t)(int64_t)ent[1];
+	uint32_t w[2];
+	if (elfcache_read(e, fde, w, 8) < 0 || w[0] == 0xffffffffu || w[1] == 0)
+		return 0;
+	uint64_t cie = fde + 4 - w[1];
+	uint8_t cb[64];
+	memset(cb, 0, sizeof(cb));
+	uint32_t cielen;
+	if (elfcache_read(e, cie, &cielen, 4) < 0)
+		return 0;
+	size_t take = cielen + 4 < sizeof(cb) ? cielen + 4 : sizeof(cb);
+	if (elfcache_read(e, cie, cb, take) < 0)
+		return 0;
+	/* CIE: length, id, version, augmentation, code align, data align,
+	 * return register, then the 'z' data with the 'R' encoding. */
+	const uint8_t *p = cb + 9, *end = cb + take;
+	const char *aug = (const char *)p;
+	while (p < end && *p)
+		p++;
+	p++;
+	read_uleb(&p, end);
+	read_uleb(&p, end);
+	if (cb[8] == 1)
+		p++;
+	else
+		read_uleb(&p, end);
+	uint8_t enc = 0x00; /* absptr */
+	if (aug[0] == 'z') {
+		read_uleb(&p, end);
+		for (const char *a = aug + 1; *a && p < end; a++) {
+			if (*a == 'R') {
+				enc = *p++;
+			} else if (*a == 'P') {
+				uint8_t penc = *p++;
+				p += (penc & 0x0f) == 0x04 || (penc & 0x0f) == 0x0c ? 8 : 4;
+			} else if (*a == 'L') {
+				p++;
+			}
+		}
+	}
+	uint64_t begin, range;
+	size_t n1, n2;
+	if (read_encoded(e, fde + 8, enc, &begin, &n1) < 0 ||
+	    read_encoded(e, fde + 8 + n1, enc & 0x0f, &range, &n2) < 0)
+		return 1; /* an unusual form: let libunwind decide */
+	uint64_t vpc = pc - m->bias;
+	return vpc >= begin && vpc < begin + range;
+}
+
 /* One frame-pointer step: the caller's pc is at [rbp+8], its sp is rbp+16
  * and its rbp is [rbp]. Returns 1, 0 at the end of the chain (rbp 0), or a
  * negative libunwind error. */
@@ -296,7 +428,7 @@ struct sd_unwinder *unwind_new(struct sd_target *t)
 	u->target = t;
 	u->as = unw_create_addr_space(&accessors, 0);
 	if (u->as)
-		unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
+		unw_set_caching_policy(u->as, getenv("SD_UNW_CACHE") ? atoi(getenv("SD_UNW_CACHE")) : UNW_CACHE_GLOBAL);
 	return u;
 }
 
@@ -389,11 +521,7 @@ void unwind_thread(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_th
 		prev_pc = ip;
 		c.noinfo = 0;
 		c.stack_exhausted = 0;
-		unw_proc_info_t pi;
-		/* libunwind makes up a one-byte procedure when there is no CFI:
-		 * our find_proc_info accessor tells the truth (c.noinfo). */
-		int gpi = sig ? 0 : unw_get_proc_info(&cur, &pi);
-		if (!sig && (gpi < 0 || c.noinfo)) {
+		if (!sig && !has_cfi(u->target, ip, exact)) {
 			/* No CFI here: follow the frame pointer ourselves and
 			 * start a fresh cursor in the caller, so CFI-based
 			 * unwinding resumes cleanly there. */
