@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Thread classification: what each thread is doing, from its state letter,
-// the syscall it sits in and, for futex waits, lock analysis.
+// the syscall it sits in (registers while frozen, else /proc) and, for
+// futex waits, lock analysis.
 #include "analyze.h"
 
 #include <string.h>
@@ -11,10 +12,46 @@
 #define NR_FUTEX 202
 #define NR_RESTART 219
 
+/* What rax holds while a thread is stopped inside a blocking syscall that
+ * the kernel will restart: the syscall has not returned. Anything else
+ * (0, -ETIMEDOUT, -EAGAIN...) means the wait already ended and the thread
+ * was caught on its way back to user space. */
+static int syscall_pending(const struct sd_thread *th)
+{
+	long rax = (long)th->regs.rax;
+	return rax == -512 /* ERESTARTSYS */ || rax == -513 /* ERESTARTNOINTR */ ||
+	       rax == -514 /* ERESTARTNOHAND */ || rax == -516 /* ERESTART_RESTARTBLOCK */ ||
+	       rax == -4 /* EINTR: epoll_wait, sigtimedwait... interrupted by our stop */ ||
+	       rax == -38 /* ENOSYS: stopped at syscall entry */;
+}
+
+/* A restart_syscall (219) is the continuation of an interrupted timed
+ * wait: futex, but also clock_nanosleep or poll. The original arguments
+ * are still in the registers; take it for a futex wait only when they read
+ * as one (an aligned address, a wait operation) and wchan does not name
+ * another wait. */
+static int restart_is_futex(const struct sd_thread *th)
+{
+	uint64_t uaddr = th->syscall_args[0];
+	unsigned op = (unsigned)th->syscall_args[1];
+	unsigned cmd = op & 0x7f;
+	if (!uaddr || (uaddr & 3) || (op & ~0x1ffu))
+		return 0;
+	if (cmd != 0 && cmd != 9 && cmd != 6 && cmd != 13 && cmd != 11)
+		return 0;
+	const char *wc = th->wchan;
+	if (wc && *wc && !strstr(wc, "futex") && !strstr(wc, "rt_mutex") &&
+	    strcmp(wc, "do_syscall_64"))
+		return 0;
+	return 1;
+}
+
 static void classify(struct sd_thread *th)
 {
 	struct sd_wait *w = &th->wait;
 	memset(w, 0, sizeof(*w));
+	if (th->status != SD_THREAD_OK && !th->syscall_known && !th->have_regs)
+		return;
 	switch (th->state) {
 	case 'Z':
 	case 'X':
@@ -27,28 +64,54 @@ static void classify(struct sd_thread *th)
 	case 'D':
 		w->kind = SD_WAIT_DISK;
 		return;
-	case 'R':
-		w->kind = th->running ? SD_WAIT_RUNNING : SD_WAIT_RUNNABLE;
-		return;
 	default:
 		break;
 	}
-	if (th->running) {
-		w->kind = SD_WAIT_RUNNING;
+	/* The registers were read while frozen, after the state letter: a
+	 * thread seen running may have blocked since, and the reverse. */
+	int in_syscall = th->syscall_nr >= 0 && !th->running;
+	if (th->have_regs) {
+		in_syscall = (long)th->regs.orig_rax >= 0 && syscall_pending(th);
+		if ((long)th->regs.orig_rax >= 0 && !in_syscall &&
+		    (th->syscall_nr == NR_FUTEX || th->syscall_nr == NR_RESTART)) {
+			/* Woken (or timed out) just before the freeze. */
+			w->kind = SD_WAIT_RUNNABLE;
+			w->note = "futex wait just returned";
+			return;
+		}
+	}
+	if (!in_syscall) {
+		/* In user space: on a CPU or waiting for one. Without
+		 * registers, S outside a syscall stays unclassified. */
+		if (th->state == 'R' && !th->running)
+			w->kind = SD_WAIT_RUNNABLE;
+		else if (th->state == 'R' || th->running || th->have_regs)
+			w->kind = SD_WAIT_RUNNING;
 		return;
 	}
-	if (th->syscall_nr == NR_FUTEX || th->syscall_nr == NR_RESTART) {
+	if (th->syscall_nr == NR_FUTEX ||
+	    (th->syscall_nr == NR_RESTART && restart_is_futex(th))) {
 		w->kind = SD_WAIT_FUTEX;
 		w->address = th->syscall_args[0];
 		return;
 	}
-	w->kind = th->syscall_nr >= 0 ? SD_WAIT_SYSCALL : SD_WAIT_NONE;
+	w->kind = SD_WAIT_SYSCALL;
 }
 
 void analyze_snapshot(struct sd_target *t, struct sd_snapshot *s)
 {
-	for (size_t i = 0; i < s->nthreads; i++)
-		classify(&s->threads[i]);
+	for (size_t i = 0; i < s->nthreads; i++) {
+		struct sd_thread *th = &s->threads[i];
+		/* A loaded snapshot may carry waits classified when it was
+		 * taken, without the evidence to redo it: keep those. */
+		if (!th->syscall_known && !th->have_regs && th->wait.kind != SD_WAIT_NONE)
+			continue;
+		struct sd_wait old = th->wait;
+		classify(th);
+		if (th->wait.kind == SD_WAIT_FUTEX && !th->nlockmem && locks_is_wait(old.kind) &&
+		    old.kind != SD_WAIT_FUTEX)
+			th->wait = old;
+	}
 	locks_analyze(t, s);
 }
 
@@ -56,11 +119,29 @@ const char *analyze_state_text(const struct sd_thread *th)
 {
 	switch (th->wait.kind) {
 	case SD_WAIT_RUNNING: return "running";
-	case SD_WAIT_RUNNABLE: return "runnable";
+	case SD_WAIT_RUNNABLE:
+		return th->wait.note ? "runnable (futex wait just returned)" : "runnable";
 	case SD_WAIT_DISK: return "uninterruptible";
 	case SD_WAIT_STOPPED: return "stopped";
 	case SD_WAIT_ZOMBIE: return "zombie";
+	case SD_WAIT_NONE: return "";
 	default: break;
+	}
+	if (th->syscall_nr == NR_RESTART && th->nframes && th->frames[0].function) {
+		/* restart_syscall hides the interrupted wait; the libc wrapper
+		 * it sits in names it (exported names need no debug info). */
+		static const struct {
+			const char *needle, *text;
+		} restarted[] = {
+			{"nanosleep", "clock_nanosleep (restarted)"},
+			{"epoll", "epoll_wait (restarted)"},
+			{"poll", "poll (restarted)"},
+			{"select", "pselect6 (restarted)"},
+			{"futex", "futex (restarted)"},
+		};
+		for (size_t i = 0; i < sizeof(restarted) / sizeof(restarted[0]); i++)
+			if (strstr(th->frames[0].function, restarted[i].needle))
+				return restarted[i].text;
 	}
 	if (th->syscall_nr >= 0) {
 		const char *n = procfs_syscall_name(th->syscall_nr);

@@ -74,23 +74,30 @@ void format_text_frame(struct strbuf *out, size_t idx, const struct sd_frame *f,
 void format_text_wait(struct strbuf *out, const struct sd_snapshot *s, const struct sd_thread *th)
 {
 	const struct sd_wait *w = &th->wait;
-	strbuf_addf(out, "%s", sd_wait_kind_name(w->kind));
-	if (w->address)
-		strbuf_addf(out, " 0x%" PRIx64, w->address);
-	if (w->symbol) {
-		strbuf_adds(out, " <");
-		strbuf_add_escaped(out, w->symbol);
-		strbuf_adds(out, ">");
-	}
-	if (w->owner_known && w->owner > 0) {
-		const struct sd_thread *o = snapshot_find_thread(s, w->owner);
-		strbuf_addf(out, " held by %d", (int)w->owner);
-		if (o && o->name) {
-			strbuf_adds(out, " \"");
-			strbuf_add_escaped(out, o->name);
-			strbuf_adds(out, "\"");
+	int owned = w->owner_known && w->owner > 0;
+	const struct sd_thread *o = owned ? snapshot_find_thread(s, w->owner) : NULL;
+	if (w->kind == SD_WAIT_JOIN && owned) {
+		/* The address of a join wait is the joined thread's tid
+		 * field: the thread says more. */
+		strbuf_addf(out, "join of %d", (int)w->owner);
+	} else {
+		strbuf_addf(out, "%s", sd_wait_kind_name(w->kind));
+		if (w->address)
+			strbuf_addf(out, " 0x%" PRIx64, w->address);
+		if (w->symbol) {
+			strbuf_adds(out, " <");
+			strbuf_add_escaped(out, w->symbol);
+			strbuf_adds(out, ">");
 		}
-	} else if (w->note) {
+		if (owned)
+			strbuf_addf(out, " held by %d", (int)w->owner);
+	}
+	if (o && o->name) {
+		strbuf_adds(out, " \"");
+		strbuf_add_escaped(out, o->name);
+		strbuf_adds(out, "\"");
+	}
+	if (w->note) {
 		strbuf_adds(out, " (");
 		strbuf_add_escaped(out, w->note);
 		strbuf_adds(out, ")");
@@ -123,6 +130,11 @@ void format_text_thread_header(struct strbuf *out, const struct sd_snapshot *s,
 			strbuf_addf(out, " %s", st);
 		if (th->wait.kind == SD_WAIT_FUTEX && th->wait.address)
 			strbuf_addf(out, " 0x%" PRIx64, th->wait.address);
+		if (th->wait.kind == SD_WAIT_FUTEX && th->wait.note) {
+			strbuf_adds(out, " (");
+			strbuf_add_escaped(out, th->wait.note);
+			strbuf_adds(out, ")");
+		}
 	}
 	if (th->state == 'D' && th->wchan)
 		strbuf_addf(out, " (wchan %s)", th->wchan);
@@ -143,6 +155,10 @@ void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
 	if (s->partial)
 		strbuf_adds(out, ", partial");
 	strbuf_adds(out, "\n");
+	if (o && o->verbose && !s->per_thread)
+		strbuf_addf(out, "  pause: seize %.2f ms, stop+capture %.2f ms, detach %.2f ms\n",
+			    (double)s->seize_us / 1000.0, (double)s->stop_us / 1000.0,
+			    (double)s->detach_us / 1000.0);
 	if (o && o->verbose)
 		strbuf_addf(out,
 			    "  capture %.2f ms (%.1f KiB of stack), unwind %.2f ms, symbolize %.2f ms\n",

@@ -34,6 +34,23 @@ json_t *format_json_wait(const struct sd_snapshot *s, const struct sd_thread *th
 /* "mutex 0x55d0e1c3a040 <g_ledger_lock> held by 4243 "flusher"" */
 void format_text_wait(struct strbuf *out, const struct sd_snapshot *s, const struct sd_thread *th);
 
+/* The lock view (`stackdump locks`) of S, whose lock graph is G (from
+ * locks_graph(S)). With a series of NSNAPS > 1 snapshots (S the last)
+ * taken over SPAN seconds, PARKED lists the NPARKED threads parked on the
+ * same lock in all of them (locks_parked). Strings from the target are
+ * escaped. */
+struct sd_lockgraph;
+struct sd_parked;
+void format_text_locks(struct strbuf *out, const struct sd_snapshot *s,
+		       const struct sd_lockgraph *g, const struct sd_parked *parked, size_t nparked,
+		       size_t nsnaps, double span, const struct sd_render_opts *o);
+/* The JSON of the lock view (new reference): {"pid", "comm", ..., "locks",
+ * "idle", "deadlocks"} plus, for a series, "snapshots", "seconds" and
+ * "parked". The schema is in the README. */
+json_t *format_json_locks(const struct sd_snapshot *s, const struct sd_lockgraph *g,
+			  const struct sd_parked *parked, size_t nparked, size_t nsnaps,
+			  double span);
+
 /* Find a thread of S by TID (NULL if none). */
 const struct sd_thread *snapshot_find_thread(const struct sd_snapshot *s, pid_t tid);
 

@@ -487,6 +487,9 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 		}
 		ptrace_thaw_all(&fz);
 		s->pause_us = (fz.end_ns - fz.start_ns) / 1000;
+		s->seize_us = (fz.seized_ns - fz.start_ns) / 1000;
+		s->stop_us = (fz.stopped_ns - fz.seized_ns) / 1000;
+		s->detach_us = (fz.end_ns - fz.stopped_ns) / 1000;
 		for (size_t i = 0; i < fz.n; i++) {
 			struct sd_tracee *tr = &fz.v[i];
 			struct sd_thread *th = find_thread(s, tr->tid);

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: MIT
+// locks: the lock view of a process, by lock (holder and its stack, waiters
+// and theirs), deadlock cycles, and with --count, the threads that stayed
+// parked on the same lock across several snapshots.
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../src/format.h"
+#include "../src/locks.h"
+#include "cmd.h"
+
+#define LOCKS_MAX_COUNT 100000
+
+static const struct cmd_option locks_options[] = {
+	CMD_SNAPSHOT_OPTIONS,
+	{"format", 'f', "FORMAT", "output format: text or json", CMPL_CHOICES, "text json"},
+	{"count", 'c', "N", "take N snapshots; list threads parked on a lock in all (default 1)",
+	 CMPL_NONE, NULL},
+	{"interval", 'i', "DURATION", "time between snapshots with --count (default 1s)", CMPL_NONE,
+	 NULL},
+	{0},
+};
+
+static int want_json(struct cmd_ctx *ctx)
+{
+	const char *f = cmd_opt(ctx, "format");
+	if (!f && ctx->session && ctx->session->settings.format)
+		f = ctx->session->settings.format;
+	return f && !strcmp(f, "json");
+}
+
+/* Sleep US microseconds unless interrupted; returns 0, or -1 when
+ * interrupted. */
+static int pause_between(uint64_t us)
+{
+	uint64_t end = sd_now_ns() + us * 1000;
+	while (!cmd_interrupted) {
+		uint64_t now = sd_now_ns();
+		if (now >= end)
+			return 0;
+		uint64_t left = end - now;
+		struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+		nanosleep(&ts, NULL); /* EINTR: the loop looks at the flag */
+	}
+	return -1;
+}
+
+/* Render the view of SNAPS[N-1] (and the series) and return the exit code. */
+static int report(struct cmd_ctx *ctx, struct sd_snapshot **snaps, size_t n, int partial_series)
+{
+	struct sd_snapshot *s = snaps[n - 1];
+	struct sd_lockgraph *g = locks_graph(s);
+	struct sd_parked *parked = NULL;
+	size_t nparked = n > 1 ? locks_parked(snaps, n, &parked) : 0;
+	double span = s->time - snaps[0]->time;
+	if (want_json(ctx)) {
+		json_t *doc = format_json_locks(s, g, parked, nparked, n, span);
+		char *txt = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		if (txt) {
+			cmd_print(ctx, "%s\n", txt);
+			free(txt);
+		}
+		json_decref(doc);
+	} else {
+		struct sd_render_opts ro = {0};
+		ro.no_source = cmd_flag(ctx, "no-source") ||
+			       (ctx->session && ctx->session->settings.no_source);
+		ro.color = ctx->color;
+		struct strbuf sb;
+		strbuf_init(&sb);
+		format_text_locks(&sb, s, g, parked, nparked, n, span, &ro);
+		cmd_write(ctx, sb.buf, sb.len);
+		strbuf_release(&sb);
+	}
+	int rc = g->ndeadlocks ? EXIT_DEADLOCK
+				: (s->partial || partial_series) ? EXIT_PARTIAL : EXIT_OK;
+	free(parked);
+	locks_graph_free(g);
+	return rc;
+}
+
+/* Take COUNT snapshots of T, INTERVAL_US apart, and report. The last one
+ * goes to the session (for `threads`) when KEEP_LAST. */
+static int locks_live(struct cmd_ctx *ctx, struct sd_target *t, struct sd_snap_opts *o,
+		      size_t count, uint64_t interval_us, int keep_last)
+{
+	struct sd_snapshot **snaps = sd_xcalloc(count, sizeof(*snaps));
+	size_t n = 0;
+	int rc = EXIT_OK, cut_short = 0;
+	for (size_t i = 0; i < count; i++) {
+		if (i && pause_between(interval_us) < 0)
+			break;
+		struct sd_error err = {0};
+		struct sd_snapshot *s = target_snapshot(t, o, &err);
+		if (!s) {
+			cmd_error(ctx, "%s", err.msg);
+			if (!n) {
+				rc = EXIT_FAIL;
+				goto out;
+			}
+			cmd_error(ctx, "locks: reporting the %zu snapshot%s taken before", n,
+				  n == 1 ? "" : "s");
+			cut_short = 1;
+			break;
+		}
+		snaps[n++] = s;
+		if (cmd_interrupted)
+			break;
+	}
+	if (cmd_interrupted) {
+		cmd_error(ctx, "interrupted; every thread was detached");
+		rc = EXIT_INTERRUPTED;
+		goto out;
+	}
+	rc = report(ctx, snaps, n, cut_short);
+	if (keep_last && ctx->session) {
+		snapshot_free(ctx->session->last);
+		ctx->session->last = snaps[--n];
+	}
+out:
+	for (size_t i = 0; i < n; i++)
+		snapshot_free(snaps[i]);
+	free(snaps);
+	return rc;
+}
+
+static int locks_exec(struct cmd_ctx *ctx, int argc, char **argv)
+{
+	struct sd_snap_opts o;
+	pid_t *tids;
+	const char *v;
+	size_t count = 1;
+	uint64_t interval_us = 1000000;
+	if (cmd_snap_opts(ctx, &o, &tids) < 0)
+		return EXIT_USAGE;
+	int rc = EXIT_USAGE;
+	if (o.per_thread) {
+		cmd_error(ctx, "locks: --per-thread cannot be used here: threads frozen one at a "
+			       "time give an inconsistent wait-for graph (false deadlocks)");
+		goto out;
+	}
+	if ((v = cmd_opt(ctx, "count"))) {
+		char *end;
+		errno = 0;
+		long c = strtol(v, &end, 10);
+		if (errno || *end || c < 1 || c > LOCKS_MAX_COUNT) {
+			cmd_error(ctx, "invalid --count: %s (expected 1 to %d)", v,
+				  LOCKS_MAX_COUNT);
+			goto out;
+		}
+		count = (size_t)c;
+	}
+	if ((v = cmd_opt(ctx, "interval"))) {
+		if (sd_parse_duration(v, &interval_us) < 0 || interval_us > 3600000000ull) {
+			cmd_error(ctx, "invalid --interval: %s (e.g. 200ms, 2s; at most 1h)", v);
+			goto out;
+		}
+	}
+	struct cmd_session *ss = ctx->session;
+	if (argc == 1) {
+		pid_t pid = cmd_resolve_pid(ctx, argv[0]);
+		if (pid <= 0) {
+			rc = EXIT_FAIL;
+			goto out;
+		}
+		struct sd_error err = {0};
+		struct sd_target *t = target_new(pid, &err);
+		if (!t) {
+			cmd_error(ctx, "%s", err.msg);
+			rc = EXIT_FAIL;
+			goto out;
+		}
+		rc = locks_live(ctx, t, &o, count, interval_us, 0);
+		target_free(t);
+		goto out;
+	}
+	if (!ctx->in_shell) {
+		cmd_error(ctx, "locks: missing argument (PID|NAME)\n"
+			       "usage: stackdump locks [options] PID|NAME");
+		goto out;
+	}
+	if (ss && ss->loaded) {
+		/* A loaded snapshot: its waits as they were analyzed. */
+		if (count > 1) {
+			cmd_error(ctx,
+				  "locks: --count needs a live process, not a loaded snapshot");
+			goto out;
+		}
+		struct sd_snapshot *one[1] = {ss->loaded};
+		rc = report(ctx, one, 1, 0);
+		goto out;
+	}
+	struct sd_target *t = cmd_current_target(ctx);
+	if (!t) {
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	rc = locks_live(ctx, t, &o, count, interval_us, 1);
+out:
+	free(tids);
+	return rc;
+}
+
+const struct cmd_entry cmd_locks_entry = {
+	.name = "locks",
+	.args_usage = "PID|NAME (in the shell: [PID|NAME])",
+	.summary = "show which threads wait on which lock, who holds it, and deadlocks",
+	.description =
+	    "Takes one consistent snapshot and lists, by lock and most waiters first, the\n"
+	    "lock (kind, address, symbol), its holder with its stack when the lock records\n"
+	    "one, and the waiters (stacks merged when identical). Waits are classified from\n"
+	    "the futex call and the lock memory read while frozen (libc debug info is not\n"
+	    "needed). Condvar waits are listed as idle. Then deadlocks: every cycle of the\n"
+	    "wait-for graph (mutexes, rwlock writers, joins; a thread relocking its own\n"
+	    "mutex). With --count N, takes N snapshots --interval apart and lists the threads\n"
+	    "parked on the same lock in all of them, and whether they woke up in between.\n"
+	    "Exit status: 0 no deadlock, 3 deadlock found, 1 partial (a thread could not be\n"
+	    "read), 2 failure, 64 usage error, 130 interrupted.",
+	.options = locks_options,
+	.min_args = 0,
+	.max_args = 1,
+	.arg_complete = CMPL_PID,
+	.exec = locks_exec,
+};

@@ -1,0 +1,129 @@
+# SPDX-License-Identifier: MIT
+# Lock analysis without libc debug info: stackdump runs in a private mount
+# namespace where an empty tmpfs hides /usr/lib/debug (libc6-dbg), so libc's
+# internal frames do not resolve. Every lock fixture must give exactly the
+# same lock view (kinds, owners, symbols, waiters, deadlocks) as with debug
+# info: classification comes from the futex call and the lock memory.
+# Needs root (a mount namespace); exits 77 (skip) otherwise.
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import sdtest  # noqa: E402
+from fixture import available, start  # noqa: E402
+from sdtest import eq, ok  # noqa: E402
+
+DEBUG_DIR = "/usr/lib/debug"
+HIDE = 'mount -t tmpfs stackdump-test-nodebug %s && exec "$0" "$@"' % DEBUG_DIR
+
+
+def run_hidden(*args):
+    env = dict(os.environ)
+    env.pop("DEBUGINFOD_URLS", None)
+    env["NO_COLOR"] = "1"
+    p = subprocess.run(["unshare", "-m", "sh", "-c", HIDE, sdtest.binary()] +
+                       [str(a) for a in args], capture_output=True, text=True, timeout=120,
+                       env=env)
+    return sdtest.Result(p.returncode, p.stdout, p.stderr)
+
+
+def can_hide():
+    """Why the namespace trick cannot work here, or None."""
+    if os.geteuid() != 0:
+        return "needs root to unshare a mount namespace"
+    if not shutil.which("unshare"):
+        return "unshare(1) is not installed"
+    if not os.path.isdir(DEBUG_DIR) or not os.listdir(DEBUG_DIR):
+        return ("%s is empty: no debug info is installed, so test_locks already runs "
+                "without it" % DEBUG_DIR)
+    p = subprocess.run(["unshare", "-m", "sh", "-c", HIDE, "true"], capture_output=True,
+                       text=True, timeout=60)
+    if p.returncode != 0:
+        return "cannot mount a tmpfs in a new mount namespace: %s" % p.stderr.strip()
+    return None
+
+
+def functions(doc):
+    return [f["function"] or "" for t in doc["threads"] for f in t["frames"]]
+
+
+def view(doc):
+    """The parts of a locks document that must not depend on debug info."""
+    return {k: doc[k] for k in ("locks", "idle", "deadlocks")}
+
+
+def same_view(fixture, *args, parked=0, blocked=0, rc=0):
+    with start(fixture, *args, parked=parked, blocked=blocked) as fx:
+        plain = sdtest.run("locks", "--format", "json", fx.pid)
+        eq(plain.rc, rc, plain.err)
+        hidden = run_hidden("locks", "--format", "json", fx.pid)
+        eq(hidden.rc, rc, hidden.err)
+        sdtest.assert_running(fx.pid)
+        a, b = view(plain.json()), view(hidden.json())
+        eq(b, a, "lock view differs without libc debug info")
+        ok(a["locks"] or a["idle"], "nothing classified: %r" % a)
+        # Thread waits in a dump agree too.
+        d1 = sdtest.run("--format", "json", fx.pid)
+        d2 = run_hidden("--format", "json", fx.pid)
+        eq(d1.rc, 0, d1.err)
+        eq(d2.rc, 0, d2.err)
+        w1 = {t["tid"]: t["wait"] for t in d1.json()["threads"]}
+        w2 = {t["tid"]: t["wait"] for t in d2.json()["threads"]}
+        eq(w2, w1)
+        return a
+
+
+def test_debug_info_is_really_hidden():
+    with start("fx-mutex", "normal", 1, parked=1) as fx:
+        plain = sdtest.run("--format", "json", fx.pid)
+        hidden = run_hidden("--format", "json", fx.pid)
+        eq((plain.rc, hidden.rc), (0, 0), plain.err + hidden.err)
+        ok("__GI___lll_lock_wait" in functions(plain.json()),
+           "libc6-dbg names missing even with debug info")
+        ok("__GI___lll_lock_wait" not in functions(hidden.json()),
+           "libc debug info was not hidden")
+
+
+def test_mutex_kinds():
+    for kind in ("normal", "recursive", "errorcheck", "adaptive", "robust", "pi", "timed",
+                 "pshared", "orphan"):
+        v = same_view("fx-mutex", kind, 2, parked=2)
+        eq(v["locks"][0]["kind"], "mutex", kind)
+
+
+def test_rwlocks():
+    for mode, parked in (("writer-holds", 2), ("readers-hold", 1), ("writers", 2),
+                         ("prefer-writer", 2)):
+        v = same_view("fx-rwlock", mode, 2, parked=parked)
+        eq(v["locks"][0]["kind"], "rwlock", mode)
+
+
+def test_no_owner_waits():
+    eq(same_view("fx-condpool", 3, parked=3)["idle"][0]["kind"], "condvar")
+    eq(same_view("fx-sem", 2, parked=2)["locks"][0]["kind"], "semaphore")
+    eq(same_view("fx-join", parked=1)["locks"][0]["kind"], "join")
+
+
+def test_deadlocks():
+    for n in (1, 2, 3):
+        v = same_view("fx-deadlock", n, parked=n, rc=3)
+        eq(len(v["deadlocks"]), 1)
+        eq(len(v["deadlocks"][0]), n)
+
+
+def test_cxx_and_rust():
+    v = same_view("fx-cxxlocks", 2, 2, parked=5)
+    eq(len(v["locks"]), 3)
+    if available("fx-rustlock"):
+        v = same_view("fx-rustlock", 2, 2, parked=4)
+        eq(sorted(lk["kind"] for lk in v["locks"]), ["rust-mutex", "rust-rwlock"])
+
+
+if __name__ == "__main__":
+    why = can_hide()
+    if why:
+        print("SKIP: %s" % why)
+        sys.exit(sdtest.SKIP)
+    sdtest.main(globals())
