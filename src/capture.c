@@ -44,18 +44,7 @@ static int lock_window(uint64_t uaddr, const struct sd_maps *maps, uint64_t *lo,
 	return *hi > *lo;
 }
 
-static void lockmem_add(struct sd_thread *t, uint64_t lo, const uint8_t *bytes, size_t n)
-{
-	t->lockmem = sd_xrealloc(t->lockmem, (t->nlockmem + 1) * sizeof(*t->lockmem));
-	struct sd_lockmem *lm = &t->lockmem[t->nlockmem++];
-	memset(lm, 0, sizeof(*lm));
-	lm->addr = lo;
-	lm->len = (uint32_t)n;
-	memcpy(lm->bytes, bytes, n);
-}
-
-int capture_thread(pid_t pid, struct sd_thread *t, const struct sd_maps *maps,
-		   size_t max_stack, uint64_t *bytes)
+int capture_regs(struct sd_thread *t, const struct sd_maps *maps, size_t max_stack)
 {
 	struct iovec iov = {&t->regs, sizeof(t->regs)};
 	if (ptrace(PTRACE_GETREGSET, t->tid, (void *)NT_PRSTATUS, &iov) < 0)
@@ -64,53 +53,111 @@ int capture_thread(pid_t pid, struct sd_thread *t, const struct sd_maps *maps,
 
 	uint64_t sp = t->regs.rsp;
 	const struct sd_map *m = procfs_maps_find(maps, sp);
-	uint64_t end;
-	if (m)
-		end = m->end;
-	else
-		end = sp + 65536; /* a mapping made after we read maps */
+	uint64_t end = m ? m->end : sp + 65536; /* a mapping made after we read maps */
 	size_t len = end - sp;
 	if (len > max_stack) {
 		len = max_stack;
 		t->stack_truncated = 1;
 	}
 	t->stack_base = sp;
-
-	/* A thread in a futex wait: its lock memory comes in the same
-	 * process_vm_readv as the stack, so lock analysis adds no syscall
+	t->stack_want = len;
+	/* A thread in a futex wait: the lock around the futex word is read
+	 * in the same batch as the stacks, so lock analysis adds no syscall
 	 * to the pause. */
-	uint8_t lockbuf[sizeof(((struct sd_lockmem *)0)->bytes)];
 	uint64_t lo = 0, hi = 0;
 	long nr = (long)t->regs.orig_rax;
-	int want_lock = (nr == SYS_FUTEX_NR || nr == SYS_RESTART_NR) &&
-			lock_window(t->regs.rdi, maps, &lo, &hi);
-	size_t locklen = want_lock ? (size_t)(hi - lo) : 0;
-	if (len) {
-		t->stack = sd_xmalloc(len);
-		struct iovec local[2] = {{t->stack, len}, {lockbuf, locklen}};
-		struct iovec remote[2] = {{(void *)(uintptr_t)sp, len},
-					  {(void *)(uintptr_t)lo, locklen}};
-		ssize_t n = process_vm_readv(pid, local, want_lock ? 2 : 1, remote,
-					     want_lock ? 2 : 1, 0);
-		if (n < 0) {
-			/* A garbage stack pointer: unwinding will say so. */
-			n = 0;
-		}
-		if (want_lock && (size_t)n == len + locklen) {
-			lockmem_add(t, lo, lockbuf, locklen);
-			want_lock = 0;
-		}
-		if ((size_t)n > len)
-			n = (ssize_t)len;
-		t->stack_len = (size_t)n;
-		if (bytes)
-			*bytes += (uint64_t)n;
+	if ((nr == SYS_FUTEX_NR || nr == SYS_RESTART_NR) && lock_window(t->regs.rdi, maps, &lo, &hi)) {
+		t->lock_want_addr = lo;
+		t->lock_want_len = (uint32_t)(hi - lo);
 	}
-	if (want_lock) {
-		/* The stack read stopped short: read the lock on its own. */
-		ssize_t n = capture_read(pid, lo, lockbuf, locklen);
-		if (n > 0)
-			lockmem_add(t, lo, lockbuf, (size_t)n);
+	return 0;
+}
+
+/* One read request of the batch and where its bytes go. */
+struct req {
+	struct sd_thread *t;
+	int is_lock;
+	uint64_t addr;
+	size_t len, got;
+	void *buf;
+};
+
+void capture_memory(pid_t pid, struct sd_thread **threads, size_t n, uint64_t *bytes)
+{
+	struct req *reqs = sd_xcalloc(2 * n + 1, sizeof(*reqs));
+	size_t nreq = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct sd_thread *t = threads[i];
+		if (t->stack_want) {
+			t->stack = sd_xmalloc(t->stack_want);
+			reqs[nreq++] = (struct req){t, 0, t->stack_base, t->stack_want, 0, t->stack};
+		}
+		if (t->lock_want_len) {
+			t->lockmem = sd_xrealloc(t->lockmem, (t->nlockmem + 1) * sizeof(*t->lockmem));
+			struct sd_lockmem *lm = &t->lockmem[t->nlockmem];
+			memset(lm, 0, sizeof(*lm));
+			size_t l = t->lock_want_len < sizeof(lm->bytes) ? t->lock_want_len : sizeof(lm->bytes);
+			reqs[nreq++] = (struct req){t, 1, t->lock_want_addr, l, 0, lm->bytes};
+		}
 	}
+	/* As few process_vm_readv calls as possible: up to 1024 requests
+	 * each. A call stops at the first request it cannot read in full;
+	 * go on with the one after it. */
+	enum { BATCH = 1024 };
+	struct iovec *local = sd_xmalloc(BATCH * sizeof(*local));
+	struct iovec *remote = sd_xmalloc(BATCH * sizeof(*remote));
+	size_t next = 0;
+	while (next < nreq) {
+		size_t cnt = nreq - next < BATCH ? nreq - next : BATCH;
+		for (size_t k = 0; k < cnt; k++) {
+			local[k] = (struct iovec){reqs[next + k].buf, reqs[next + k].len};
+			remote[k] = (struct iovec){(void *)(uintptr_t)reqs[next + k].addr, reqs[next + k].len};
+		}
+		ssize_t got = process_vm_readv(pid, local, cnt, remote, cnt, 0);
+		if (got < 0)
+			got = 0;
+		size_t k = 0, left = (size_t)got;
+		while (k < cnt && left >= reqs[next + k].len) {
+			reqs[next + k].got = reqs[next + k].len;
+			left -= reqs[next + k].len;
+			k++;
+		}
+		if (k < cnt) {
+			/* Request k was cut short (or unreadable): keep what
+			 * came, and for a lock word try it alone once more. */
+			struct req *r = &reqs[next + k];
+			r->got = left;
+			if (r->is_lock && !left) {
+				ssize_t m = capture_read(pid, r->addr, r->buf, r->len);
+				r->got = m > 0 ? (size_t)m : 0;
+			}
+			k++;
+		}
+		next += k;
+	}
+	for (size_t i = 0; i < nreq; i++) {
+		struct req *r = &reqs[i];
+		if (!r->is_lock) {
+			r->t->stack_len = r->got;
+			if (bytes)
+				*bytes += r->got;
+		} else if (r->got) {
+			struct sd_lockmem *lm = &r->t->lockmem[r->t->nlockmem++];
+			lm->addr = r->addr;
+			lm->len = (uint32_t)r->got;
+		}
+	}
+	free(local);
+	free(remote);
+	free(reqs);
+}
+
+int capture_thread(pid_t pid, struct sd_thread *t, const struct sd_maps *maps,
+		   size_t max_stack, uint64_t *bytes)
+{
+	int r = capture_regs(t, maps, max_stack);
+	if (r < 0)
+		return r;
+	capture_memory(pid, &t, 1, bytes);
 	return 0;
 }

@@ -14,6 +14,13 @@
 int capture_thread(pid_t pid, struct sd_thread *t, const struct sd_maps *maps,
 		   size_t max_stack, uint64_t *bytes);
 
+/* The two halves of capture_thread, for the all-thread freeze: read the
+ * registers of a stopped thread and plan its memory reads (stack window,
+ * lock words); then, still frozen, read the memory of N planned threads in
+ * as few process_vm_readv calls as possible. */
+int capture_regs(struct sd_thread *t, const struct sd_maps *maps, size_t max_stack);
+void capture_memory(pid_t pid, struct sd_thread **threads, size_t n, uint64_t *bytes);
+
 /* Read LEN bytes at ADDR of PID into BUF; returns bytes read (may be
  * short) or a negative errno. */
 ssize_t capture_read(pid_t pid, uint64_t addr, void *buf, size_t len);

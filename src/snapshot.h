@@ -108,6 +108,9 @@ struct sd_thread {
 	uint64_t stack_base;
 	size_t stack_len;
 	int stack_truncated;  /* the window cap was hit */
+	size_t stack_want;    /* planned window length (capture) */
+	uint64_t lock_want_addr; /* planned lock read (capture) */
+	uint32_t lock_want_len;
 	struct sd_lockmem *lockmem;
 	size_t nlockmem;
 	uint64_t pause_us;    /* how long this thread was stopped */

@@ -412,7 +412,10 @@ static void capture_on_stop(struct sd_tracee *tr, void *arg)
 	struct sd_thread *th = find_thread(cc->s, tr->tid);
 	if (!th)
 		th = snapshot_add_thread(cc->s, tr->tid); /* appeared */
-	if (capture_thread(cc->t->pid, th, &cc->t->maps, cc->o->max_stack, &cc->s->stack_bytes) < 0)
+	/* Registers now; the memory of all threads in one batch once every
+	 * thread has stopped (a syscall per thread is what the pause is
+	 * made of). */
+	if (capture_regs(th, &cc->t->maps, cc->o->max_stack) < 0)
 		mark_failed(cc->s, th, SD_THREAD_EXITED, "exited during the snapshot");
 }
 
@@ -479,11 +482,20 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 			struct sd_thread *th = find_thread(s, tr->tid);
 			if (!th)
 				th = snapshot_add_thread(s, tr->tid); /* appeared */
-			if (tr->state != SD_TRACEE_STOPPED || th->have_regs)
+			if (tr->state != SD_TRACEE_STOPPED || th->have_regs ||
+			    th->status != SD_THREAD_OK)
 				continue;
-			int cr = capture_thread(t->pid, th, &t->maps, o->max_stack, &s->stack_bytes);
-			if (cr < 0)
+			if (capture_regs(th, &t->maps, o->max_stack) < 0)
 				mark_failed(s, th, SD_THREAD_EXITED, "exited during the snapshot");
+		}
+		{
+			struct sd_thread **batch = sd_xmalloc((s->nthreads + 1) * sizeof(*batch));
+			size_t nb = 0;
+			for (size_t i = 0; i < s->nthreads; i++)
+				if (s->threads[i].have_regs)
+					batch[nb++] = &s->threads[i];
+			capture_memory(t->pid, batch, nb, &s->stack_bytes);
+			free(batch);
 		}
 		ptrace_thaw_all(&fz);
 		s->pause_us = (fz.end_ns - fz.start_ns) / 1000;
