@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Sampling-cost benchmark: how much throughput a CPU-bound 100-thread target
+# loses while `stackdump profile` samples it (baseline and sampling windows
+# interleaved in the same run), stackdump's own CPU use, and the highest
+# snapshot rate stackdump, a gdb loop and an eu-stack loop sustain on it.
+#
+# Needs: cc, python3, gdb, eu-stack, /usr/bin/time, setsid, timeout.
+#   apt-get install -y time gdb elfutils   (the script checks and says so)
+# Env: STACKDUMP=path (default build/stackdump), BENCH_BUILD_DIR, CC.
+set -u
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+usage() {
+	cat <<EOF
+usage: $0 [options]
+  -n N              worker threads in cpu-target (default 100)
+  --window S        length of each baseline / sampling window (default 10)
+  --rate HZ         sampling rate of the throughput windows (default 20)
+  --pairs P         baseline+sampling window pairs (default 2)
+  --max-rate HZ     rate asked of stackdump in the max-rate test (default 1000)
+  --loop S          length of each max-rate test (default 10)
+  --no-max          skip the max-rate tests
+EOF
+}
+
+NTHREADS=100 WINDOW=10 RATE=20 PAIRS=2 MAXRATE=1000 LOOP=10 DO_MAX=1
+while (($#)); do
+	case $1 in
+	-n) NTHREADS=$2; shift 2 ;;
+	--window) WINDOW=$2; shift 2 ;;
+	--rate) RATE=$2; shift 2 ;;
+	--pairs) PAIRS=$2; shift 2 ;;
+	--max-rate) MAXRATE=$2; shift 2 ;;
+	--loop) LOOP=$2; shift 2 ;;
+	--no-max) DO_MAX=0; shift ;;
+	-h | --help) usage; exit 0 ;;
+	*) usage >&2; exit 2 ;;
+	esac
+done
+
+bench_require cc python3 time setsid timeout
+((DO_MAX)) && bench_require gdb eu-stack
+bench_have_stackdump || bench_die "$STACKDUMP not found (build it or set STACKDUMP=)"
+bench_traps
+bench_build
+
+WORK=$BUILD_DIR/profile # output of the latest run only
+rm -rf "$WORK"
+mkdir -p "$WORK"
+WORKFILE=$WORK/work.shm
+RESULTS=$WORK/results.tsv
+TMO=$((WINDOW > LOOP ? WINDOW * 3 + 60 : LOOP * 3 + 60))
+
+bench_log "starting cpu-target: $NTHREADS threads"
+bench_start_target "$WORK/target.out" "$BUILD_DIR/cpu-target" -n "$NTHREADS" \
+	-w "$WORKFILE" -t $(((PAIRS * 2 * WINDOW + 3 * LOOP) * 3 + 600))
+NTASKS=$(ls /proc/"$TARGET_PID"/task | wc -l)
+bench_log "target pid $TARGET_PID ready ($NTASKS threads); warming up 2 s"
+sleep 2
+
+printf 'phase\ttool\twork\tsecs\tcpu_s\twall_s\tstacks\tsnapshots\trc\tstopped\n' >"$RESULTS"
+
+# sum of the trailing counts of a folded-stacks file
+folded_total() {
+	awk '{n = $NF} n ~ /^[0-9]+$/ {s += n} END {print s + 0}' "$1" 2>/dev/null || echo 0
+}
+
+# phase tool work secs cpu wall stacks snapshots rc stopped
+record_row() {
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RESULTS"
+}
+
+# run_window PHASE TOOL CMD...: measure target work while CMD runs (or while
+# sleeping WINDOW seconds when CMD is empty).
+run_window() {
+	local phase=$1 tool=$2
+	shift 2
+	local w0 t0 w1 t1 cpu=0 wall=0 rc=0 stopped=0
+	read -r w0 t0 < <(bench_work "$WORKFILE")
+	if (($#)); then
+		bench_timed "$TMO" "$WORK/$phase.out" "$WORK/$phase.err" "$@"
+		cpu=$(awk -v u="$RUN_USER" -v s="$RUN_SYS" 'BEGIN{print u+s}')
+		wall=$RUN_WALL rc=$RUN_RC
+	else
+		sleep "$WINDOW"
+	fi
+	read -r w1 t1 < <(bench_work "$WORKFILE")
+	kill -0 "$TARGET_PID" 2>/dev/null || bench_die "target died during $phase"
+	(($#)) && stopped=$(bench_check_stopped "$TARGET_PID")
+	local secs
+	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.4f", (b-a)/1e9}')
+	WIN_ROW=("$phase" "$tool" $((w1 - w0)) "$secs" "$cpu" "$wall" "$rc" "$stopped")
+	local msg
+	msg=$(printf '%-14s %-20s %10.0f units/s over %5.2f s' "$phase" "$tool" \
+		"$(awk -v w=$((w1 - w0)) -v s="$secs" 'BEGIN{print w/s}')" "$secs")
+	(($#)) && msg+=$(printf '; sampler cpu %.2f s, wall %.2f s, rc %s' "$cpu" "$wall" "$rc")
+	bench_log "$msg"
+	((stopped > 0)) && bench_log "WARNING: $tool left $stopped thread(s) stopped"
+	return 0
+}
+
+# Row for a stackdump profile window: stacks = sum of the folded counts;
+# snapshots = the "N samples" stackdump reports on stderr, or else
+# stacks / threads in the target.
+record_profile_row() {
+	local folded=$1 err=$2 stacks snaps r=("${WIN_ROW[@]}")
+	stacks=$(folded_total "$folded")
+	snaps=$(grep -oE '[0-9]+ samples' "$err" 2>/dev/null | tail -n 1 | cut -d' ' -f1)
+	[[ -n $snaps ]] || snaps=$(awk -v s="$stacks" -v n="$NTASKS" 'BEGIN{printf "%.1f", s/n}')
+	record_row "${r[@]:0:6}" "$stacks" "$snaps" "${r[6]}" "${r[7]}"
+}
+
+# --- throughput: interleaved baseline / sampling windows -------------------
+for ((p = 1; p <= PAIRS; p++)); do
+	run_window "baseline$p" "none"
+	r=("${WIN_ROW[@]}")
+	record_row "${r[@]:0:6}" 0 0 "${r[6]}" "${r[7]}"
+
+	out=$WORK/sample$p.folded
+	run_window "sampling$p" "stackdump@${RATE}Hz" "$STACKDUMP" profile "$TARGET_PID" \
+		--rate "$RATE" --duration "$WINDOW" --format folded -o "$out"
+	record_profile_row "$out" "$WORK/sampling$p.err"
+done
+
+# --- max sustained snapshot rate -------------------------------------------
+# loop_cmd SECONDS CMD...: run CMD back to back until SECONDS have passed,
+# print how many runs succeeded.
+LOOPER='end=$(( ${EPOCHREALTIME/./} + $1 * 1000000 )); shift; n=0
+while (( ${EPOCHREALTIME/./} < end )); do "$@" >/dev/null 2>&1 && n=$((n + 1)); done
+echo "$n"'
+
+if ((DO_MAX)); then
+	out=$WORK/max-stackdump.folded
+	run_window "max-stackdump" "stackdump@${MAXRATE}Hz" "$STACKDUMP" profile "$TARGET_PID" \
+		--rate "$MAXRATE" --duration "$LOOP" --format folded -o "$out"
+	record_profile_row "$out" "$WORK/max-stackdump.err"
+
+	run_window "max-gdb" "gdb loop" bash -c "$LOOPER" looper "$LOOP" \
+		gdb -nx -batch -ex 'set pagination off' -ex 'set debuginfod enabled off' \
+		-ex 'thread apply all bt' -p "$TARGET_PID"
+	r=("${WIN_ROW[@]}")
+	n=$(tail -n 1 "$WORK/max-gdb.out")
+	[[ $n =~ ^[0-9]+$ ]] || n=0
+	record_row "${r[@]:0:6}" $((n * NTASKS)) "$n" "${r[6]}" "${r[7]}"
+
+	run_window "max-eu-stack" "eu-stack -i loop" bash -c "$LOOPER" looper "$LOOP" \
+		eu-stack -i -p "$TARGET_PID"
+	r=("${WIN_ROW[@]}")
+	n=$(tail -n 1 "$WORK/max-eu-stack.out")
+	[[ $n =~ ^[0-9]+$ ]] || n=0
+	record_row "${r[@]:0:6}" $((n * NTASKS)) "$n" "${r[6]}" "${r[7]}"
+fi
+
+python3 - "$RESULTS" "$NTHREADS" "$NTASKS" "$RATE" "$MAXRATE" "$STACKDUMP" <<'PY'
+import csv, sys
+
+path, nthreads, ntasks, rate, maxrate, sdpath = sys.argv[1:]
+rows = list(csv.DictReader(open(path), delimiter="\t"))
+for r in rows:
+    r["rate"] = int(r["work"]) / float(r["secs"])
+    r["cpu_pct"] = (100 * float(r["cpu_s"]) / float(r["wall_s"])
+                    if float(r["wall_s"]) > 0 else 0.0)
+base = [r for r in rows if r["phase"].startswith("baseline")]
+samp = [r for r in rows if r["phase"].startswith("sampling")]
+mx = [r for r in rows if r["phase"].startswith("max-")]
+brate = sum(r["rate"] for r in base) / len(base)
+
+def loss(r):
+    return 100 * (1 - r["rate"] / brate)
+
+def fmt_table(table):
+    w = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    out = []
+    for i, r in enumerate(table):
+        out.append("  ".join(c.ljust(w[j]) if j < 2 else c.rjust(w[j])
+                             for j, c in enumerate(r)))
+        if i == 0:
+            out.append("  ".join("-" * x for x in w))
+    return "\n".join(out)
+
+print()
+print(f"profile benchmark: cpu-target with {nthreads} busy workers "
+      f"({ntasks} threads in the target), 2-core machine")
+print(f"stackdump: {sdpath}")
+print()
+t = [["window", "sampler", "work units/s", "vs baseline", "secs",
+      "sampler cpu % core", "stacks", "snapshots/s"]]
+for r in rows:
+    if r["phase"].startswith("max-"):
+        continue
+    is_s = r["phase"].startswith("sampling")
+    wall = float(r["wall_s"]) or float(r["secs"])
+    t.append([r["phase"], r["tool"], f"{r['rate']:.0f}",
+              f"{-loss(r):+.1f}%", f"{float(r['secs']):.1f}",
+              f"{r['cpu_pct']:.1f}" if is_s else "-",
+              r["stacks"] if is_s else "-",
+              f"{float(r['snapshots']) / wall:.1f}" if is_s else "-"])
+print(fmt_table(t))
+if samp:
+    srate = sum(r["rate"] for r in samp) / len(samp)
+    cpu = sum(r["cpu_pct"] for r in samp) / len(samp)
+    spread = (100 * (max(r["rate"] for r in base) - min(r["rate"] for r in base))
+              / brate)
+    print()
+    note = (f"  (baseline windows differ by {spread:.1f}% from each other: noise)"
+            if len(base) > 1 else "  (one baseline window: no noise estimate)")
+    print(f"target throughput loss while stackdump samples at {rate} Hz: "
+          f"{100 * (1 - srate / brate):.1f}%{note}")
+    print(f"stackdump CPU use at {rate} Hz: {cpu:.1f}% of one core (user+sys)")
+if mx:
+    print()
+    print("highest sustained snapshot rate (each sampler running flat out for "
+          "the same time on the same target):")
+    t = [["test", "sampler", "snapshots/s", "vs stackdump", "target loss",
+          "sampler cpu % core", "stacks", "rc"]]
+    ref = None
+    for r in mx:
+        wall = float(r["wall_s"]) or float(r["secs"])
+        r["sps"] = float(r["snapshots"]) / wall
+        if r["phase"] == "max-stackdump":
+            ref = r["sps"]
+    for r in mx:
+        if ref and r["sps"] > 0:
+            q = r["sps"] / ref
+            rel = ("same" if abs(q - 1) < 0.005 else
+                   f"{q:.1f}x more" if q > 1 else f"{1 / q:.1f}x fewer")
+        else:
+            rel = "n/a"
+        t.append([r["phase"], r["tool"], f"{r['sps']:.2f}", rel,
+                  f"{loss(r):.1f}%", f"{r['cpu_pct']:.1f}", r["stacks"], r["rc"]])
+    print(fmt_table(t))
+    print(f"(stackdump asked for {maxrate} Hz; snapshots/s = samples it reports, "
+          f"or folded stacks / {ntasks} threads, / wall time; loops count "
+          f"completed runs)")
+bad = [r["tool"] for r in rows if int(r["stopped"] or 0)]
+if bad:
+    print("WARNING: threads left in t/T state after: " + ", ".join(bad))
+PY
+bench_log "raw results: $RESULTS"

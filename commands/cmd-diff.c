@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: MIT
+// diff A B: compare two saved profiles (folded stacks or profile JSON):
+// which stacks and functions grew or shrank, as text, as a differential
+// flame graph, or as folded "stack countA countB" lines.
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/profile.h"
+#include "cmd.h"
+
+static const struct cmd_option diff_options[] = {
+	{"format", 'f', "FORMAT", "text, svg, folded or json (default text)", CMPL_CHOICES,
+	 "text svg folded json"},
+	{"output", 'o', "FILE", "write to FILE instead of stdout", CMPL_FILE, NULL},
+	{"limit", 'l', "N", "text: at most N stacks and functions per list (default 20, 0: all)",
+	 CMPL_NONE, NULL},
+	{"title", 0, "TEXT", "svg: the title of the flame graph", CMPL_NONE, NULL},
+	{0},
+};
+
+/* Folded with both counts, the input of difffolded-style tools: "stack A B"
+ * with A scaled to B's total. */
+static void diff_folded(struct strbuf *sb, struct sd_profile *d)
+{
+	for (size_t i = 0; i < d->nstacks; i++) {
+		const struct sd_pstack *st = &d->stacks[i];
+		for (size_t k = st->nframes; k-- > 0;) {
+			strbuf_add_escaped(sb, st->frames[k].name);
+			if (k)
+				strbuf_adds(sb, ";");
+		}
+		strbuf_addf(sb, " %.0f %" PRIu64 "\n", st->value_a, st->count);
+	}
+}
+
+static json_t *diff_json(struct sd_profile *d)
+{
+	json_t *doc = json_object();
+	json_object_set_new(doc, "kind", json_string("stackdump-profile-diff"));
+	json_object_set_new(doc, "samples_a", json_integer((json_int_t)d->total_a));
+	json_object_set_new(doc, "samples_b", json_integer((json_int_t)profile_total(d)));
+	json_t *arr = json_array();
+	double tb = (double)profile_total(d);
+	for (size_t i = 0; i < d->nstacks; i++) {
+		const struct sd_pstack *st = &d->stacks[i];
+		json_t *o = json_object();
+		json_t *fr = json_array();
+		for (size_t k = 0; k < st->nframes; k++)
+			json_array_append_new(fr, json_string(st->frames[k].name));
+		json_object_set_new(o, "frames", fr);
+		json_object_set_new(o, "a_scaled", json_real(st->value_a));
+		json_object_set_new(o, "b", json_integer((json_int_t)st->count));
+		json_object_set_new(o, "delta_percent",
+				    json_real(tb > 0 ? 100.0 * ((double)st->count - st->value_a) / tb
+						     : 0.0));
+		json_array_append_new(arr, o);
+	}
+	json_object_set_new(doc, "stacks", arr);
+	return doc;
+}
+
+static int diff_exec(struct cmd_ctx *ctx, int argc, char **argv)
+{
+	if (argc != 2) {
+		cmd_error(ctx, "diff: need two profiles (A B)\nusage: stackdump diff [options] A B");
+		return EXIT_USAGE;
+	}
+	const char *format = cmd_opt(ctx, "format");
+	if (!format)
+		format = "text";
+	struct sd_prender ro = {.limit = 20, .diff = 1, .color = ctx->color};
+	const char *v;
+	if ((v = cmd_opt(ctx, "limit"))) {
+		char *end;
+		long n = strtol(v, &end, 10);
+		if (*end || !*v || n < 0 || n > 1000000000) {
+			cmd_error(ctx, "invalid --limit: %s (a number, 0 for all)", v);
+			return EXIT_USAGE;
+		}
+		ro.limit = (int)n;
+	}
+	struct sd_error err = {0};
+	struct sd_profile *a = profile_load(argv[0], &err);
+	if (!a) {
+		cmd_error(ctx, "%s", err.msg);
+		return EXIT_FAIL;
+	}
+	struct sd_profile *b = profile_load(argv[1], &err);
+	if (!b) {
+		cmd_error(ctx, "%s", err.msg);
+		profile_free(a);
+		return EXIT_FAIL;
+	}
+	struct sd_profile *d = profile_diff(a, b);
+	profile_sort(d);
+	struct strbuf sb;
+	strbuf_init(&sb);
+	char title[512];
+	snprintf(title, sizeof(title), "Differential flame graph: %s -> %s", argv[0], argv[1]);
+	ro.title = cmd_opt(ctx, "title") ? cmd_opt(ctx, "title") : title;
+	if (!strcmp(format, "svg")) {
+		format_profile_svg(&sb, d, &ro);
+	} else if (!strcmp(format, "folded")) {
+		diff_folded(&sb, d);
+	} else if (!strcmp(format, "json")) {
+		json_t *doc = diff_json(d);
+		char *txt = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		json_decref(doc);
+		if (txt) {
+			strbuf_adds(&sb, txt);
+			strbuf_adds(&sb, "\n");
+			free(txt);
+		}
+	} else {
+		strbuf_adds(&sb, "A: ");
+		strbuf_add_escaped(&sb, argv[0]);
+		strbuf_adds(&sb, "\nB: ");
+		strbuf_add_escaped(&sb, argv[1]);
+		strbuf_adds(&sb, "\n");
+		format_diff_text(&sb, d, &ro);
+	}
+	int rc = EXIT_OK;
+	const char *outpath = cmd_opt(ctx, "output");
+	if (outpath) {
+		FILE *f = fopen(outpath, "wb");
+		int bad = !f;
+		if (f) {
+			bad = fwrite(sb.buf ? sb.buf : "", 1, sb.len, f) != sb.len;
+			if (fclose(f) != 0)
+				bad = 1;
+		}
+		if (bad) {
+			cmd_error(ctx, "cannot write %s: %s", outpath, strerror(errno ? errno : EIO));
+			rc = EXIT_FAIL;
+		}
+	} else {
+		cmd_write(ctx, sb.buf ? sb.buf : "", sb.len);
+	}
+	strbuf_release(&sb);
+	profile_free(d);
+	profile_free(a);
+	profile_free(b);
+	return rc;
+}
+
+const struct cmd_entry cmd_diff_entry = {
+	.name = "diff",
+	.alias = NULL,
+	.args_usage = "A B",
+	.summary = "compare two saved profiles: which stacks grew or shrank",
+	.description =
+	    "A and B are profiles saved by 'profile --format folded' or '--format json' (or\n"
+	    "any folded stacks, e.g. from flamegraph tools). Shares are compared: A is\n"
+	    "scaled to B's total. Text lists the stacks and functions that grew and shrank\n"
+	    "in points of the total; svg is a differential flame graph (B's widths; red\n"
+	    "grew, blue shrank).\n"
+	    "Exit status: 0 ok, 2 a profile could not be read, 64 usage error.",
+	.options = diff_options,
+	.min_args = 2,
+	.max_args = 2,
+	.arg_complete = CMPL_FILE,
+	.exec = diff_exec,
+};

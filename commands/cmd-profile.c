@@ -1,0 +1,506 @@
+// SPDX-License-Identifier: MIT
+// profile: the poor man's profiler. Samples every thread of one or more
+// processes at a fixed rate (snapshots unwound but not symbolized), merges
+// the stacks and writes them as top, tree, folded, SVG, pprof or JSON.
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../src/procfs.h"
+#include "../src/profile.h"
+#include "../src/symbols.h"
+#include "cmd.h"
+
+static const struct cmd_option profile_options[] = {
+	CMD_SNAPSHOT_OPTIONS,
+	{"rate", 'r', "HZ", "samples per second (default 20)", CMPL_NONE, NULL},
+	{"interval", 'i', "DURATION", "time between samples, instead of --rate (e.g. 100ms)",
+	 CMPL_NONE, NULL},
+	{"duration", 'd', "DURATION", "how long to sample (default 10s; 0: until Ctrl-C)", CMPL_NONE,
+	 NULL},
+	{"count", 'c', "N", "stop after N samples", CMPL_NONE, NULL},
+	{"pid-of", 0, "NAME", "every process named NAME, aggregated", CMPL_PID, NULL},
+	{"on-cpu", 0, NULL, "only samples of threads on a CPU (state R)", CMPL_NONE, NULL},
+	{"off-cpu", 0, NULL, "only samples of threads off CPU (blocked, sleeping)", CMPL_NONE, NULL},
+	{"no-idle", 0, NULL, "hide threads idling in epoll_wait, poll, accept, condvars, sleep...",
+	 CMPL_NONE, NULL},
+	{"group-threads", 'g', NULL, "count worker-1..worker-N as one family worker-*", CMPL_NONE,
+	 NULL},
+	{"by-address", 0, NULL, "merge stacks by address, not by function", CMPL_NONE, NULL},
+	{"locks", 0, NULL, "per lock: waiters per sample and what the holder was doing", CMPL_NONE,
+	 NULL},
+	{"format", 'f', "FORMAT", "top, tree, folded, svg, pprof or json (default top)",
+	 CMPL_CHOICES, "top tree folded svg pprof json"},
+	{"output", 'o', "FILE", "write the profile to FILE (needed for pprof on a terminal)",
+	 CMPL_FILE, NULL},
+	{"limit", 'l', "N", "top: show the N hottest stacks (default 20, 0: all)", CMPL_NONE, NULL},
+	{"min-percent", 0, "PCT", "tree: hide call paths under PCT% (default 0.5)", CMPL_NONE, NULL},
+	{"title", 0, "TEXT", "svg: the title of the flame graph", CMPL_NONE, NULL},
+	{"quiet", 'q', NULL, "no progress line", CMPL_NONE, NULL},
+	{"verbose", 'v', NULL, "timings, sampling cost and cache hit rates on stderr", CMPL_NONE,
+	 NULL},
+	{0},
+};
+
+/* A process being sampled. */
+struct ptarget {
+	struct sd_target *t;
+	int owned;   /* ours to free (not the shell's) */
+	int gone;    /* exited or failed: not sampled any more */
+};
+
+static int parse_uint(const char *v, long lo, long hi, long *out)
+{
+	char *end;
+	errno = 0;
+	long n = strtol(v, &end, 10);
+	if (errno || *end || !*v || n < lo || n > hi)
+		return -1;
+	*out = n;
+	return 0;
+}
+
+static void add_pid(pid_t **pids, size_t *n, size_t *cap, pid_t pid)
+{
+	for (size_t i = 0; i < *n; i++)
+		if ((*pids)[i] == pid)
+			return;
+	sd_grow(pids, cap, *n + 1, sizeof(**pids));
+	(*pids)[(*n)++] = pid;
+}
+
+static void sleep_until(uint64_t deadline_ns)
+{
+	struct timespec ts = {(time_t)(deadline_ns / 1000000000ull),
+			      (long)(deadline_ns % 1000000000ull)};
+	/* sd_now_ns is CLOCK_MONOTONIC; EINTR (Ctrl-C) returns early. */
+	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+}
+
+/* Did the run stop before the samples' intervals were over (Ctrl-C, or a
+ * process exit)? Then the wall time is the truth. */
+static int interrupted_early(const struct sd_profile *p, uint64_t interval_us)
+{
+	(void)interval_us;
+	if (cmd_interrupted)
+		return 1;
+	for (size_t i = 0; i < p->nprocs; i++)
+		if (p->procs[i].exited)
+			return 1;
+	return 0;
+}
+
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+/* Render P in FORMAT into a heap buffer. */
+static int render(struct cmd_ctx *ctx, struct sd_profile *p, const char *format,
+		  const struct sd_prender *ro, uint8_t **buf, size_t *len)
+{
+	struct strbuf sb;
+	strbuf_init(&sb);
+	if (!strcmp(format, "pprof")) {
+		struct sd_error err = {0};
+		if (format_profile_pprof(p, buf, len, &err) < 0) {
+			cmd_error(ctx, "%s", err.msg);
+			return -1;
+		}
+		return 0;
+	}
+	if (!strcmp(format, "json")) {
+		json_t *doc = format_profile_json(p);
+		char *txt = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		json_decref(doc);
+		if (txt) {
+			strbuf_adds(&sb, txt);
+			strbuf_adds(&sb, "\n");
+			free(txt);
+		}
+	} else if (!strcmp(format, "folded")) {
+		format_profile_folded(&sb, p);
+	} else if (!strcmp(format, "svg")) {
+		format_profile_svg(&sb, p, ro);
+	} else if (p->opts.locks) {
+		format_profile_locks(&sb, p, ro);
+	} else if (!strcmp(format, "tree")) {
+		format_profile_tree(&sb, p, ro);
+	} else {
+		format_profile_top(&sb, p, ro);
+	}
+	*len = sb.len;
+	*buf = (uint8_t *)strbuf_detach(&sb);
+	return 0;
+}
+
+static void report_verbose(struct cmd_ctx *ctx, struct sd_profile *p, struct ptarget *v, size_t n,
+			   double cpu, double wall)
+{
+	uint64_t lookups = 0, hits = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t l, h;
+		symbols_stats(v[i].t->sym, &l, &h);
+		lookups += l;
+		hits += h;
+	}
+	uint64_t snaps = 0;
+	for (size_t i = 0; i < p->nprocs; i++)
+		snaps += p->procs[i].samples;
+	double per = snaps ? 1.0 / (double)snaps : 0;
+	fprintf(ctx->err,
+		"sampling: %llu samples in %.2f s (%.1f Hz), %llu thread stacks, %llu unreadable\n"
+		"per snapshot: capture %.2f ms (pause, max %.2f ms), unwind %.2f ms\n"
+		"stack cache: %llu lookups, %llu hits (%.1f%%), %zu distinct stacks symbolized in "
+		"%.1f ms\n"
+		"symbol cache: %llu lookups, %llu hits (%.1f%%)\n"
+		"stackdump CPU: %.2f s over %.2f s (%.0f%% of a core)\n",
+		(unsigned long long)p->samples, wall, wall > 0 ? (double)p->samples / wall : 0.0,
+		(unsigned long long)(p->thread_samples + p->filtered), (unsigned long long)p->lost,
+		(double)p->capture_us * per / 1000.0, (double)p->max_pause_us / 1000.0,
+		(double)p->unwind_us * per / 1000.0, (unsigned long long)p->raw_lookups,
+		(unsigned long long)p->raw_hits,
+		p->raw_lookups ? 100.0 * (double)p->raw_hits / (double)p->raw_lookups : 0.0,
+		p->nstacks, (double)p->symbolize_us / 1000.0, (unsigned long long)lookups,
+		(unsigned long long)hits, lookups ? 100.0 * (double)hits / (double)lookups : 0.0, cpu,
+		wall, wall > 0 ? 100.0 * cpu / wall : 0.0);
+}
+
+static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
+{
+	struct sd_snap_opts so;
+	pid_t *tids = NULL, *pids = NULL;
+	size_t npids = 0, pidcap = 0, nt = 0;
+	struct ptarget *tv = NULL;
+	struct sd_profile *prof = NULL;
+	FILE *out = NULL;
+	int rc = EXIT_FAIL;
+	const char *v;
+
+	if (cmd_snap_opts(ctx, &so, &tids) < 0)
+		return EXIT_USAGE;
+	so.no_symbols = 1;
+
+	/* Rate and stop conditions. */
+	double rate = 20;
+	uint64_t interval_us, duration_us = 10000000, count = 0;
+	if (cmd_opt(ctx, "rate") && cmd_opt(ctx, "interval")) {
+		cmd_error(ctx, "profile: give --rate or --interval, not both");
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if ((v = cmd_opt(ctx, "rate"))) {
+		char *end;
+		rate = strtod(v, &end);
+		if (*end || !(rate >= 0.01 && rate <= 10000)) {
+			cmd_error(ctx, "invalid --rate: %s (samples per second, 0.01 to 10000)", v);
+			rc = EXIT_USAGE;
+			goto out;
+		}
+	}
+	interval_us = (uint64_t)(1e6 / rate);
+	if ((v = cmd_opt(ctx, "interval"))) {
+		if (sd_parse_duration(v, &interval_us) < 0 || interval_us < 100 ||
+		    interval_us > 3600000000ull) {
+			cmd_error(ctx, "invalid --interval: %s (e.g. 50ms, 1s; 100us to 1h)", v);
+			rc = EXIT_USAGE;
+			goto out;
+		}
+	}
+	if ((v = cmd_opt(ctx, "duration"))) {
+		if (sd_parse_duration(v, &duration_us) < 0) {
+			cmd_error(ctx, "invalid --duration: %s (e.g. 30s, 2m; 0 runs until Ctrl-C)", v);
+			rc = EXIT_USAGE;
+			goto out;
+		}
+	}
+	if ((v = cmd_opt(ctx, "count"))) {
+		long n;
+		if (parse_uint(v, 1, 100000000, &n) < 0) {
+			cmd_error(ctx, "invalid --count: %s (a number of samples, at least 1)", v);
+			rc = EXIT_USAGE;
+			goto out;
+		}
+		count = (uint64_t)n;
+		if (!cmd_opt(ctx, "duration"))
+			duration_us = 0;
+	}
+	if (cmd_flag(ctx, "on-cpu") && cmd_flag(ctx, "off-cpu")) {
+		cmd_error(ctx, "profile: --on-cpu and --off-cpu exclude each other");
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	const char *format = cmd_opt(ctx, "format");
+	if (!format)
+		format = "top";
+	int locks = cmd_flag(ctx, "locks");
+	if (locks && strcmp(format, "top") && strcmp(format, "tree") && strcmp(format, "json")) {
+		cmd_error(ctx, "profile: --locks gives a text or JSON report, not %s", format);
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	struct sd_prender ro = {.limit = 20, .min_percent = 0.5, .color = ctx->color};
+	if ((v = cmd_opt(ctx, "limit"))) {
+		long n;
+		if (parse_uint(v, 0, 1000000000, &n) < 0) {
+			cmd_error(ctx, "invalid --limit: %s (a number, 0 for all)", v);
+			rc = EXIT_USAGE;
+			goto out;
+		}
+		ro.limit = (int)n;
+	}
+	if ((v = cmd_opt(ctx, "min-percent"))) {
+		char *end;
+		ro.min_percent = strtod(v, &end);
+		if (*end || !(ro.min_percent >= 0 && ro.min_percent <= 100)) {
+			cmd_error(ctx, "invalid --min-percent: %s (0 to 100)", v);
+			rc = EXIT_USAGE;
+			goto out;
+		}
+	}
+	ro.title = cmd_opt(ctx, "title");
+	const char *outpath = cmd_opt(ctx, "output");
+	if (!strcmp(format, "pprof") && !outpath && isatty(fileno(ctx->out))) {
+		cmd_error(ctx, "profile: pprof output is binary: write it with -o FILE (or redirect "
+			       "stdout)");
+		rc = EXIT_USAGE;
+		goto out;
+	}
+
+	/* Processes: PIDs or names, and every process named by --pid-of. */
+	for (int i = 0; i < argc; i++) {
+		pid_t pid = cmd_resolve_pid(ctx, argv[i]);
+		if (pid <= 0) {
+			rc = EXIT_FAIL;
+			goto out;
+		}
+		add_pid(&pids, &npids, &pidcap, pid);
+	}
+	if ((v = cmd_opt(ctx, "pid-of"))) {
+		pid_t *found;
+		size_t n = procfs_pids_by_name(v, &found);
+		for (size_t i = 0; i < n; i++)
+			add_pid(&pids, &npids, &pidcap, found[i]);
+		free(found);
+		if (!n) {
+			cmd_error(ctx, "no process named '%s'", v);
+			rc = EXIT_FAIL;
+			goto out;
+		}
+	}
+	tv = sd_xcalloc(npids + 1, sizeof(*tv));
+	if (!npids) {
+		if (!(ctx->in_shell && ctx->session && ctx->session->ntargets)) {
+			cmd_error(ctx, "profile: missing argument (PID|NAME... or --pid-of NAME)\n"
+				       "usage: stackdump profile [options] PID|NAME...");
+			rc = EXIT_USAGE;
+			goto out;
+		}
+		tv[nt].t = cmd_current_target(ctx);
+		tv[nt++].owned = 0;
+	}
+	for (size_t i = 0; i < npids; i++) {
+		struct sd_error err = {0};
+		struct sd_target *t = target_new(pids[i], &err);
+		if (!t) {
+			cmd_error(ctx, "%s", err.msg);
+			continue;
+		}
+		tv[nt].t = t;
+		tv[nt++].owned = 1;
+	}
+	if (!nt) {
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	int partial = nt < npids;
+
+	if (outpath) {
+		out = fopen(outpath, "wb");
+		if (!out) {
+			cmd_error(ctx, "cannot write %s: %s", outpath, strerror(errno));
+			rc = EXIT_FAIL;
+			goto out;
+		}
+	}
+
+	struct sd_profile_opts po;
+	profile_opts_init(&po);
+	po.by_address = cmd_flag(ctx, "by-address");
+	po.group_threads = cmd_flag(ctx, "group-threads");
+	po.no_idle = cmd_flag(ctx, "no-idle");
+	po.cpu = cmd_flag(ctx, "on-cpu") ? SD_CPU_ON : cmd_flag(ctx, "off-cpu") ? SD_CPU_OFF
+										 : SD_CPU_ALL;
+	po.locks = locks;
+	po.no_inline = so.no_inline;
+	po.no_source = so.no_source;
+	prof = profile_new(&po);
+	prof->interval_us = interval_us;
+
+	/* Sample. Ticks are planned on a fixed grid; when a snapshot takes
+	 * longer than the interval the missed ticks are skipped, not made up
+	 * in a burst, so the achieved rate is what the machine allows. */
+	int progress = isatty(fileno(ctx->err)) && !cmd_flag(ctx, "quiet");
+	double cpu0 = cpu_seconds();
+	uint64_t start = sd_now_ns(), next = start, last_progress = 0;
+	uint64_t interval_ns = interval_us * 1000, end_ns = duration_us ? start + duration_us * 1000 : 0;
+	size_t live = nt;
+	int fatal = 0;
+	while (!cmd_interrupted && live) {
+		if (count && prof->samples >= count)
+			break;
+		uint64_t now = sd_now_ns();
+		if (end_ns && now >= end_ns)
+			break;
+		int took = 0;
+		for (size_t i = 0; i < nt && !cmd_interrupted; i++) {
+			if (tv[i].gone)
+				continue;
+			struct sd_error err = {0};
+			struct sd_snapshot *s = target_snapshot(tv[i].t, &so, &err);
+			if (!s) {
+				tv[i].gone = 1;
+				live--;
+				partial = 1;
+				if (progress)
+					fprintf(ctx->err, "\r\033[K");
+				if (!target_alive(tv[i].t)) {
+					cmd_error(ctx, "process %d exited after %.1f s; its samples are kept",
+						  (int)tv[i].t->pid, (double)(now - start) / 1e9);
+					for (size_t k = 0; k < prof->nprocs; k++)
+						if (prof->procs[k].pid == tv[i].t->pid)
+							prof->procs[k].exited = 1;
+				} else {
+					cmd_error(ctx, "%s", err.msg);
+					if (!prof->samples)
+						fatal = 1;
+				}
+				continue;
+			}
+			profile_add_snapshot(prof, tv[i].t, s, NULL);
+			snapshot_free(s);
+			took = 1;
+		}
+		if (took)
+			prof->samples++;
+		now = sd_now_ns();
+		prof->duration_us = (now - start) / 1000;
+		if (progress && now - last_progress > 250000000ull) {
+			double el = (double)(now - start) / 1e9;
+			fprintf(ctx->err, "\rsampling %zu process%s: %llu samples, %.1f s", live,
+				live == 1 ? "" : "es", (unsigned long long)prof->samples, el);
+			if (end_ns)
+				fprintf(ctx->err, " of %.0f s", (double)duration_us / 1e6);
+			fprintf(ctx->err, ", %.1f Hz (Ctrl-C stops)\033[K",
+				el > 0 ? (double)prof->samples / el : 0.0);
+			fflush(ctx->err);
+			last_progress = now;
+		}
+		next += interval_ns;
+		if (next < now)
+			next = now; /* behind: sample again at once, skip the missed ticks */
+		if (end_ns && next > end_ns)
+			next = end_ns;
+		if (count && prof->samples >= count)
+			break;
+		if (!cmd_interrupted && live)
+			sleep_until(next);
+	}
+	uint64_t stop = sd_now_ns();
+	/* Each sample stands for one interval: N samples on time cover N
+	 * intervals, even though the last one was taken at (N-1) intervals. */
+	prof->duration_us = (stop - start) / 1000;
+	if (!interrupted_early(prof, interval_us) && prof->duration_us < prof->samples * interval_us)
+		prof->duration_us = prof->samples * interval_us;
+	double cpu = cpu_seconds() - cpu0;
+	if (progress)
+		fprintf(ctx->err, "\r\033[K");
+	int interrupted = cmd_interrupted;
+	if (interrupted)
+		cmd_interrupted = 0; /* handled: the profile is still written */
+	if (fatal && !prof->samples) {
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	if (!prof->samples) {
+		if (interrupted)
+			cmd_error(ctx, "interrupted before the first sample; nothing written");
+		rc = interrupted ? EXIT_INTERRUPTED : EXIT_FAIL;
+		goto out;
+	}
+	if (interrupted)
+		cmd_error(ctx, "interrupted: writing the profile of %llu samples",
+			  (unsigned long long)prof->samples);
+
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	if (render(ctx, prof, format, &ro, &buf, &len) < 0) {
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	if (out) {
+		size_t w = fwrite(buf, 1, len, out);
+		int bad = w != len || fflush(out) != 0 || ferror(out);
+		if (fclose(out) != 0)
+			bad = 1;
+		out = NULL;
+		if (bad) {
+			cmd_error(ctx, "cannot write %s: %s", outpath, strerror(errno ? errno : EIO));
+			free(buf);
+			rc = EXIT_FAIL;
+			goto out;
+		}
+		fprintf(ctx->err, "stackdump: wrote %s (%s): %llu samples, %llu thread stacks, %zu "
+				  "distinct\n",
+			outpath, format, (unsigned long long)prof->samples,
+			(unsigned long long)profile_total(prof), prof->nstacks);
+	} else {
+		cmd_write(ctx, (const char *)buf, len);
+	}
+	free(buf);
+	fflush(ctx->out);
+	if (cmd_flag(ctx, "verbose"))
+		report_verbose(ctx, prof, tv, nt, cpu, (double)(stop - start) / 1e9);
+	rc = partial ? EXIT_PARTIAL : EXIT_OK;
+out:
+	if (out)
+		fclose(out);
+	profile_free(prof);
+	for (size_t i = 0; i < nt; i++)
+		if (tv[i].owned)
+			target_free(tv[i].t);
+	free(tv);
+	free(pids);
+	free(tids);
+	return rc;
+}
+
+const struct cmd_entry cmd_profile_entry = {
+	.name = "profile",
+	.alias = NULL,
+	.args_usage = "PID|NAME...",
+	.summary = "sample every thread at a fixed rate and show where time goes",
+	.description =
+	    "The poor man's profiler: takes a snapshot of every thread RATE times a second\n"
+	    "(unwound only; each distinct stack is symbolized once), merges identical\n"
+	    "stacks and shows them hottest first (top), as a call tree, as folded stacks\n"
+	    "(flamegraph.pl, inferno, speedscope), as an interactive SVG flame graph, as\n"
+	    "pprof (gzipped profile.proto for pprof, Pyroscope, Parca) or as JSON (read\n"
+	    "back by 'diff'). Samples are wall-clock: threads off CPU are counted too, with\n"
+	    "their state, so --off-cpu shows where threads block. Ctrl-C stops early and\n"
+	    "still writes the profile.\n"
+	    "Exit status: 0 profile written, 1 partial (a process exited or could not be\n"
+	    "sampled), 2 failure, 64 usage error, 130 interrupted before any sample.",
+	.options = profile_options,
+	.min_args = 0,
+	.max_args = -1,
+	.arg_complete = CMPL_PID,
+	.exec = profile_exec,
+};

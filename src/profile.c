@@ -1,0 +1,1112 @@
+// SPDX-License-Identifier: MIT
+// Profile aggregation: thread stacks of many snapshots merged into counts.
+// Raw stacks (addresses) are remembered with the merged stack they made,
+// so each distinct stack is symbolized once per run and every later sample
+// of it costs a hash lookup.
+#include "profile.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze.h"
+#include "procfs.h"
+#include "symbols.h"
+#include "target.h"
+
+/* A raw stack seen before: its addresses (with the flags that change how
+ * they symbolize) in one target at one module generation. */
+struct rawslot {
+	const struct sd_target *t; /* NULL: empty slot */
+	uint64_t modsig;           /* the target's modules when it was seen */
+	uint64_t hash;
+	uint64_t *words;
+	size_t n;
+	ssize_t stack;
+	int idle_frames; /* IDLE_* bits: the frames look like an idle wait */
+};
+
+void profile_opts_init(struct sd_profile_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+}
+
+struct sd_profile *profile_new(const struct sd_profile_opts *o)
+{
+	struct sd_profile *p = sd_xcalloc(1, sizeof(*p));
+	if (o)
+		p->opts = *o;
+	p->pool = strpool_new();
+	return p;
+}
+
+void profile_free(struct sd_profile *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nstacks; i++) {
+		free(p->stacks[i].frames);
+		for (size_t k = 0; k < p->stacks[i].nthreads; k++)
+			free(p->stacks[i].threads[k].tids);
+		free(p->stacks[i].threads);
+		free(p->stacks[i].key);
+	}
+	free(p->stacks);
+	for (size_t i = 0; i < p->nprocs; i++)
+		free(p->procs[i].modules);
+	free(p->procs);
+	for (size_t i = 0; i < p->nlocks; i++)
+		free(p->locks[i].holders);
+	free(p->locks);
+	for (size_t i = 0; i < p->rawcap; i++)
+		free(p->raw[i].words);
+	free(p->raw);
+	free(p->sigs);
+	free(p->index);
+	strpool_free(p->pool);
+	free(p);
+}
+
+char *profile_thread_family(const char *name, char *buf, size_t size)
+{
+	size_t o = 0;
+	if (!size)
+		return buf;
+	for (const char *c = name ? name : ""; *c && o + 1 < size; c++) {
+		if (isdigit((unsigned char)*c)) {
+			while (isdigit((unsigned char)c[1]))
+				c++;
+			buf[o++] = '*';
+		} else {
+			buf[o++] = *c;
+		}
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+const char *profile_frame_name(struct sd_profile *p, const struct sd_pframe *f)
+{
+	char buf[64];
+	if (f->function && !p->opts.by_address)
+		return strpool_intern(p->pool, f->function);
+	struct strbuf sb;
+	strbuf_init(&sb);
+	if (f->function) {
+		strbuf_adds(&sb, f->function);
+		if (!(f->flags & SD_FRAME_INLINED) && f->symoff) {
+			snprintf(buf, sizeof(buf), "+0x%" PRIx64, f->symoff);
+			strbuf_adds(&sb, buf);
+		}
+	} else if (f->module) {
+		strbuf_addf(&sb, "[%s", f->module);
+		if (p->opts.by_address) {
+			snprintf(buf, sizeof(buf), "+0x%" PRIx64, f->offset);
+			strbuf_adds(&sb, buf);
+		}
+		strbuf_adds(&sb, "]");
+	} else if (p->opts.by_address && f->pc) {
+		snprintf(buf, sizeof(buf), "[0x%" PRIx64 "]", f->pc);
+		strbuf_adds(&sb, buf);
+	} else {
+		strbuf_adds(&sb, "[unknown]");
+	}
+	const char *r = strpool_intern(p->pool, sb.buf ? sb.buf : "");
+	strbuf_release(&sb);
+	return r;
+}
+
+/* ---- idle threads ---- */
+
+static int idle_syscall(long nr, char state)
+{
+	switch (nr) {
+	case 0:   /* read */
+	case 45:  /* recvfrom */
+	case 47:  /* recvmsg */
+	case 299: /* recvmmsg */
+		/* Waiting for input on a socket or pipe; D state is disk. */
+		return state == 'S';
+	case 7:   /* poll */
+	case 23:  /* select */
+	case 34:  /* pause */
+	case 35:  /* nanosleep */
+	case 43:  /* accept */
+	case 61:  /* wait4 */
+	case 69:  /* msgrcv */
+	case 128: /* rt_sigtimedwait */
+	case 130: /* rt_sigsuspend */
+	case 208: /* io_getevents */
+	case 230: /* clock_nanosleep */
+	case 232: /* epoll_wait */
+	case 247: /* waitid */
+	case 270: /* pselect6 */
+	case 271: /* ppoll */
+	case 281: /* epoll_pwait */
+	case 288: /* accept4 */
+	case 333: /* io_pgetevents */
+	case 441: /* epoll_pwait2 */
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+enum {
+	IDLE_NEAR = 1, /* an idle wait in the innermost few frames */
+	IDLE_LEAF = 2, /* the innermost frame is the wait itself */
+};
+
+/* FN without glibc's internal prefixes (__GI___poll, __libc_accept...). */
+static const char *plain_name(const char *fn)
+{
+	while (*fn == '_')
+		fn++;
+	if (!strncmp(fn, "GI_", 3))
+		fn += 3;
+	while (*fn == '_')
+		fn++;
+	if (!strncmp(fn, "libc_", 5))
+		fn += 5;
+	return fn;
+}
+
+/* Function names of the waits that mean "nothing to do". */
+static int idle_function(const char *fn)
+{
+	static const char *const exact[] = {
+	    "poll", "ppoll", "select", "pselect", "pselect6", "epoll_wait", "epoll_pwait",
+	    "epoll_pwait2", "accept", "accept4", "pause", "nanosleep", "clock_nanosleep",
+	    "sleep", "usleep", "sigtimedwait", "sigwaitinfo", "sigwait", "sigsuspend", "wait4",
+	    "waitpid", "waitid", "pthread_join", "pthread_clockjoin_np", "pthread_timedjoin_np",
+	    "std::thread::park", "std::thread::sleep",
+	};
+	if (!fn)
+		return 0;
+	fn = plain_name(fn);
+	for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+		if (!strcmp(fn, exact[i]))
+			return 1;
+	return !strncmp(fn, "pthread_cond_", 13) || strstr(fn, "condition_variable::wait") ||
+	       strstr(fn, "ondvar::wait") || strstr(fn, "thread::park");
+}
+
+static int idle_frames(const struct sd_pframe *frames, size_t n)
+{
+	/* The wait is made in the innermost few frames (the libc wrapper and
+	 * its caller); deeper frames say nothing about the wait itself. */
+	for (size_t i = 0, real = 0; i < n && real < 4; i++) {
+		if (idle_function(frames[i].function))
+			return IDLE_NEAR | (i == 0 ? IDLE_LEAF : 0);
+		if (!(frames[i].flags & SD_FRAME_INLINED))
+			real++;
+	}
+	return 0;
+}
+
+/* On a CPU (or waiting for one) by its state. */
+static int running(const struct sd_thread *th)
+{
+	return th->wait.kind == SD_WAIT_RUNNING || th->wait.kind == SD_WAIT_RUNNABLE ||
+	       (th->wait.kind == SD_WAIT_NONE && (th->state == 'R' || th->running));
+}
+
+/* On a CPU for the profile. A thread that "runs" with its innermost frame
+ * in a blocking wait (pause, nanosleep, epoll_wait...) is on its way back
+ * into the wait: our previous freeze interrupted the call and the kernel is
+ * restarting it. That is time off CPU the program asked for, not work. */
+static int on_cpu(const struct sd_thread *th, int frames_idle)
+{
+	return running(th) && !(frames_idle & IDLE_LEAF);
+}
+
+static int idle_wait(const struct sd_thread *th, int frames_idle)
+{
+	if (running(th))
+		return (frames_idle & IDLE_LEAF) != 0;
+	switch (th->wait.kind) {
+	case SD_WAIT_CONDVAR:
+	case SD_WAIT_RUST_CONDVAR:
+	case SD_WAIT_JOIN:
+		return 1;
+	case SD_WAIT_MUTEX:
+	case SD_WAIT_RWLOCK_READ:
+	case SD_WAIT_RWLOCK_WRITE:
+	case SD_WAIT_RUST_MUTEX:
+	case SD_WAIT_RUST_RWLOCK:
+	case SD_WAIT_SEMAPHORE:
+	case SD_WAIT_DISK:
+		return 0; /* contention and I/O are what off-CPU profiles are for */
+	default:
+		break;
+	}
+	if (th->syscall_nr >= 0 && idle_syscall(th->syscall_nr, th->state))
+		return 1;
+	/* An unnamed futex or restart_syscall: the frames tell. */
+	return frames_idle;
+}
+
+int profile_thread_idle(const struct sd_thread *th, const struct sd_pframe *frames, size_t n)
+{
+	return idle_wait(th, idle_frames(frames, n));
+}
+
+/* ---- merged stacks ---- */
+
+static void stack_key(struct sd_profile *p, const struct sd_pframe *f, size_t n, uint64_t **key,
+		      size_t *nkey)
+{
+	size_t per = p->opts.by_address ? 2 : 1;
+	uint64_t *k = sd_xmalloc((n ? n : 1) * per * sizeof(*k));
+	for (size_t i = 0; i < n; i++) {
+		k[i * per] = (uint64_t)(uintptr_t)f[i].name;
+		if (per == 2)
+			k[i * per + 1] = f[i].offset;
+	}
+	*key = k;
+	*nkey = n * per;
+}
+
+static void index_rebuild(struct sd_profile *p)
+{
+	size_t cap = 64;
+	while (cap < p->nstacks * 2 + 2)
+		cap *= 2;
+	free(p->index);
+	p->index = sd_xmalloc(cap * sizeof(*p->index));
+	for (size_t i = 0; i < cap; i++)
+		p->index[i] = (size_t)-1;
+	p->icap = cap;
+	for (size_t i = 0; i < p->nstacks; i++) {
+		size_t h = p->stacks[i].key_hash & (cap - 1);
+		while (p->index[h] != (size_t)-1)
+			h = (h + 1) & (cap - 1);
+		p->index[h] = i;
+	}
+}
+
+/* The stack with frames F (names and strings already in P's pool), made
+ * if new. */
+static ssize_t stack_get(struct sd_profile *p, struct sd_pframe *f, size_t n, pid_t pid)
+{
+	uint64_t *key;
+	size_t nkey;
+	stack_key(p, f, n, &key, &nkey);
+	uint64_t h = sd_hash(key, nkey * sizeof(*key), n);
+	if ((p->nstacks + 1) * 2 > p->icap)
+		index_rebuild(p);
+	size_t slot = h & (p->icap - 1);
+	while (p->index[slot] != (size_t)-1) {
+		struct sd_pstack *st = &p->stacks[p->index[slot]];
+		if (st->key_hash == h && st->nkey == nkey &&
+		    !memcmp(st->key, key, nkey * sizeof(*key))) {
+			free(key);
+			return (ssize_t)p->index[slot];
+		}
+		slot = (slot + 1) & (p->icap - 1);
+	}
+	sd_grow(&p->stacks, &p->scap, p->nstacks + 1, sizeof(*p->stacks));
+	struct sd_pstack *st = &p->stacks[p->nstacks];
+	memset(st, 0, sizeof(*st));
+	st->frames = sd_xmalloc((n ? n : 1) * sizeof(*f));
+	memcpy(st->frames, f, n * sizeof(*f));
+	st->nframes = n;
+	st->key = key;
+	st->nkey = nkey;
+	st->key_hash = h;
+	st->pid = pid;
+	p->index[slot] = p->nstacks;
+	p->sorted = 0;
+	return (ssize_t)p->nstacks++;
+}
+
+static void frame_intern(struct sd_profile *p, struct sd_pframe *d, const struct sd_pframe *s)
+{
+	*d = *s;
+	d->function = strpool_intern(p->pool, s->function);
+	d->module = strpool_intern(p->pool, s->module);
+	d->build_id = strpool_intern(p->pool, s->build_id);
+	d->file = strpool_intern(p->pool, s->file);
+	d->name = profile_frame_name(p, d);
+}
+
+static void stack_count(struct sd_profile *p, struct sd_pstack *st, uint64_t count,
+			uint64_t on, pid_t pid, pid_t tid, const char *name, const char *state)
+{
+	char fam[64];
+	st->count += count;
+	st->on_cpu += on;
+	if (p->opts.group_threads)
+		name = strpool_intern(p->pool, profile_thread_family(name, fam, sizeof(fam)));
+	struct sd_pthread *pt = NULL;
+	for (size_t i = 0; i < st->nthreads && !pt; i++) {
+		struct sd_pthread *x = &st->threads[i];
+		if (x->pid == pid &&
+		    (p->opts.group_threads ? x->name == name : x->tid == tid))
+			pt = x;
+	}
+	if (!pt) {
+		sd_grow(&st->threads, &st->tcap, st->nthreads + 1, sizeof(*st->threads));
+		pt = &st->threads[st->nthreads++];
+		memset(pt, 0, sizeof(*pt));
+		pt->pid = pid;
+		pt->tid = p->opts.group_threads ? 0 : tid;
+		pt->name = name;
+	}
+	if (!p->opts.group_threads) {
+		pt->ntids = 1;
+	} else if (tid > 0) {
+		size_t k = 0;
+		while (k < pt->ntids && pt->tids[k] != tid)
+			k++;
+		if (k == pt->ntids) {
+			sd_grow(&pt->tids, &pt->tidcap, pt->ntids + 1, sizeof(*pt->tids));
+			pt->tids[pt->ntids++] = tid;
+		}
+	}
+	pt->count += count;
+	pt->on_cpu += on;
+	if (state) {
+		int k;
+		for (k = 0; k < SD_PSTACK_STATES && st->states[k].what; k++)
+			if (st->states[k].what == state)
+				break;
+		if (k == SD_PSTACK_STATES) {
+			/* Too many kinds: the last bucket becomes "other". */
+			k = SD_PSTACK_STATES - 1;
+			st->states[k].what = strpool_intern(p->pool, "other");
+		}
+		if (!st->states[k].what)
+			st->states[k].what = state;
+		st->states[k].count += count;
+	}
+}
+
+ssize_t profile_add_stack(struct sd_profile *p, const struct sd_pframe *frames, size_t n,
+			  uint64_t count, uint64_t on, pid_t pid, pid_t tid, const char *name,
+			  const char *state)
+{
+	struct sd_pframe *f = sd_xmalloc((n ? n : 1) * sizeof(*f));
+	for (size_t i = 0; i < n; i++)
+		frame_intern(p, &f[i], &frames[i]);
+	ssize_t idx = stack_get(p, f, n, pid);
+	free(f);
+	stack_count(p, &p->stacks[idx], count, on, pid, tid,
+		    strpool_intern(p->pool, name ? name : ""), strpool_intern(p->pool, state));
+	p->thread_samples += count;
+	p->on_cpu += on;
+	return idx;
+}
+
+/* ---- raw stacks ---- */
+
+static void raw_grow(struct sd_profile *p)
+{
+	size_t ncap = p->rawcap ? p->rawcap * 2 : 1024;
+	struct rawslot *ns = sd_xcalloc(ncap, sizeof(*ns));
+	for (size_t i = 0; i < p->rawcap; i++) {
+		struct rawslot *o = &p->raw[i];
+		if (!o->t)
+			continue;
+		size_t h = o->hash & (ncap - 1);
+		while (ns[h].t)
+			h = (h + 1) & (ncap - 1);
+		ns[h] = *o;
+	}
+	free(p->raw);
+	p->raw = ns;
+	p->rawcap = ncap;
+}
+
+/* Symbolize the raw frames of TH into merged stack of P. */
+static ssize_t symbolize_stack(struct sd_profile *p, struct sd_target *t, struct sd_snapshot *s,
+			       const struct sd_thread *th, int *idle)
+{
+	struct sd_thread tmp;
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.tid = th->tid;
+	tmp.frames = sd_xmalloc(th->nframes * sizeof(*th->frames));
+	memcpy(tmp.frames, th->frames, th->nframes * sizeof(*th->frames));
+	tmp.nframes = th->nframes;
+	uint64_t t0 = sd_now_us();
+	symbols_thread(t->sym, s, &tmp, p->opts.no_inline, p->opts.no_source);
+	p->symbolize_us += sd_now_us() - t0;
+	struct sd_pframe *f = sd_xmalloc((tmp.nframes ? tmp.nframes : 1) * sizeof(*f));
+	for (size_t i = 0; i < tmp.nframes; i++) {
+		const struct sd_frame *sf = &tmp.frames[i];
+		struct sd_pframe pf = {
+		    .function = sf->function, .module = sf->module, .build_id = sf->build_id,
+		    .file = sf->file, .pc = sf->pc, .offset = sf->offset, .symoff = sf->symoff,
+		    .line = sf->line, .flags = sf->flags,
+		};
+		frame_intern(p, &f[i], &pf);
+	}
+	*idle = idle_frames(f, tmp.nframes);
+	ssize_t idx = stack_get(p, f, tmp.nframes, s->pid);
+	free(f);
+	free(tmp.frames);
+	return idx;
+}
+
+/* A signature of T's executable modules (where each is, which ELF image).
+ * Raw addresses mean the same code while it holds. The module generation
+ * alone would do, but it also moves when only anonymous mappings change
+ * (malloc arenas, thread stacks), which would throw the cache away. */
+static uint64_t modules_signature(struct sd_profile *p, const struct sd_target *t)
+{
+	for (size_t i = 0; i < p->nsigs; i++)
+		if (p->sigs[i].t == t) {
+			if (p->sigs[i].generation == t->generation)
+				return p->sigs[i].sig;
+			break;
+		}
+	uint64_t h = 0x5d;
+	for (size_t i = 0; i < t->nmods; i++) {
+		uint64_t w[4] = {t->mods[i].start, t->mods[i].end, t->mods[i].bias,
+				 (uint64_t)(uintptr_t)t->mods[i].elf};
+		h = sd_hash(w, sizeof(w), h);
+	}
+	size_t i = 0;
+	while (i < p->nsigs && p->sigs[i].t != t)
+		i++;
+	if (i == p->nsigs)
+		sd_grow(&p->sigs, &p->sigcap, ++p->nsigs, sizeof(*p->sigs));
+	p->sigs[i].t = t;
+	p->sigs[i].generation = t->generation;
+	p->sigs[i].sig = h;
+	return h;
+}
+
+static ssize_t raw_lookup(struct sd_profile *p, struct sd_target *t, struct sd_snapshot *s,
+			  const struct sd_thread *th, int *idle)
+{
+	uint64_t sig = modules_signature(p, t);
+	size_t n = th->nframes;
+	uint64_t *w = sd_xmalloc((n ? n : 1) * sizeof(*w));
+	for (size_t i = 0; i < n; i++)
+		w[i] = th->frames[i].pc ^
+		       ((uint64_t)(th->frames[i].flags & (SD_FRAME_EXACT | SD_FRAME_SIGNAL)) << 60);
+	uint64_t h = sd_hash(w, n * sizeof(*w), (uint64_t)(uintptr_t)t ^ sig);
+	p->raw_lookups++;
+	if ((p->rawused + 1) * 2 > p->rawcap)
+		raw_grow(p);
+	size_t slot = h & (p->rawcap - 1);
+	while (p->raw[slot].t) {
+		struct rawslot *r = &p->raw[slot];
+		if (r->hash == h && r->t == t && r->modsig == sig && r->n == n &&
+		    !memcmp(r->words, w, n * sizeof(*w))) {
+			p->raw_hits++;
+			free(w);
+			*idle = r->idle_frames;
+			return r->stack;
+		}
+		slot = (slot + 1) & (p->rawcap - 1);
+	}
+	struct rawslot *r = &p->raw[slot];
+	r->t = t;
+	r->modsig = sig;
+	r->hash = h;
+	r->words = w;
+	r->n = n;
+	r->stack = symbolize_stack(p, t, s, th, &r->idle_frames);
+	p->rawused++;
+	*idle = r->idle_frames;
+	return r->stack;
+}
+
+/* A stack from already symbolized frames (a loaded snapshot). */
+static ssize_t cooked_lookup(struct sd_profile *p, struct sd_snapshot *s,
+			     const struct sd_thread *th, int *idle)
+{
+	struct sd_pframe *f = sd_xmalloc((th->nframes ? th->nframes : 1) * sizeof(*f));
+	for (size_t i = 0; i < th->nframes; i++) {
+		const struct sd_frame *sf = &th->frames[i];
+		struct sd_pframe pf = {
+		    .function = sf->function, .module = sf->module, .build_id = sf->build_id,
+		    .file = sf->file, .pc = sf->pc, .offset = sf->offset, .symoff = sf->symoff,
+		    .line = sf->line, .flags = sf->flags,
+		};
+		frame_intern(p, &f[i], &pf);
+	}
+	*idle = idle_frames(f, th->nframes);
+	ssize_t idx = stack_get(p, f, th->nframes, s->pid);
+	free(f);
+	return idx;
+}
+
+/* ---- processes and locks ---- */
+
+static struct sd_pproc *proc_get(struct sd_profile *p, struct sd_snapshot *s)
+{
+	for (size_t i = 0; i < p->nprocs; i++)
+		if (p->procs[i].pid == s->pid)
+			return &p->procs[i];
+	sd_grow(&p->procs, &p->pcap, p->nprocs + 1, sizeof(*p->procs));
+	struct sd_pproc *pr = &p->procs[p->nprocs++];
+	memset(pr, 0, sizeof(*pr));
+	pr->pid = s->pid;
+	pr->comm = strpool_intern(p->pool, s->comm ? s->comm : "");
+	return pr;
+}
+
+static void proc_modules(struct sd_profile *p, struct sd_pproc *pr, const struct sd_snapshot *s)
+{
+	for (size_t i = 0; i < s->nmodules; i++) {
+		const struct sd_module *m = &s->modules[i];
+		int seen = 0;
+		for (size_t k = 0; k < pr->nmodules && !seen; k++)
+			seen = pr->modules[k].start == m->start && pr->modules[k].end == m->end &&
+			       !strcmp(pr->modules[k].path, m->path);
+		if (seen)
+			continue;
+		sd_grow(&pr->modules, &pr->modcap, pr->nmodules + 1, sizeof(*pr->modules));
+		struct sd_module *d = &pr->modules[pr->nmodules++];
+		*d = *m;
+		d->name = strpool_intern(p->pool, m->name);
+		d->path = strpool_intern(p->pool, m->path);
+		d->build_id = strpool_intern(p->pool, m->build_id);
+	}
+}
+
+static int is_lock_wait(enum sd_wait_kind k)
+{
+	switch (k) {
+	case SD_WAIT_MUTEX:
+	case SD_WAIT_RWLOCK_READ:
+	case SD_WAIT_RWLOCK_WRITE:
+	case SD_WAIT_RUST_MUTEX:
+	case SD_WAIT_RUST_RWLOCK:
+	case SD_WAIT_FUTEX:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static struct sd_plock *lock_get(struct sd_profile *p, pid_t pid, const struct sd_wait *w)
+{
+	for (size_t i = 0; i < p->nlocks; i++) {
+		struct sd_plock *l = &p->locks[i];
+		if (l->pid == pid && l->address == w->address) {
+			/* A better name from a later sample wins over "futex". */
+			if (l->kind == SD_WAIT_FUTEX && w->kind != SD_WAIT_FUTEX)
+				l->kind = w->kind;
+			if (!l->symbol && w->symbol)
+				l->symbol = strpool_intern(p->pool, w->symbol);
+			return l;
+		}
+	}
+	sd_grow(&p->locks, &p->lcap, p->nlocks + 1, sizeof(*p->locks));
+	struct sd_plock *l = &p->locks[p->nlocks++];
+	memset(l, 0, sizeof(*l));
+	l->pid = pid;
+	l->address = w->address;
+	l->kind = w->kind;
+	l->symbol = strpool_intern(p->pool, w->symbol);
+	return l;
+}
+
+static void lock_holder(struct sd_plock *l, ssize_t stack, const char *name)
+{
+	for (size_t i = 0; i < l->nholders; i++)
+		if (l->holders[i].stack == stack && l->holders[i].name == name) {
+			l->holders[i].count++;
+			return;
+		}
+	sd_grow(&l->holders, &l->hcap, l->nholders + 1, sizeof(*l->holders));
+	struct sd_pholder *h = &l->holders[l->nholders++];
+	h->stack = stack;
+	h->name = name;
+	h->count = 1;
+}
+
+static void locks_sample(struct sd_profile *p, struct sd_snapshot *s, const ssize_t *groups)
+{
+	char buf[96];
+	for (size_t i = 0; i < s->nthreads; i++) {
+		const struct sd_wait *w = &s->threads[i].wait;
+		if (!is_lock_wait(w->kind) || !w->address)
+			continue;
+		/* Count each address once, at its first waiter. */
+		int first = 1;
+		for (size_t k = 0; k < i && first; k++)
+			first = !(is_lock_wait(s->threads[k].wait.kind) &&
+				  s->threads[k].wait.address == w->address);
+		if (!first)
+			continue;
+		uint64_t n = 0;
+		pid_t owner = 0;
+		for (size_t k = i; k < s->nthreads; k++) {
+			const struct sd_wait *o = &s->threads[k].wait;
+			if (is_lock_wait(o->kind) && o->address == w->address) {
+				n++;
+				if (!owner && o->owner > 0)
+					owner = o->owner;
+			}
+		}
+		struct sd_plock *l = lock_get(p, s->pid, w);
+		l->contended++;
+		l->waiters += n;
+		if (n > l->max_waiters)
+			l->max_waiters = n;
+		ssize_t hs = -1;
+		const char *hname;
+		if (owner <= 0) {
+			hname = strpool_intern(p->pool, "(holder unknown)");
+		} else {
+			const struct sd_thread *h = NULL;
+			size_t hi = 0;
+			for (size_t k = 0; k < s->nthreads && !h; k++)
+				if (s->threads[k].tid == owner) {
+					h = &s->threads[k];
+					hi = k;
+				}
+			if (!h) {
+				snprintf(buf, sizeof(buf), "(holder %d not sampled)", (int)owner);
+				hname = strpool_intern(p->pool, buf);
+			} else {
+				hs = groups[hi];
+				char fam[64];
+				hname = strpool_intern(p->pool,
+						       p->opts.group_threads
+							   ? profile_thread_family(h->name, fam, sizeof(fam))
+							   : (h->name ? h->name : ""));
+			}
+		}
+		lock_holder(l, hs, hname);
+	}
+}
+
+static const char *state_of(struct sd_profile *p, const struct sd_thread *th,
+			    const struct sd_pstack *st, int frames_idle)
+{
+	if (running(th) && (frames_idle & IDLE_LEAF) && st->nframes && st->frames[0].function)
+		return strpool_intern(p->pool, plain_name(st->frames[0].function));
+	if (th->wait.kind >= SD_WAIT_MUTEX && th->wait.kind < SD_WAIT__COUNT)
+		return strpool_intern(p->pool, sd_wait_kind_name(th->wait.kind));
+	const char *t = analyze_state_text(th);
+	return strpool_intern(p->pool, t && *t ? t : "sleeping");
+}
+
+void profile_add_snapshot(struct sd_profile *p, struct sd_target *t, struct sd_snapshot *s,
+			  ssize_t *groups)
+{
+	struct sd_pproc *pr = proc_get(p, s);
+	pr->samples++;
+	proc_modules(p, pr, s);
+	if (!p->start_time)
+		p->start_time = s->time;
+	p->capture_us += s->capture_us;
+	p->unwind_us += s->unwind_us;
+	if (s->pause_us > p->max_pause_us)
+		p->max_pause_us = s->pause_us;
+	ssize_t *g = groups ? groups : sd_xmalloc((s->nthreads ? s->nthreads : 1) * sizeof(*g));
+	for (size_t i = 0; i < s->nthreads; i++) {
+		struct sd_thread *th = &s->threads[i];
+		g[i] = -1;
+		if (!th->nframes) {
+			p->lost++;
+			continue;
+		}
+		int fidle = 0;
+		ssize_t idx = t ? raw_lookup(p, t, s, th, &fidle) : cooked_lookup(p, s, th, &fidle);
+		g[i] = idx;
+		int on = on_cpu(th, fidle);
+		if ((p->opts.cpu == SD_CPU_ON && !on) || (p->opts.cpu == SD_CPU_OFF && on)) {
+			p->filtered++;
+			continue;
+		}
+		if (p->opts.no_idle && idle_wait(th, fidle)) {
+			p->filtered++;
+			p->idle++;
+			continue;
+		}
+		stack_count(p, &p->stacks[idx], 1, on ? 1 : 0, s->pid, th->tid,
+			    strpool_intern(p->pool, th->name ? th->name : ""), state_of(p, th, &p->stacks[idx], fidle));
+		p->thread_samples++;
+		p->on_cpu += on ? 1 : 0;
+	}
+	if (p->opts.locks)
+		locks_sample(p, s, g);
+	if (g != groups)
+		free(g);
+}
+
+/* ---- sorting ---- */
+
+static int cmp_stack(const void *a, const void *b)
+{
+	const struct sd_pstack *x = a, *y = b;
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	/* Diffs: stacks only in A sort by their A count. */
+	if (x->value_a != y->value_a)
+		return x->value_a < y->value_a ? 1 : -1;
+	return (x->key_hash > y->key_hash) - (x->key_hash < y->key_hash);
+}
+
+struct order {
+	size_t old;
+	struct sd_pstack st;
+};
+
+static int cmp_order(const void *a, const void *b)
+{
+	return cmp_stack(&((const struct order *)a)->st, &((const struct order *)b)->st);
+}
+
+void profile_sort(struct sd_profile *p)
+{
+	if (p->sorted)
+		return;
+	struct order *o = sd_xmalloc((p->nstacks ? p->nstacks : 1) * sizeof(*o));
+	for (size_t i = 0; i < p->nstacks; i++) {
+		o[i].old = i;
+		o[i].st = p->stacks[i];
+	}
+	qsort(o, p->nstacks, sizeof(*o), cmp_order);
+	ssize_t *map = sd_xmalloc((p->nstacks ? p->nstacks : 1) * sizeof(*map));
+	for (size_t i = 0; i < p->nstacks; i++) {
+		p->stacks[i] = o[i].st;
+		map[o[i].old] = (ssize_t)i;
+	}
+	for (size_t i = 0; i < p->rawcap; i++)
+		if (p->raw[i].t && p->raw[i].stack >= 0)
+			p->raw[i].stack = map[p->raw[i].stack];
+	for (size_t i = 0; i < p->nlocks; i++)
+		for (size_t k = 0; k < p->locks[i].nholders; k++)
+			if (p->locks[i].holders[k].stack >= 0)
+				p->locks[i].holders[k].stack = map[p->locks[i].holders[k].stack];
+	free(map);
+	free(o);
+	index_rebuild(p);
+	p->sorted = 1;
+}
+
+/* ---- flame tree ---- */
+
+static struct sd_flame *flame_node(const char *name)
+{
+	struct sd_flame *f = sd_xcalloc(1, sizeof(*f));
+	f->name = name;
+	return f;
+}
+
+static struct sd_flame *flame_child(struct sd_flame *parent, const char *name)
+{
+	for (struct sd_flame *c = parent->child; c; c = c->next)
+		if (c->name == name)
+			return c;
+	struct sd_flame *c = flame_node(name);
+	c->next = parent->child;
+	parent->child = c;
+	parent->nchild++;
+	return c;
+}
+
+static int cmp_flame_name(const void *a, const void *b)
+{
+	const struct sd_flame *x = *(struct sd_flame *const *)a, *y = *(struct sd_flame *const *)b;
+	return strcmp(x->name, y->name);
+}
+
+static void flame_sort(struct sd_flame *f)
+{
+	if (f->nchild > 1) {
+		struct sd_flame **v = sd_xmalloc(f->nchild * sizeof(*v));
+		size_t n = 0;
+		for (struct sd_flame *c = f->child; c; c = c->next)
+			v[n++] = c;
+		qsort(v, n, sizeof(*v), cmp_flame_name);
+		for (size_t i = 0; i < n; i++)
+			v[i]->next = i + 1 < n ? v[i + 1] : NULL;
+		f->child = v[0];
+		free(v);
+	}
+	for (struct sd_flame *c = f->child; c; c = c->next)
+		flame_sort(c);
+}
+
+struct sd_flame *profile_flame(struct sd_profile *p)
+{
+	struct sd_flame *root = flame_node(strpool_intern(p->pool, "all"));
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct sd_pstack *st = &p->stacks[i];
+		if (!st->count && !st->value_a)
+			continue;
+		double d = (double)st->count - st->value_a;
+		struct sd_flame *n = root;
+		root->value += st->count;
+		root->on_cpu += st->on_cpu;
+		root->delta += d;
+		for (size_t k = st->nframes; k-- > 0;) {
+			n = flame_child(n, st->frames[k].name);
+			n->value += st->count;
+			n->on_cpu += st->on_cpu;
+			n->delta += d;
+		}
+		n->self += st->count;
+	}
+	flame_sort(root);
+	return root;
+}
+
+void profile_flame_free(struct sd_flame *f)
+{
+	while (f) {
+		struct sd_flame *next = f->next;
+		profile_flame_free(f->child);
+		free(f);
+		f = next;
+	}
+}
+
+/* ---- diff ---- */
+
+static struct sd_pframe *name_frames(const struct sd_pstack *st)
+{
+	struct sd_pframe *f = sd_xcalloc(st->nframes ? st->nframes : 1, sizeof(*f));
+	for (size_t i = 0; i < st->nframes; i++) {
+		f[i].function = st->frames[i].name;
+		f[i].module = st->frames[i].module;
+	}
+	return f;
+}
+
+struct sd_profile *profile_diff(struct sd_profile *a, struct sd_profile *b)
+{
+	struct sd_profile_opts o;
+	profile_opts_init(&o);
+	struct sd_profile *d = profile_new(&o);
+	for (size_t i = 0; i < b->nstacks; i++) {
+		const struct sd_pstack *st = &b->stacks[i];
+		struct sd_pframe *f = name_frames(st);
+		profile_add_stack(d, f, st->nframes, st->count, st->on_cpu, st->pid, 0, "", NULL);
+		free(f);
+	}
+	uint64_t ta = profile_total(a), tb = profile_total(b);
+	double scale = ta ? (double)tb / (double)ta : 1.0;
+	for (size_t i = 0; i < a->nstacks; i++) {
+		const struct sd_pstack *st = &a->stacks[i];
+		struct sd_pframe *f = name_frames(st);
+		ssize_t idx = profile_add_stack(d, f, st->nframes, 0, 0, st->pid, 0, "", NULL);
+		d->stacks[idx].value_a += (double)st->count * scale;
+		free(f);
+	}
+	d->thread_samples = tb;
+	d->on_cpu = b->on_cpu;
+	d->total_a = ta;
+	d->samples = b->samples;
+	return d;
+}
+
+/* ---- loading ---- */
+
+static struct sd_profile *parse_folded(const char *text, size_t len, const char *name,
+				       struct sd_error *err)
+{
+	struct sd_profile *p = profile_new(NULL);
+	size_t lineno = 0, cap = 0;
+	struct sd_pframe *fr = NULL;
+	const char *c = text, *end = text + len;
+	while (c < end) {
+		const char *nl = memchr(c, '\n', (size_t)(end - c));
+		const char *le = nl ? nl : end;
+		lineno++;
+		size_t l = (size_t)(le - c);
+		while (l && (c[l - 1] == '\r' || c[l - 1] == ' ' || c[l - 1] == '\t'))
+			l--;
+		if (l == 0 || c[0] == '#') {
+			c = nl ? nl + 1 : end;
+			continue;
+		}
+		const char *sp = NULL;
+		for (size_t i = l; i-- > 0;)
+			if (c[i] == ' ') {
+				sp = c + i;
+				break;
+			}
+		char *e = NULL;
+		unsigned long long cnt = 0;
+		if (sp) {
+			char num[32];
+			size_t nl2 = (size_t)(c + l - sp - 1);
+			if (nl2 == 0 || nl2 >= sizeof(num))
+				sp = NULL;
+			else {
+				memcpy(num, sp + 1, nl2);
+				num[nl2] = '\0';
+				errno = 0;
+				cnt = strtoull(num, &e, 10);
+				if (errno || *e || num[0] == '-')
+					sp = NULL;
+			}
+		}
+		if (!sp || sp == c) {
+			sd_error_set(err, EINVAL,
+				     "cannot read %s: line %zu is not a folded stack (expected "
+				     "'frame;frame;... COUNT')",
+				     name, lineno);
+			free(fr);
+			profile_free(p);
+			return NULL;
+		}
+		/* Frames root first, separated by ';'. */
+		size_t n = 0;
+		const char *f = c;
+		while (f < sp) {
+			const char *semi = memchr(f, ';', (size_t)(sp - f));
+			const char *fe = semi ? semi : sp;
+			sd_grow(&fr, &cap, n + 1, sizeof(*fr));
+			memset(&fr[n], 0, sizeof(*fr));
+			fr[n].function = strpool_intern_n(p->pool, f, (size_t)(fe - f));
+			n++;
+			f = semi ? semi + 1 : sp;
+		}
+		for (size_t i = 0; i < n / 2; i++) {
+			struct sd_pframe tmp = fr[i];
+			fr[i] = fr[n - 1 - i];
+			fr[n - 1 - i] = tmp;
+		}
+		profile_add_stack(p, fr, n, cnt, 0, 0, 0, "", NULL);
+		c = nl ? nl + 1 : end;
+	}
+	free(fr);
+	return p;
+}
+
+static const char *jstr(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static uint64_t jnum(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	if (json_is_integer(v) && json_integer_value(v) > 0)
+		return (uint64_t)json_integer_value(v);
+	if (json_is_string(v))
+		return strtoull(json_string_value(v), NULL, 0);
+	return 0;
+}
+
+static struct sd_profile *parse_json(const char *text, size_t len, const char *name,
+				     struct sd_error *err)
+{
+	json_error_t je;
+	json_t *doc = json_loadb(text, len, 0, &je);
+	if (!doc) {
+		sd_error_set(err, EINVAL, "cannot read %s: invalid JSON at line %d: %s", name,
+			     je.line, je.text);
+		return NULL;
+	}
+	json_t *stacks = json_object_get(doc, "stacks");
+	if (!json_is_array(stacks)) {
+		sd_error_set(err, EINVAL,
+			     "cannot read %s: not a stackdump profile (no \"stacks\" array; save "
+			     "one with 'profile --format json')",
+			     name);
+		json_decref(doc);
+		return NULL;
+	}
+	struct sd_profile_opts o;
+	profile_opts_init(&o);
+	/* Frames of a by-address profile are merged by their saved names
+	 * ("function+0xOFF"), kept as they were. */
+	int by_address = json_is_true(json_object_get(doc, "by_address"));
+	struct sd_profile *p = profile_new(&o);
+	p->samples = jnum(doc, "samples");
+	p->duration_us = jnum(doc, "duration_us");
+	p->interval_us = jnum(doc, "interval_us");
+	size_t i;
+	json_t *st;
+	json_array_foreach(stacks, i, st)
+	{
+		json_t *frames = json_object_get(st, "frames");
+		size_t n = json_array_size(frames);
+		struct sd_pframe *f = sd_xcalloc(n ? n : 1, sizeof(*f));
+		for (size_t k = 0; k < n; k++) {
+			json_t *jf = json_array_get(frames, k);
+			f[k].function = jstr(jf, "function");
+			if (by_address && jstr(jf, "name"))
+				f[k].function = jstr(jf, "name");
+			f[k].module = jstr(jf, "module");
+			f[k].build_id = jstr(jf, "build_id");
+			f[k].file = jstr(jf, "file");
+			f[k].line = (int)jnum(jf, "line");
+			f[k].pc = jnum(jf, "addr");
+			f[k].offset = jnum(jf, "offset");
+			if (json_is_true(json_object_get(jf, "inlined")))
+				f[k].flags |= SD_FRAME_INLINED;
+		}
+		uint64_t count = jnum(st, "count"), on = jnum(st, "on_cpu");
+		json_t *threads = json_object_get(st, "threads");
+		if (json_array_size(threads) == 0) {
+			profile_add_stack(p, f, n, count, on, 0, 0, "", NULL);
+		} else {
+			size_t k;
+			json_t *jt;
+			json_array_foreach(threads, k, jt)
+			{
+				profile_add_stack(p, f, n, jnum(jt, "count"), jnum(jt, "on_cpu"),
+						  (pid_t)jnum(jt, "pid"), (pid_t)jnum(jt, "tid"),
+						  jstr(jt, "name"), NULL);
+			}
+		}
+		free(f);
+	}
+	json_decref(doc);
+	return p;
+}
+
+struct sd_profile *profile_parse(const char *text, size_t len, const char *name,
+				 struct sd_error *err)
+{
+	size_t i = 0;
+	while (i < len && (text[i] == ' ' || text[i] == '\n' || text[i] == '\t' || text[i] == '\r'))
+		i++;
+	if (i < len && text[i] == '{')
+		return parse_json(text, len, name, err);
+	if (len >= 2 && (uint8_t)text[0] == 0x1f && (uint8_t)text[1] == 0x8b) {
+		sd_error_set(err, EINVAL,
+			     "cannot read %s: a gzipped file (pprof?): diff reads folded stacks "
+			     "or stackdump JSON profiles",
+			     name);
+		return NULL;
+	}
+	if (memchr(text, '\0', len)) {
+		sd_error_set(err, EINVAL, "cannot read %s: binary data, not folded stacks or JSON",
+			     name);
+		return NULL;
+	}
+	return parse_folded(text, len, name, err);
+}
+
+struct sd_profile *profile_load(const char *path, struct sd_error *err)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		int e = errno;
+		sd_error_set(err, e, "cannot open %s: %s", path, strerror(e));
+		return NULL;
+	}
+	struct strbuf sb;
+	strbuf_init(&sb);
+	char buf[65536];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		strbuf_add(&sb, buf, n);
+	int bad = ferror(f);
+	fclose(f);
+	if (bad) {
+		strbuf_release(&sb);
+		sd_error_set(err, EIO, "cannot read %s: read error", path);
+		return NULL;
+	}
+	struct sd_profile *p = profile_parse(sb.buf ? sb.buf : "", sb.len, path, err);
+	strbuf_release(&sb);
+	return p;
+}
