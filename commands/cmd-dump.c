@@ -67,11 +67,51 @@ static void print_json(struct cmd_ctx *ctx, json_t *arr)
 	}
 }
 
+/* Does thread TH pass the shell's selectors (TIDs, a name glob)? */
+static int selected(const struct sd_thread *th, const pid_t *sel, size_t nsel, const char *glob)
+{
+	if (nsel) {
+		int hit = 0;
+		for (size_t i = 0; i < nsel; i++)
+			hit |= sel[i] == th->tid;
+		if (!hit)
+			return 0;
+	}
+	return !glob || fnmatch(glob, th->name ? th->name : "", 0) == 0;
+}
+
+/* In the shell after `load`: the loaded snapshot, as it was saved. */
+static int dump_loaded(struct cmd_ctx *ctx, const pid_t *sel, size_t nsel, const char *glob)
+{
+	const struct sd_snapshot *l = ctx->session->loaded;
+	struct sd_snapshot view = *l;
+	view.threads = sd_xcalloc(l->nthreads + 1, sizeof(*view.threads));
+	view.nthreads = 0;
+	for (size_t i = 0; i < l->nthreads; i++)
+		if (selected(&l->threads[i], sel, nsel, glob))
+			view.threads[view.nthreads++] = l->threads[i];
+	int rc = EXIT_OK;
+	if (!view.nthreads) {
+		cmd_error(ctx, "no thread of the loaded snapshot matches the selection");
+		rc = EXIT_FAIL;
+	} else {
+		json_t *arr = strcmp(format_of(ctx), "json") ? NULL : json_array();
+		emit(ctx, NULL, &view, arr);
+		if (arr) {
+			print_json(ctx, arr);
+			json_decref(arr);
+		}
+		rc = cmd_snapshot_status(&view);
+	}
+	free(view.threads);
+	return rc;
+}
+
 /* In the shell: dump [TID|GLOB|all] on the current target. */
 static int dump_shell(struct cmd_ctx *ctx, int argc, char **argv, struct sd_snap_opts *o)
 {
-	struct sd_target *t = cmd_current_target(ctx);
-	if (!t)
+	struct sd_target *t = ctx->session->loaded ? NULL : cmd_current_target(ctx);
+	if (!t && !ctx->session->loaded)
 		return EXIT_FAIL;
 	pid_t *sel = NULL;
 	size_t nsel = 0;
@@ -85,6 +125,11 @@ static int dump_shell(struct cmd_ctx *ctx, int argc, char **argv, struct sd_snap
 		} else {
 			o->name_glob = argv[i];
 		}
+	}
+	if (ctx->session->loaded) {
+		int rc = dump_loaded(ctx, sel, nsel, o->name_glob);
+		free(sel);
+		return rc;
 	}
 	if (nsel) {
 		o->tids = sel;
@@ -116,8 +161,9 @@ static int dump_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	if (cmd_snap_opts(ctx, &o, &tids) < 0)
 		return EXIT_USAGE;
 	int rc;
-	/* In the shell with a target, arguments select threads. */
-	if (ctx->in_shell && ctx->session && ctx->session->ntargets) {
+	/* In the shell with a target or a loaded snapshot, arguments select
+	 * threads. */
+	if (ctx->in_shell && ctx->session && (ctx->session->ntargets || ctx->session->loaded)) {
 		rc = dump_shell(ctx, argc, argv, &o);
 		free(tids);
 		return rc;
