@@ -82,14 +82,18 @@ struct req {
 	void *buf;
 };
 
-void capture_memory(pid_t pid, struct sd_thread **threads, size_t n, uint64_t *bytes)
+void capture_memory(pid_t pid, struct sd_snapshot *snap, struct sd_thread **threads, size_t n,
+		    uint64_t *bytes)
 {
 	struct req *reqs = sd_xcalloc(2 * n + 1, sizeof(*reqs));
 	size_t nreq = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct sd_thread *t = threads[i];
 		if (t->stack_want) {
-			t->stack = sd_xmalloc(t->stack_want);
+			if (snap)
+				snapshot_stack_alloc(snap, t, t->stack_want);
+			else
+				t->stack = sd_xmalloc(t->stack_want);
 			reqs[nreq++] = (struct req){t, 0, t->stack_base, t->stack_want, 0, t->stack};
 		}
 		if (t->lock_want_len) {
@@ -158,6 +162,6 @@ int capture_thread(pid_t pid, struct sd_thread *t, const struct sd_maps *maps,
 	int r = capture_regs(t, maps, max_stack);
 	if (r < 0)
 		return r;
-	capture_memory(pid, &t, 1, bytes);
+	capture_memory(pid, NULL, &t, 1, bytes);
 	return 0;
 }

@@ -17,9 +17,11 @@ int capture_thread(pid_t pid, struct sd_thread *t, const struct sd_maps *maps,
 /* The two halves of capture_thread, for the all-thread freeze: read the
  * registers of a stopped thread and plan its memory reads (stack window,
  * lock words); then, still frozen, read the memory of N planned threads in
- * as few process_vm_readv calls as possible. */
+ * as few process_vm_readv calls as possible, into SNAP's prefaulted arena
+ * when it has room (SNAP may be NULL: heap buffers). */
 int capture_regs(struct sd_thread *t, const struct sd_maps *maps, size_t max_stack);
-void capture_memory(pid_t pid, struct sd_thread **threads, size_t n, uint64_t *bytes);
+void capture_memory(pid_t pid, struct sd_snapshot *snap, struct sd_thread **threads, size_t n,
+		    uint64_t *bytes);
 
 /* Read LEN bytes at ADDR of PID into BUF; returns bytes read (may be
  * short) or a negative errno. */

@@ -156,9 +156,11 @@ void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
 		strbuf_adds(out, ", partial");
 	strbuf_adds(out, "\n");
 	if (o && o->verbose && !s->per_thread)
-		strbuf_addf(out, "  pause: seize %.2f ms, stop+capture %.2f ms, detach %.2f ms\n",
+		strbuf_addf(out,
+			    "  pause: seize %.2f ms, stop %.2f ms, memory copy %.2f ms, detach %.2f ms\n",
 			    (double)s->seize_us / 1000.0, (double)s->stop_us / 1000.0,
-			    (double)s->detach_us / 1000.0);
+			    (double)s->memcopy_us / 1000.0,
+			    (double)(s->detach_us - s->memcopy_us) / 1000.0);
 	if (o && o->verbose)
 		strbuf_addf(out,
 			    "  capture %.2f ms (%.1f KiB of stack), unwind %.2f ms, symbolize %.2f ms\n",

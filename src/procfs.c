@@ -214,6 +214,7 @@ int procfs_parse_syscall(const char *text, struct sd_taskinfo *ti)
 	ti->syscall_known = 0;
 	ti->running = 0;
 	ti->syscall_nr = -1;
+	ti->sp = ti->pc = 0;
 	memset(ti->syscall_args, 0, sizeof(ti->syscall_args));
 	if (!strncmp(text, "running", 7)) {
 		ti->syscall_known = 1;
@@ -226,8 +227,8 @@ int procfs_parse_syscall(const char *text, struct sd_taskinfo *ti)
 	if (end == text || errno)
 		return -EINVAL;
 	ti->syscall_nr = nr;
+	const char *p = end;
 	if (nr >= 0) {
-		const char *p = end;
 		for (int i = 0; i < 6; i++) {
 			while (*p == ' ')
 				p++;
@@ -238,6 +239,17 @@ int procfs_parse_syscall(const char *text, struct sd_taskinfo *ti)
 				return -EINVAL;
 			p = end;
 		}
+	}
+	/* then the stack pointer and the pc */
+	while (*p == ' ')
+		p++;
+	if (!strncmp(p, "0x", 2)) {
+		ti->sp = strtoull(p, &end, 16);
+		p = end;
+		while (*p == ' ')
+			p++;
+		if (!strncmp(p, "0x", 2))
+			ti->pc = strtoull(p, &end, 16);
 	}
 	ti->syscall_known = 1;
 	return 0;

@@ -58,6 +58,7 @@ struct sd_taskinfo {
 	int running;         /* syscall file said "running" */
 	long syscall_nr;     /* -1 blocked outside a syscall */
 	uint64_t syscall_args[6];
+	uint64_t sp, pc;     /* from the syscall file, 0 when running */
 	char wchan[64];
 	uint64_t vol_ctxsw, nonvol_ctxsw;
 	uint64_t utime, stime; /* clock ticks */

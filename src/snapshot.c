@@ -3,6 +3,7 @@
 #include "snapshot.h"
 
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 
 struct sd_snapshot *snapshot_new(pid_t pid)
@@ -15,7 +16,8 @@ struct sd_snapshot *snapshot_new(pid_t pid)
 
 static void thread_release(struct sd_thread *t)
 {
-	free(t->stack);
+	if (!t->stack_in_arena)
+		free(t->stack);
 	free(t->lockmem);
 	free(t->frames);
 }
@@ -29,6 +31,8 @@ void snapshot_free(struct sd_snapshot *s)
 	free(s->threads);
 	free(s->modules);
 	strpool_free(s->pool);
+	if (s->arena)
+		munmap(s->arena, s->arena_size);
 	free(s);
 }
 
@@ -61,10 +65,39 @@ void snapshot_drop_capture(struct sd_snapshot *s)
 {
 	for (size_t i = 0; i < s->nthreads; i++) {
 		struct sd_thread *t = &s->threads[i];
-		free(t->stack);
+		if (!t->stack_in_arena)
+			free(t->stack);
 		t->stack = NULL;
+		t->stack_in_arena = 0;
 		t->stack_len = 0;
 	}
+}
+
+void snapshot_arena_reserve(struct sd_snapshot *s, size_t size)
+{
+	if (s->arena || !size)
+		return;
+	size = (size + 4095) & ~(size_t)4095;
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (p == MAP_FAILED)
+		return;
+	s->arena = p;
+	s->arena_size = size;
+	s->arena_used = 0;
+}
+
+void snapshot_stack_alloc(struct sd_snapshot *s, struct sd_thread *t, size_t len)
+{
+	size_t need = (len + 15) & ~(size_t)15;
+	if (s->arena && s->arena_size - s->arena_used >= need) {
+		t->stack = (uint8_t *)s->arena + s->arena_used;
+		t->stack_in_arena = 1;
+		s->arena_used += need;
+		return;
+	}
+	t->stack = sd_xmalloc(len);
+	t->stack_in_arena = 0;
 }
 
 static const char *const wait_names[SD_WAIT__COUNT] = {

@@ -98,6 +98,7 @@ struct sd_thread {
 	long syscall_nr;      /* -1 when not in a syscall */
 	uint64_t syscall_args[6];
 	uint64_t vol_ctxsw, nonvol_ctxsw, utime, stime;
+	uint64_t proc_sp;     /* stack pointer /proc showed before the freeze */
 	enum sd_thread_status status;
 	const char *error;    /* why status is not OK, pool string */
 
@@ -108,6 +109,7 @@ struct sd_thread {
 	uint64_t stack_base;
 	size_t stack_len;
 	int stack_truncated;  /* the window cap was hit */
+	int stack_in_arena;   /* stack points into the snapshot's arena */
 	size_t stack_want;    /* planned window length (capture) */
 	uint64_t lock_want_addr; /* planned lock read (capture) */
 	uint32_t lock_want_len;
@@ -145,6 +147,7 @@ struct sd_snapshot {
 	uint64_t pause_us;    /* longest time any thread was stopped */
 	uint64_t capture_us, unwind_us, symbolize_us;
 	uint64_t seize_us, stop_us, detach_us; /* the pause, phase by phase */
+	uint64_t memcopy_us;  /* part of detach_us: the batched memory copy */
 	uint64_t stack_bytes; /* bytes copied */
 	struct sd_thread *threads;
 	size_t nthreads, cap;
@@ -152,7 +155,16 @@ struct sd_snapshot {
 	size_t nmodules, modcap;
 	int partial;          /* some thread could not be read */
 	struct strpool *pool; /* owns every string above */
+	void *arena;          /* prefaulted memory for stack copies, or NULL */
+	size_t arena_size, arena_used;
 };
+
+/* Reserve and prefault SIZE bytes for stack copies before a freeze, so
+ * the copy itself takes no page faults while the target is stopped. */
+void snapshot_arena_reserve(struct sd_snapshot *s, size_t size);
+/* LEN bytes from the arena, or from the heap when it is used up; sets
+ * t->stack and t->stack_in_arena. */
+void snapshot_stack_alloc(struct sd_snapshot *s, struct sd_thread *t, size_t len);
 
 struct sd_snapshot *snapshot_new(pid_t pid);
 /* Frees the snapshot, its threads, frames, stacks and strings. */

@@ -351,6 +351,7 @@ static void fill_taskinfo(struct sd_snapshot *s, struct sd_thread *th, const str
 	th->syscall_nr = ti->syscall_nr;
 	memcpy(th->syscall_args, ti->syscall_args, sizeof(th->syscall_args));
 	th->vol_ctxsw = ti->vol_ctxsw;
+	th->proc_sp = ti->sp;
 	th->nonvol_ctxsw = ti->nonvol_ctxsw;
 	th->utime = ti->utime;
 	th->stime = ti->stime;
@@ -465,7 +466,20 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 		return NULL;
 	}
 
-	uint64_t t0 = sd_now_ns();
+	uint64_t t0;
+	if (!o->per_thread) {
+		/* Prefault room for the stack copies now, while the target
+		 * runs: the stack pointers /proc showed tell how much. */
+		size_t est = 0;
+		for (size_t i = 0; i < s->nthreads; i++) {
+			const struct sd_thread *th = &s->threads[i];
+			const struct sd_map *m = th->proc_sp ? procfs_maps_find(&t->maps, th->proc_sp) : NULL;
+			size_t w = m ? (size_t)(m->end - th->proc_sp) + 8192 : 65536;
+			est += w < o->max_stack ? w : o->max_stack;
+		}
+		snapshot_arena_reserve(s, est + est / 8);
+	}
+	t0 = sd_now_ns();
 	if (!o->per_thread) {
 		struct sd_freeze fz;
 		struct capture_ctx cc = {t, s, o};
@@ -494,7 +508,9 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 			for (size_t i = 0; i < s->nthreads; i++)
 				if (s->threads[i].have_regs)
 					batch[nb++] = &s->threads[i];
-			capture_memory(t->pid, batch, nb, &s->stack_bytes);
+			uint64_t m0 = sd_now_ns();
+			capture_memory(t->pid, s, batch, nb, &s->stack_bytes);
+			s->memcopy_us = (sd_now_ns() - m0) / 1000;
 			free(batch);
 		}
 		ptrace_thaw_all(&fz);
