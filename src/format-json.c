@@ -6,12 +6,12 @@
 #include "format.h"
 #include "procfs.h"
 
-static json_t *str_or_null(const char *s)
+json_t *format_json_str(const char *s)
 {
 	return s ? json_string(s) : json_null();
 }
 
-static json_t *hex(uint64_t v)
+json_t *format_json_hex(uint64_t v)
 {
 	char buf[32];
 	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
@@ -21,12 +21,12 @@ static json_t *hex(uint64_t v)
 json_t *format_json_frame(const struct sd_frame *f)
 {
 	json_t *o = json_object();
-	json_object_set_new(o, "addr", hex(f->pc));
-	json_object_set_new(o, "module", str_or_null(f->module));
-	json_object_set_new(o, "build_id", str_or_null(f->build_id));
-	json_object_set_new(o, "offset", hex(f->offset));
-	json_object_set_new(o, "function", str_or_null(f->function));
-	json_object_set_new(o, "file", str_or_null(f->file));
+	json_object_set_new(o, "addr", format_json_hex(f->pc));
+	json_object_set_new(o, "module", format_json_str(f->module));
+	json_object_set_new(o, "build_id", format_json_str(f->build_id));
+	json_object_set_new(o, "offset", format_json_hex(f->offset));
+	json_object_set_new(o, "function", format_json_str(f->function));
+	json_object_set_new(o, "file", format_json_str(f->file));
 	json_object_set_new(o, "line", f->line ? json_integer(f->line) : json_null());
 	json_object_set_new(o, "inlined", json_boolean(f->flags & SD_FRAME_INLINED));
 	if (f->flags & SD_FRAME_SIGNAL)
@@ -42,8 +42,8 @@ json_t *format_json_wait(const struct sd_snapshot *s, const struct sd_thread *th
 		return json_null();
 	json_t *o = json_object();
 	json_object_set_new(o, "kind", json_string(sd_wait_kind_name(w->kind)));
-	json_object_set_new(o, "address", w->address ? hex(w->address) : json_null());
-	json_object_set_new(o, "symbol", str_or_null(w->symbol));
+	json_object_set_new(o, "address", w->address ? format_json_hex(w->address) : json_null());
+	json_object_set_new(o, "symbol", format_json_str(w->symbol));
 	json_object_set_new(o, "owner",
 			    w->owner_known && w->owner > 0 ? json_integer(w->owner) : json_null());
 	if (w->subkind)
@@ -71,7 +71,7 @@ json_t *format_json_thread(const struct sd_snapshot *s, const struct sd_thread *
 	} else {
 		json_object_set_new(o, "syscall", json_null());
 	}
-	json_object_set_new(o, "wchan", str_or_null(th->wchan));
+	json_object_set_new(o, "wchan", format_json_str(th->wchan));
 	json_object_set_new(o, "wait", format_json_wait(s, th));
 	json_object_set_new(o, "status",
 			    json_string(th->status == SD_THREAD_OK		? "ok"
@@ -86,7 +86,7 @@ json_t *format_json_thread(const struct sd_snapshot *s, const struct sd_thread *
 	for (size_t i = 0; i < th->nframes; i++)
 		json_array_append_new(frames, format_json_frame(&th->frames[i]));
 	json_object_set_new(o, "frames", frames);
-	json_object_set_new(o, "unwind_stop", str_or_null(th->unwind_stop));
+	json_object_set_new(o, "unwind_stop", format_json_str(th->unwind_stop));
 	return o;
 }
 
@@ -94,8 +94,8 @@ json_t *format_json_snapshot(const struct sd_snapshot *s)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "pid", json_integer(s->pid));
-	json_object_set_new(o, "comm", str_or_null(s->comm));
-	json_object_set_new(o, "exe", str_or_null(s->exe));
+	json_object_set_new(o, "comm", format_json_str(s->comm));
+	json_object_set_new(o, "exe", format_json_str(s->exe));
 	json_object_set_new(o, "time", json_real(s->time));
 	json_object_set_new(o, "pause_us", json_integer((json_int_t)s->pause_us));
 	json_object_set_new(o, "per_thread", json_boolean(s->per_thread));

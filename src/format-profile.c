@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format.h"
 #include "profile.h"
 
 static double pct(double part, double whole)
@@ -282,28 +283,16 @@ void format_profile_locks(struct strbuf *out, struct sd_profile *p, const struct
 
 /* ---- JSON ---- */
 
-static json_t *str_or_null(const char *s)
-{
-	return s ? json_string(s) : json_null();
-}
-
-static json_t *hex(uint64_t v)
-{
-	char buf[32];
-	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
-	return json_string(buf);
-}
-
 static json_t *json_pframe(const struct sd_pframe *f)
 {
 	json_t *o = json_object();
-	json_object_set_new(o, "function", str_or_null(f->function));
+	json_object_set_new(o, "function", format_json_str(f->function));
 	json_object_set_new(o, "name", json_string(f->name));
-	json_object_set_new(o, "module", str_or_null(f->module));
-	json_object_set_new(o, "build_id", str_or_null(f->build_id));
-	json_object_set_new(o, "offset", hex(f->offset));
-	json_object_set_new(o, "addr", hex(f->pc));
-	json_object_set_new(o, "file", str_or_null(f->file));
+	json_object_set_new(o, "module", format_json_str(f->module));
+	json_object_set_new(o, "build_id", format_json_str(f->build_id));
+	json_object_set_new(o, "offset", format_json_hex(f->offset));
+	json_object_set_new(o, "addr", format_json_hex(f->pc));
+	json_object_set_new(o, "file", format_json_str(f->file));
 	json_object_set_new(o, "line", f->line ? json_integer(f->line) : json_null());
 	json_object_set_new(o, "inlined", json_boolean(f->flags & SD_FRAME_INLINED));
 	return o;
@@ -390,9 +379,9 @@ json_t *format_profile_json(struct sd_profile *p)
 			uint64_t n = proc_samples(p, l->pid);
 			json_t *jl = json_object();
 			json_object_set_new(jl, "pid", json_integer(l->pid));
-			json_object_set_new(jl, "address", hex(l->address));
+			json_object_set_new(jl, "address", format_json_hex(l->address));
 			json_object_set_new(jl, "kind", json_string(sd_wait_kind_name(l->kind)));
-			json_object_set_new(jl, "symbol", str_or_null(l->symbol));
+			json_object_set_new(jl, "symbol", format_json_str(l->symbol));
 			json_object_set_new(jl, "samples", json_integer((json_int_t)n));
 			json_object_set_new(jl, "contended", json_integer((json_int_t)l->contended));
 			json_object_set_new(jl, "avg_waiters",

@@ -25,6 +25,10 @@ void format_text_thread_header(struct strbuf *out, const struct sd_snapshot *s,
 void format_text_frame(struct strbuf *out, size_t idx, const struct sd_frame *f,
 		       const struct sd_render_opts *o);
 
+/* JSON helpers: a string or null, and "0x..." for an address. */
+json_t *format_json_str(const char *s);
+json_t *format_json_hex(uint64_t v);
+
 /* The JSON object of S (new reference). */
 json_t *format_json_snapshot(const struct sd_snapshot *s);
 json_t *format_json_thread(const struct sd_snapshot *s, const struct sd_thread *th);
