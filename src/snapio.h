@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+// Saved snapshots: the versioned JSON file format (the dump JSON plus process
+// metadata, modules with build-ids and lock analysis), written atomically and
+// optionally gzip-compressed, and a strict loader that rebuilds a snapshot
+// from such a file on any machine. Also the manifest of a recording.
+#ifndef SD_SNAPIO_H
+#define SD_SNAPIO_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "snapshot.h"
+#include "util.h"
+
+/* The "format" and "version" members of a saved snapshot. A loader reads
+ * every version up to SNAPIO_VERSION and refuses newer ones; members it
+ * does not know are ignored, so adding members does not bump the version. */
+#define SNAPIO_FORMAT "stackdump-snapshot"
+#define SNAPIO_VERSION 1
+#define SNAPIO_MANIFEST_FORMAT "stackdump-recording"
+#define SNAPIO_MANIFEST_VERSION 1
+#define SNAPIO_MANIFEST_NAME "manifest.json"
+
+/* Largest file (after decompression) the loader accepts. */
+#define SNAPIO_MAX_BYTES (1024u * 1024u * 1024u)
+
+/* What a saved file says besides the snapshot itself. On save the caller
+ * fills what it knows (NULL and 0 are left out); on load snapio fills it.
+ * Strings are borrowed on save; on load they point into the loaded
+ * snapshot's pool and live as long as it. */
+struct snapio_meta {
+	const char *reason;   /* why it was taken: "every 1s", "SIGUSR1"... */
+	uint64_t seq;         /* 1-based index within a recording, 0 if none */
+	pid_t ppid;
+	long uid;             /* -1 when unknown */
+	const char *cmdline;  /* arguments joined by spaces (escaped) */
+	const char *hostname; /* on save: NULL means this machine's */
+	const char *kernel;   /* uname release */
+	const char *machine;  /* uname machine, e.g. "x86_64" */
+	const char *tool;     /* "stackdump 0.1.0" (filled on save) */
+	int version;          /* on load: the file's format version (0: a
+			       * plain `dump --format json` document) */
+};
+
+void snapio_meta_init(struct snapio_meta *m);
+
+/* Fill ppid, uid and cmdline of M from /proc/PID while the process lives.
+ * Strings are interned in S's pool. Missing facts are left unset. */
+void snapio_meta_from_proc(struct snapio_meta *m, pid_t pid, struct sd_snapshot *s);
+
+/* The saved-format JSON object of S (a new reference). META may be NULL. */
+json_t *snapio_to_json(const struct sd_snapshot *s, const struct snapio_meta *meta);
+
+/* Serialize S; INDENT selects pretty-printing (else compact). Returns a
+ * heap string (*LEN its length). */
+char *snapio_dumps(const struct sd_snapshot *s, const struct snapio_meta *meta, int indent,
+		   size_t *len);
+
+/* Write LEN bytes of DATA to PATH atomically: to a hidden temporary file in
+ * the same directory (".NAME.tmp.PID"), fsync, rename over PATH, fsync the
+ * directory. With COMPRESS the bytes are gzip-compressed first. The file is
+ * created with MODE (e.g. 0600). On any error (ENOSPC included) the
+ * temporary file is removed, PATH is untouched, ERR names PATH and the
+ * reason, and a negative errno is returned. *WRITTEN (may be NULL) gets the
+ * file's size. */
+int snapio_write_atomic(const char *path, const void *data, size_t len, int compress,
+			unsigned mode, uint64_t *written, struct sd_error *err);
+
+/* snapio_dumps + snapio_write_atomic (mode 0600). */
+int snapio_save(const char *path, const struct sd_snapshot *s, const struct snapio_meta *meta,
+		int compress, int indent, uint64_t *written, struct sd_error *err);
+
+/* Gzip-compress / decompress a buffer. Decompression is bounded by MAX
+ * bytes and tells a truncated stream from a corrupted one. NAME is used in
+ * messages. Both return 0 or a negative errno with ERR. */
+int snapio_gzip(const void *in, size_t len, char **out, size_t *outlen, struct sd_error *err);
+int snapio_gunzip(const char *name, const void *in, size_t len, size_t max, char **out,
+		  size_t *outlen, struct sd_error *err);
+
+/* Read PATH whole (gzip is recognized by its magic bytes and
+ * decompressed) into a NUL-terminated heap buffer. */
+int snapio_read_file(const char *path, char **out, size_t *len, struct sd_error *err);
+
+/* Rebuild a snapshot from the document TEXT (LEN bytes, need not be
+ * NUL-terminated). NAME (the file name) starts every error message, which
+ * names the place: "line 3 column 7" for JSON syntax, the member path
+ * ("threads[2].frames[0].addr") for wrong content. A plain
+ * `dump --format json` object (no "format") loads as version 0. Returns a
+ * snapshot owned by the caller, or NULL with ERR; never aborts on bad
+ * input. META (may be NULL) receives the metadata. */
+struct sd_snapshot *snapio_parse(const char *name, const char *text, size_t len,
+				 struct snapio_meta *meta, struct sd_error *err);
+
+/* snapio_read_file + snapio_parse. */
+struct sd_snapshot *snapio_load(const char *path, struct snapio_meta *meta,
+				struct sd_error *err);
+
+/* The default file name of a snapshot taken at wall time T within a
+ * recording: "snap-20240131T142501.123Z.json" (UTC), ".json.gz" with
+ * COMPRESS. Written into BUF. */
+void snapio_file_name(char *buf, size_t size, double t, int compress);
+
+/* Does NAME look like a snapshot file of a recording (snap-*.json[.gz])? */
+int snapio_is_snapshot_name(const char *name);
+
+/* Remove the temporary files (".*.tmp.*") an interrupted writer left in
+ * DIR. Returns how many were removed. */
+int snapio_clean_temp(const char *dir);
+
+/* ---- the manifest of a recording (DIR/manifest.json) ----
+ * {"format": "stackdump-recording", "version": 1, "tool", "started",
+ *  "updated", "state": "recording"|"stopped", "stop_reason", "target",
+ *  "options", "snapshots": [{"file", "seq", "time", "pid", "threads",
+ *  "bytes", "reason", "partial"}...], "dropped": {"count", "bytes",
+ *  "last": [...]}, "events": [{"time", "event", "detail"}...]} */
+
+/* Write the manifest M atomically to DIR/manifest.json, one snapshot or
+ * event per line so that it stays readable and diffable. *BYTES (may be
+ * NULL) gets its size. */
+int snapio_manifest_write(const char *dir, json_t *m, uint64_t *bytes, struct sd_error *err);
+
+/* Load and check DIR/manifest.json: the format, the version, and that every
+ * snapshot entry names a plain file of DIR (no '/' and no "..").
+ * Returns a new reference, or NULL with ERR (code ENOENT when DIR has no
+ * manifest). */
+json_t *snapio_manifest_load(const char *dir, struct sd_error *err);
+
+/* The snapshot files of the recording in DIR, oldest first: from its
+ * manifest when there is one (files it lists that are gone are skipped and
+ * counted in *MISSING), else every snap-*.json[.gz] by name. *NAMES is a
+ * heap array of heap paths ("DIR/snap-..."), free with snapio_names_free().
+ * Returns 0 or a negative errno with ERR (a damaged manifest, an unreadable
+ * directory). */
+int snapio_list_dir(const char *dir, char ***names, size_t *n, size_t *missing,
+		    struct sd_error *err);
+void snapio_names_free(char **names, size_t n);
+
+#endif
