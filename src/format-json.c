@@ -8,7 +8,19 @@
 
 json_t *format_json_str(const char *s)
 {
-	return s ? json_string(s) : json_null();
+	if (!s)
+		return json_null();
+	json_t *j = json_string(s);
+	if (j)
+		return j;
+	/* Not UTF-8 (a name the target chose): escape the bad bytes rather
+	 * than lose the member. */
+	struct strbuf sb;
+	strbuf_init(&sb);
+	strbuf_add_escaped(&sb, s);
+	j = json_string(sb.buf ? sb.buf : "");
+	strbuf_release(&sb);
+	return j ? j : json_null();
 }
 
 json_t *format_json_hex(uint64_t v)
@@ -58,7 +70,7 @@ json_t *format_json_thread(const struct sd_snapshot *s, const struct sd_thread *
 	json_t *o = json_object();
 	char st[2] = {th->state ? th->state : '?', 0};
 	json_object_set_new(o, "tid", json_integer(th->tid));
-	json_object_set_new(o, "name", json_string(th->name ? th->name : ""));
+	json_object_set_new(o, "name", format_json_str(th->name ? th->name : ""));
 	json_object_set_new(o, "state", json_string(st));
 	const char *scn = th->syscall_nr >= 0 ? procfs_syscall_name(th->syscall_nr) : NULL;
 	if (th->syscall_nr >= 0 && !th->running) {
