@@ -42,7 +42,10 @@ static struct sd_thread *tid(struct sd_snapshot *s, pid_t t)
 
 static void waits(struct sd_snapshot *s, pid_t t, enum sd_wait_kind k, uint64_t addr, pid_t owner)
 {
-	struct sd_wait *w = &tid(s, t)->wait;
+	struct sd_thread *th = tid(s, t);
+	if (!th)
+		return;
+	struct sd_wait *w = &th->wait;
 	memset(w, 0, sizeof(*w));
 	w->kind = k;
 	w->address = addr;
