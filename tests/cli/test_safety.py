@@ -94,6 +94,43 @@ def test_sigkill_per_thread_mode():
         kill_at_random(["--per-thread", str(fx.pid)], fx.pid, counters, 30, 0.5)
 
 
+def test_sigkill_during_profile_and_record():
+    """The same for the long-running commands: profile and record."""
+    d = tempfile.mkdtemp()
+    counters = os.path.join(d, "counters")
+    out = os.path.join(d, "rec")
+    with start("fx-signals", counters, "200", blocked=200) as fx:
+        kill_at_random(["profile", "--rate", "50", "--count", "20", "--format", "folded",
+                        "-o", os.path.join(d, "p.folded"), str(fx.pid)],
+                       fx.pid, counters, 30, 1.0)
+        kill_at_random(["record", "--every", "100ms", "--count", "10", "--out", out,
+                        str(fx.pid)], fx.pid, counters, 30, 1.5)
+        # whatever the kills left, every snapshot file is whole
+        for name in os.listdir(out):
+            if name.startswith("snap-") and name.endswith(".json"):
+                r = sdtest.run("report", os.path.join(out, name))
+                ok(r.rc in (0, 1), (name, r))
+
+
+def test_no_leaks_in_a_long_profile_under_valgrind():
+    import shutil
+    if not shutil.which("valgrind"):
+        print("  (valgrind not installed)")
+        return
+    d = tempfile.mkdtemp()
+    with start("fx-stacks", blocked=6) as fx:
+        p = subprocess.run(["valgrind", "--quiet", "--leak-check=full",
+                            "--errors-for-leak-kinds=definite,indirect",
+                            "--error-exitcode=99", sdtest.binary(), "profile", "--count", "200",
+                            "--interval", "5ms", "--format", "folded", "-o",
+                            os.path.join(d, "p.folded"), str(fx.pid)],
+                           capture_output=True, text=True, timeout=900)
+        eq(p.returncode, 0, p.stderr[-3000:])
+        with open(os.path.join(d, "p.folded")) as f:
+            ok("alpha_inner" in f.read())
+        sdtest.assert_running(fx.pid)
+
+
 def test_sigint_and_sigterm_detach_cleanly():
     d = tempfile.mkdtemp()
     counters = os.path.join(d, "counters")
