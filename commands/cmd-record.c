@@ -410,29 +410,6 @@ static int proc_cpu_ticks(pid_t pid, uint64_t *ticks)
 
 /* ---- snapshots ---------------------------------------------------------- */
 
-/* A hash of a thread's stack by function (module+offset when unnamed), so
- * that a spinning thread whose pc moves within one function still counts
- * as the same stack. 0 when the thread is missing or not unwound. */
-static uint64_t stack_hash(const struct sd_snapshot *s, pid_t tid)
-{
-	const struct sd_thread *th = snapshot_find_thread(s, tid);
-	if (!th || th->status != SD_THREAD_OK || !th->nframes)
-		return 0;
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < th->nframes; i++) {
-		const struct sd_frame *f = &th->frames[i];
-		if (f->function) {
-			h = sd_hash(f->function, strlen(f->function), h);
-		} else {
-			if (f->module)
-				h = sd_hash(f->module, strlen(f->module), h);
-			h = sd_hash(&f->offset, sizeof(f->offset), h);
-		}
-		h = sd_hash("|", 1, h);
-	}
-	return h ? h : 1;
-}
-
 /* The first deadlock lock analysis found in S: writes
  * "123 "a" -> 124 "b" -> 123" into DESC and returns its length (0: none). */
 static size_t find_cycle(const struct sd_snapshot *s, struct strbuf *desc)
@@ -825,7 +802,7 @@ static int check_stuck(struct rec *r, const struct trigger *tg, uint64_t now, st
 		uint64_t age = now - e->since_us;
 		if (e->done)
 			continue;
-		uint64_t h = stack_hash(s, e->tid);
+		uint64_t h = snapshot_stack_hash(snapshot_find_thread(s, e->tid));
 		if (idle_wait(s, e->tid)) {
 			e->done = 1;
 			continue;

@@ -83,25 +83,6 @@ enum {
 
 /* ---- per-thread facts ---------------------------------------------------- */
 
-static uint64_t stack_hash(const struct sd_thread *th)
-{
-	if (th->status != SD_THREAD_OK || !th->nframes)
-		return 0;
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < th->nframes; i++) {
-		const struct sd_frame *f = &th->frames[i];
-		if (f->function) {
-			h = sd_hash(f->function, strlen(f->function), h);
-		} else {
-			if (f->module)
-				h = sd_hash(f->module, strlen(f->module), h);
-			h = sd_hash(&f->offset, sizeof(f->offset), h);
-		}
-		h = sd_hash("|", 1, h);
-	}
-	return h ? h : 1;
-}
-
 /* The timeline letter of a thread: R running, r runnable, S in a syscall
  * (idle), L waiting for a lock, C on a condition variable, D disk, T
  * stopped, Z zombie, x not read, '.' absent. */
@@ -224,7 +205,7 @@ static void build(struct report *r)
 			struct rthread *t = thread_row(r, s->pid, th->tid, k);
 			t->name = th->name;
 			t->states[k] = state_letter(th);
-			t->hash[k] = stack_hash(th);
+			t->hash[k] = snapshot_stack_hash(th);
 		}
 		profile_add_snapshot(r->prof, NULL, s, NULL);
 	}
@@ -582,20 +563,6 @@ static void text_stuck(struct report *r, struct strbuf *sb)
 
 /* ---- JSON ---------------------------------------------------------------- */
 
-static json_t *jstr_safe(const char *s)
-{
-	if (!s)
-		return json_null();
-	json_t *j = json_string(s);
-	if (j)
-		return j;
-	struct strbuf sb;
-	strbuf_init(&sb);
-	strbuf_add_escaped(&sb, s);
-	j = json_string(sb.buf);
-	strbuf_release(&sb);
-	return j ? j : json_null();
-}
 
 static json_t *report_json(struct report *r)
 {
@@ -604,11 +571,11 @@ static json_t *report_json(struct report *r)
 	for (size_t k = 0; k < r->n; k++) {
 		const struct rsnap *x = &r->v[k];
 		json_t *e = json_object();
-		json_object_set_new(e, "file", jstr_safe(x->path));
+		json_object_set_new(e, "file", format_json_str(x->path));
 		json_object_set_new(e, "time", json_real(x->s->time));
 		json_object_set_new(e, "pid", json_integer(x->s->pid));
 		json_object_set_new(e, "threads", json_integer((json_int_t)x->s->nthreads));
-		json_object_set_new(e, "reason", jstr_safe(x->m.reason));
+		json_object_set_new(e, "reason", format_json_str(x->m.reason));
 		json_array_append_new(snaps, e);
 	}
 	json_object_set_new(o, "snapshots", snaps);
@@ -621,7 +588,7 @@ static json_t *report_json(struct report *r)
 			json_t *e = json_object();
 			json_object_set_new(e, "pid", json_integer(t->pid));
 			json_object_set_new(e, "tid", json_integer(t->tid));
-			json_object_set_new(e, "name", jstr_safe(t->name));
+			json_object_set_new(e, "name", format_json_str(t->name));
 			json_t *sts = json_array();
 			for (size_t k = 0; k < r->n; k++)
 				json_array_append_new(sts, json_string(state_name(t->states[k])));
@@ -639,7 +606,7 @@ static json_t *report_json(struct report *r)
 			char a[32];
 			snprintf(a, sizeof(a), "0x%" PRIx64, v[i].addr);
 			json_object_set_new(e, "address", json_string(a));
-			json_object_set_new(e, "symbol", jstr_safe(v[i].symbol));
+			json_object_set_new(e, "symbol", format_json_str(v[i].symbol));
 			json_object_set_new(e, "kind", json_string(sd_wait_kind_name(v[i].kind)));
 			json_t *w = json_array(), *h = json_array();
 			for (size_t k = 0; k < r->n; k++) {
@@ -678,7 +645,7 @@ static json_t *report_json(struct report *r)
 			json_t *e = json_object();
 			json_object_set_new(e, "pid", json_integer(t->pid));
 			json_object_set_new(e, "tid", json_integer(t->tid));
-			json_object_set_new(e, "name", jstr_safe(t->name));
+			json_object_set_new(e, "name", format_json_str(t->name));
 			json_object_set_new(e, "state", json_string(state_name(t->states[0])));
 			const struct sd_thread *th = thread_in(r, r->n - 1, t);
 			json_t *fr = json_array();
@@ -687,7 +654,7 @@ static json_t *report_json(struct report *r)
 				strbuf_init(&l);
 				strbuf_adds(&l, "");
 				frame_label(&l, &th->frames[f]);
-				json_array_append_new(fr, jstr_safe(l.buf));
+				json_array_append_new(fr, format_json_str(l.buf));
 				strbuf_release(&l);
 			}
 			json_object_set_new(e, "frames", fr);

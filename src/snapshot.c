@@ -100,6 +100,25 @@ void snapshot_stack_alloc(struct sd_snapshot *s, struct sd_thread *t, size_t len
 	t->stack_in_arena = 0;
 }
 
+uint64_t snapshot_stack_hash(const struct sd_thread *th)
+{
+	if (!th || th->status != SD_THREAD_OK || !th->nframes)
+		return 0;
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < th->nframes; i++) {
+		const struct sd_frame *f = &th->frames[i];
+		if (f->function) {
+			h = sd_hash(f->function, strlen(f->function), h);
+		} else {
+			if (f->module)
+				h = sd_hash(f->module, strlen(f->module), h);
+			h = sd_hash(&f->offset, sizeof(f->offset), h);
+		}
+		h = sd_hash("|", 1, h);
+	}
+	return h ? h : 1;
+}
+
 static const char *const wait_names[SD_WAIT__COUNT] = {
 	[SD_WAIT_NONE] = "none",
 	[SD_WAIT_RUNNING] = "running",

@@ -176,6 +176,11 @@ struct sd_frame *snapshot_add_frame(struct sd_thread *t);
 /* Drop captured registers, stacks and lock memory (after unwinding). */
 void snapshot_drop_capture(struct sd_snapshot *s);
 
+/* A hash of TH's stack by function names (module+offset where there is
+ * none), to tell "the same stack" across snapshots; 0 when TH is NULL, not
+ * read or has no frames, never 0 otherwise. */
+uint64_t snapshot_stack_hash(const struct sd_thread *th);
+
 /* Short name of a wait kind, as in JSON ("mutex", "rwlock-read"...). */
 const char *sd_wait_kind_name(enum sd_wait_kind k);
 enum sd_wait_kind sd_wait_kind_parse(const char *name);
