@@ -273,6 +273,11 @@ static ssize_t read_small(const char *path, char *buf, size_t size)
 
 int procfs_taskinfo(pid_t pid, pid_t tid, struct sd_taskinfo *ti)
 {
+	return procfs_taskinfo_ex(pid, tid, ti, 0);
+}
+
+int procfs_taskinfo_ex(pid_t pid, pid_t tid, struct sd_taskinfo *ti, int light)
+{
 	char path[96], buf[4096];
 	memset(ti, 0, sizeof(*ti));
 	ti->syscall_nr = -1;
@@ -296,6 +301,8 @@ int procfs_taskinfo(pid_t pid, pid_t tid, struct sd_taskinfo *ti)
 	strcpy(path + plen, "syscall");
 	if (read_small(path, buf, sizeof(buf)) >= 0)
 		procfs_parse_syscall(buf, ti);
+	if (light)
+		return 0;
 	strcpy(path + plen, "wchan");
 	if (read_small(path, buf, sizeof(buf)) > 0 && strcmp(buf, "0")) {
 		buf[strcspn(buf, "\n")] = '\0';

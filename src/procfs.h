@@ -66,6 +66,9 @@ struct sd_taskinfo {
 };
 
 int procfs_taskinfo(pid_t pid, pid_t tid, struct sd_taskinfo *ti);
+/* The same; LIGHT reads only stat and syscall (no wchan, no context
+ * switch counts): what a profile sample needs, in half the syscalls. */
+int procfs_taskinfo_ex(pid_t pid, pid_t tid, struct sd_taskinfo *ti, int light);
 
 /* List the TIDs in /proc/PID/task into a heap array, sorted. */
 int procfs_list_tids(pid_t pid, pid_t **tids, size_t *n, struct sd_error *err);

@@ -454,7 +454,7 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 		if (!thread_wanted(tids[i], &pick))
 			continue;
 		struct sd_taskinfo ti;
-		if (procfs_taskinfo(t->pid, tids[i], &ti) < 0)
+		if (procfs_taskinfo_ex(t->pid, tids[i], &ti, o->light_discover) < 0)
 			continue; /* exited already */
 		struct sd_thread *th = snapshot_add_thread(s, tids[i]);
 		fill_taskinfo(s, th, &ti);

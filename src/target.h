@@ -59,6 +59,8 @@ struct sd_snap_opts {
 	size_t ntids;
 	const char *name_glob; /* only threads whose name matches */
 	int keep_capture;      /* keep registers and stacks in the snapshot */
+	int light_discover;    /* read only stat and syscall of each thread
+				* (no wchan, no context switch counts) */
 };
 
 void snap_opts_init(struct sd_snap_opts *o);
