@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../src/format.h"
 #include "../src/procfs.h"
 #include "shell.h"
 
@@ -44,22 +45,6 @@ static const char *base_of(const char *p)
 {
 	const char *b = p ? strrchr(p, '/') : NULL;
 	return b ? b + 1 : p;
-}
-
-/* A JSON string of S; invalid UTF-8 (which jansson rejects) is escaped. */
-static json_t *jstr(const char *s)
-{
-	if (!s)
-		return json_null();
-	json_t *j = json_string(s);
-	if (j)
-		return j;
-	struct strbuf e;
-	strbuf_init(&e);
-	strbuf_add_escaped(&e, s);
-	j = json_string(e.buf);
-	strbuf_release(&e);
-	return j;
 }
 
 static int matches(const char *glob, const struct sd_procinfo *pi)
@@ -130,9 +115,9 @@ static int ps_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			json_object_set_new(o, "state", json_stringn(&pi.state, 1));
 			json_object_set_new(o, "uid", json_integer(pi.uid));
 			json_object_set_new(o, "user", json_string(user));
-			json_object_set_new(o, "name", jstr(pi.comm));
-			json_object_set_new(o, "exe", jstr(pi.exe));
-			json_object_set_new(o, "cmdline", jstr(cmdline));
+			json_object_set_new(o, "name", format_json_str(pi.comm));
+			json_object_set_new(o, "exe", format_json_str(pi.exe));
+			json_object_set_new(o, "cmdline", format_json_str(cmdline));
 			json_object_set_new(o, "kernel_thread", json_boolean(pi.kernel_thread));
 			json_object_set_new(o, "attached", json_boolean(attached));
 			json_array_append_new(arr, o);

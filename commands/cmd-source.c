@@ -27,21 +27,9 @@ static int source_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	depth++;
-	int rc = EXIT_OK;
-	char *line = NULL;
-	size_t cap = 0;
-	while (!ctx->session->quit && !cmd_interrupted && getline(&line, &cap, f) >= 0) {
-		line[strcspn(line, "\r\n")] = '\0';
-		const char *p = line + strspn(line, " \t");
-		if (!*p || *p == '#')
-			continue;
-		rc = repl_run_line(ctx, p);
-	}
-	free(line);
+	int rc = repl_run_stream(ctx, f, EXIT_OK);
 	fclose(f);
 	depth--;
-	if (cmd_interrupted)
-		return EXIT_INTERRUPTED;
 	return rc;
 }
 

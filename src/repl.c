@@ -696,10 +696,8 @@ static int interactive(struct cmd_ctx *ctx)
 	return rc;
 }
 
-/* Commands from a file that is not a terminal (a pipe, a script). */
-static int script(struct cmd_ctx *ctx, FILE *in)
+int repl_run_stream(struct cmd_ctx *ctx, FILE *in, int rc)
 {
-	int rc = last_rc;
 	char *line = NULL;
 	size_t cap = 0;
 	while (!ctx->session->quit && !cmd_interrupted && getline(&line, &cap, in) >= 0) {
@@ -734,7 +732,7 @@ int repl_main(struct cmd_ctx *ctx, const char *target)
 	if (target)
 		rc = attach_first(ctx, target);
 	if (!target || rc == EXIT_OK || s->interactive)
-		rc = s->interactive ? interactive(ctx) : script(ctx, stdin);
+		rc = s->interactive ? interactive(ctx) : repl_run_stream(ctx, stdin, last_rc);
 	/* Ctrl-D, quit, the end of a script or a signal: drop every target.
 	 * None is traced between commands, so none is left stopped. */
 	ptrace_reap_stragglers();

@@ -5,6 +5,8 @@
 #ifndef SD_REPL_H
 #define SD_REPL_H
 
+#include <stdio.h>
+
 #include "../commands/cmd.h"
 
 /* Run the shell: readline on a TTY, else commands from stdin. TARGET (may
@@ -16,6 +18,11 @@ int repl_main(struct cmd_ctx *ctx, const char *target);
  * first. Returns the last command's exit status; when the attach fails,
  * its status and nothing else runs. */
 int repl_run_string(struct cmd_ctx *ctx, const char *script, const char *target);
+
+/* Run the lines of IN (blank lines and '#' comments skipped) until its end,
+ * `quit`, or an interrupt (then 130). RC is the status if no line runs;
+ * returns the last command's status. */
+int repl_run_stream(struct cmd_ctx *ctx, FILE *in, int rc);
 
 /* Run one line: ';'-separated commands, `!CMD` (the rest of the line goes
  * to /bin/sh), `#` comments. Stops after `quit` or an interrupted command.
