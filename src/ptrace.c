@@ -93,6 +93,15 @@ static struct sd_tracee *find_tracee(struct sd_freeze *fz, pid_t tid)
 static void (*stop_cb)(struct sd_tracee *t, void *arg);
 static void *stop_cb_arg;
 
+/* Is TID of PID gone or exiting (no task entry, or state Z or X)? */
+static int thread_exiting(pid_t pid, pid_t tid)
+{
+	struct sd_taskinfo ti;
+	if (procfs_taskinfo_ex(pid, tid, &ti, 1) < 0)
+		return 1;
+	return ti.state == 'Z' || ti.state == 'X';
+}
+
 /* Record the stop described by wait status ST. */
 static void note_stop(struct sd_tracee *t, int st)
 {
@@ -241,6 +250,7 @@ int ptrace_freeze_all(struct sd_freeze *fz, pid_t pid, unsigned timeout_ms,
 	fz->start_ns = sd_now_ns();
 	uint64_t deadline = fz->start_ns + (uint64_t)timeout_ms * 1000000ull;
 	int first_err = 0;
+	size_t nseized = 0;
 	/* Rescan until a pass finds no new thread: once every known thread
 	 * is stopped none can create another. */
 	for (int pass = 0; pass < 64; pass++) {
@@ -262,10 +272,20 @@ int ptrace_freeze_all(struct sd_freeze *fz, pid_t pid, unsigned timeout_ms,
 			memset(t, 0, sizeof(*t));
 			t->tid = tids[i];
 			int r = seize_interrupt(t);
-			if (r < 0 && t->state == SD_TRACEE_FAILED && !first_err)
-				first_err = -r;
-			if (r == 0)
+			if (r < 0 && t->state == SD_TRACEE_FAILED) {
+				/* A thread that is exiting refuses PTRACE_SEIZE with
+				 * EPERM, like one we may not trace. Once another
+				 * thread was seized, permission is not the problem:
+				 * the thread is on its way out. */
+				if (r == -EPERM && (nseized || thread_exiting(pid, t->tid)))
+					t->state = SD_TRACEE_GONE;
+				else if (!first_err)
+					first_err = -r;
+			}
+			if (r == 0) {
 				added++;
+				nseized++;
+			}
 		}
 		free(tids);
 		if (first_err)
@@ -308,8 +328,12 @@ int ptrace_freeze_one(struct sd_tracee *t, unsigned timeout_ms, struct sd_error 
 	int r = seize_interrupt(t);
 	if (r < 0) {
 		current_one = NULL;
-		if (t->state == SD_TRACEE_GONE)
+		/* An exiting thread refuses the seize with EPERM. */
+		if (t->state == SD_TRACEE_GONE ||
+		    (r == -EPERM && thread_exiting(t->tid, t->tid))) {
+			t->state = SD_TRACEE_GONE;
 			return sd_error_set(err, ESRCH, "thread %d exited", (int)t->tid);
+		}
 		return ptrace_explain_seize(t->tid, -r, err);
 	}
 	wait_stops(t, 1, deadline);

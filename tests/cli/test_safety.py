@@ -161,8 +161,10 @@ def test_sigint_and_sigterm_detach_cleanly():
 
 def test_threads_appearing_and_exiting():
     with start("fx-churn", "2", "2", blocked=3) as fx:
-        for _ in range(30):
-            r = sdtest.run("--format", "json", fx.pid)
+        for i in range(40):
+            # half of the rounds freeze one thread at a time
+            extra = ["--per-thread"] if i % 2 else []
+            r = sdtest.run("--format", "json", *extra, fx.pid)
             ok(r.rc in (0, 1), r)
             j = r.json()
             stable = [t for t in j["threads"] if t["name"].startswith("stable-")]
