@@ -277,10 +277,12 @@ int ptrace_freeze_all(struct sd_freeze *fz, pid_t pid, unsigned timeout_ms,
 				 * EPERM, like one we may not trace. Once another
 				 * thread was seized, permission is not the problem:
 				 * the thread is on its way out. */
-				if (r == -EPERM && (nseized || thread_exiting(pid, t->tid)))
+				if (r == -EPERM && thread_exiting(pid, t->tid))
 					t->state = SD_TRACEE_GONE;
-				else if (!first_err)
+				else if (!first_err && !nseized)
 					first_err = -r;
+				/* else: this one thread stays FAILED, the
+				 * snapshot stands for the others */
 			}
 			if (r == 0) {
 				added++;

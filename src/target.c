@@ -526,6 +526,11 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 				s->state = 'T';
 			if (tr->state == SD_TRACEE_GONE && th->status == SD_THREAD_OK)
 				mark_failed(s, th, SD_THREAD_EXITED, "exited during the snapshot");
+			else if (tr->state == SD_TRACEE_FAILED && th->status == SD_THREAD_OK) {
+				char why[128];
+				snprintf(why, sizeof(why), "could not be traced: %s", strerror(tr->err));
+				mark_failed(s, th, SD_THREAD_ERROR, why);
+			}
 			else if (!th->have_regs && th->status == SD_THREAD_OK)
 				mark_failed(s, th, SD_THREAD_NOT_STOPPED,
 					    "did not stop in time (uninterruptible sleep?)");
