@@ -19,7 +19,7 @@ import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import sdtest  # noqa: E402
-from fixture import start  # noqa: E402
+from fixture import path_of, start  # noqa: E402
 from sdtest import contains, eq, ok  # noqa: E402
 
 PROTO_DIR = os.path.join(sdtest.SRC, "src")
@@ -357,13 +357,24 @@ def test_process_exit_mid_profile():
 
 
 def test_pid_of_aggregates():
-    with start("fx-hot") as a, start("fx-hot") as b:
-        r = sdtest.run("profile", "--pid-of", "fx-hot", "-c", "3", "-r", "50", "--no-idle",
-                       "-f", "json", "-q")
-        eq(r.rc, 0, r.err)
-        doc = r.json()
+    # A copy under a name of its own: other tests (run in parallel) start
+    # and stop fx-hot processes too.
+    import shutil
+    import tempfile
+    d = tempfile.mkdtemp()
+    name = "fxpo%d" % (os.getpid() % 100000)
+    exe = os.path.join(d, name)
+    shutil.copy(path_of("fx-hot"), exe)
+    try:
+        with start(exe) as a, start(exe) as b:
+            r = sdtest.run("profile", "--pid-of", name, "-c", "3", "-r", "50", "--no-idle",
+                           "-f", "json", "-q")
+            eq(r.rc, 0, r.err)
+            doc = r.json()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
     pids = sorted(p["pid"] for p in doc["processes"])
-    ok(a.pid in pids and b.pid in pids, pids)
+    eq(pids, sorted([a.pid, b.pid]))
     st = next(s for s in doc["stacks"] if s["frames"][0]["function"] == "hot_a")
     eq(st["count"], 3 * 3 * len(pids))
     eq(len({t["pid"] for t in st["threads"]}), len(pids))
