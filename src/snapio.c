@@ -47,12 +47,14 @@ void snapio_meta_from_proc(struct snapio_meta *m, pid_t pid, struct sd_snapshot 
 	}
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
 	n = sd_read_file(path, &text, 1 << 16);
-	if (n > 0) {
-		/* Arguments are NUL-separated; join them with spaces. */
+	if (n >= 0) {
+		/* Arguments are NUL-separated; join them with spaces. (A
+		 * process that is exiting has none: the text is empty.) */
 		for (ssize_t i = 0; i < n - 1; i++)
 			if (!text[i])
 				text[i] = ' ';
-		m->cmdline = strpool_intern(s->pool, text);
+		if (n > 0)
+			m->cmdline = strpool_intern(s->pool, text);
 		free(text);
 	}
 }

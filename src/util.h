@@ -58,7 +58,8 @@ char *strbuf_detach(struct strbuf *sb);
 void strbuf_add_escaped(struct strbuf *sb, const char *s);
 
 /* Read a whole small file (/proc) into a NUL-terminated heap buffer.
- * Returns the length or a negative errno. */
+ * Returns the length or a negative errno. On success *OUT is always a
+ * heap buffer to free, even when the length is 0. */
 ssize_t sd_read_file(const char *path, char **out, size_t max);
 
 /* Parse a decimal PID; returns it or -1 when S is not a valid positive
