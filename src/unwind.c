@@ -428,7 +428,7 @@ struct sd_unwinder *unwind_new(struct sd_target *t)
 	u->target = t;
 	u->as = unw_create_addr_space(&accessors, 0);
 	if (u->as)
-		unw_set_caching_policy(u->as, getenv("SD_UNW_CACHE") ? atoi(getenv("SD_UNW_CACHE")) : UNW_CACHE_GLOBAL);
+		unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
 	return u;
 }
 
