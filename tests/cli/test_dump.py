@@ -17,9 +17,9 @@ from sdtest import contains, eq, matches, ok  # noqa: E402
 NTHREADS = {"fx-stacks": 6, "fx-cxx": 6}
 
 
-def eu_stack(pid):
-    """{tid: [function or None, ...]} from eu-stack -i -p PID."""
-    p = subprocess.run(["eu-stack", "-i", "-p", str(pid)], capture_output=True,
+def eu_stack_frames(pid, *opts):
+    """{tid: [(addr, function or None), ...]} from eu-stack OPTS -p PID."""
+    p = subprocess.run(["eu-stack", *opts, "-p", str(pid)], capture_output=True,
                        text=True, timeout=120)
     out, tid = {}, None
     for line in p.stdout.splitlines():
@@ -28,10 +28,15 @@ def eu_stack(pid):
             tid = int(m.group(1))
             out[tid] = []
             continue
-        m = re.match(r"#\d+\s+0x[0-9a-f]+\s*(.*)$", line)
+        m = re.match(r"#\d+\s+(0x[0-9a-f]+)\s*(.*)$", line)
         if m and tid is not None:
-            out[tid].append(m.group(1).strip() or None)
+            out[tid].append((int(m.group(1), 16), m.group(2).strip() or None))
     return out
+
+
+def eu_stack(pid):
+    """{tid: [function or None, ...]} from eu-stack -i -p PID."""
+    return {t: [name for _, name in fr] for t, fr in eu_stack_frames(pid, "-i").items()}
 
 
 def ours(pid, *extra):
@@ -73,23 +78,6 @@ def test_cxx_matches_eu_stack():
     compare_with_eu_stack("fx-cxx", blocked=6)
 
 
-def eu_stack_addrs(pid):
-    """{tid: [addr, ...]} from eu-stack -p PID (physical frames)."""
-    p = subprocess.run(["eu-stack", "-p", str(pid)], capture_output=True, text=True,
-                       timeout=120)
-    out, tid = {}, None
-    for line in p.stdout.splitlines():
-        m = re.match(r"TID (\d+):", line)
-        if m:
-            tid = int(m.group(1))
-            out[tid] = []
-            continue
-        m = re.match(r"#\d+\s+(0x[0-9a-f]+)", line)
-        if m and tid is not None:
-            out[tid].append(int(m.group(1), 16))
-    return out
-
-
 def test_rust_matches_eu_stack():
     """eu-stack cannot demangle Rust v0 names, so compare the physical
     frames by address, and check our names are demangled."""
@@ -98,7 +86,7 @@ def test_rust_matches_eu_stack():
         return
     with start("fx-rust", blocked=4) as fx:
         r, _ = ours(fx.pid, "--no-inline")
-        theirs = eu_stack_addrs(fx.pid)
+        theirs = {t: [addr for addr, _ in fr] for t, fr in eu_stack_frames(fx.pid).items()}
         mine = {t["tid"]: [int(f["addr"], 16) for f in t["frames"]]
                 for t in r.json()["threads"]}
         eq(mine, theirs)
