@@ -82,7 +82,7 @@ static int ps_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		pids[n++] = (pid_t)p;
 	}
 	closedir(d);
-	qsort(pids, n, sizeof(*pids), cmp_pid);
+	sd_sort(pids, n, sizeof(*pids), cmp_pid);
 
 	json_t *arr = json ? json_array() : NULL;
 	struct strbuf sb;

@@ -197,7 +197,7 @@ static struct rthread *thread_row(struct report *r, pid_t pid, pid_t tid, size_t
 
 static void build(struct report *r)
 {
-	qsort(r->v, r->n, sizeof(*r->v), cmp_time);
+	sd_sort(r->v, r->n, sizeof(*r->v), cmp_time);
 	for (size_t k = 0; k < r->n; k++) {
 		struct sd_snapshot *s = r->v[k].s;
 		for (size_t i = 0; i < s->nthreads; i++) {
@@ -356,7 +356,7 @@ static size_t stuck_rows(const struct report *r, const struct rthread ***out)
 	for (size_t i = 0; i < r->nth; i++)
 		if (stuck_row(r, &r->th[i]))
 			v[n++] = &r->th[i];
-	qsort(v, n, sizeof(*v), cmp_stuck);
+	sd_sort(v, n, sizeof(*v), cmp_stuck);
 	*out = v;
 	return n;
 }

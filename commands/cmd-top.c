@@ -96,7 +96,7 @@ static struct tfunc *functions(struct sd_profile *p, size_t *nout)
 		if (h[i].name)
 			v[k++] = h[i];
 	free(h);
-	qsort(v, k, sizeof(*v), cmp_tfunc);
+	sd_sort(v, k, sizeof(*v), cmp_tfunc);
 	*nout = k;
 	return v;
 }
@@ -312,7 +312,7 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		p->duration_us = (now - start) / 1000;
 		int last = end && now >= end;
 		if (now >= next_screen || last) {
-			qsort(th, nth, sizeof(*th), cmp_tthread);
+			sd_sort(th, nth, sizeof(*th), cmp_tthread);
 			struct strbuf sb;
 			strbuf_init(&sb);
 			screen(&sb, p, t, th, nth, (double)(now - start) / 1e9,

@@ -87,7 +87,7 @@ static int cmp_pthread(const void *a, const void *b)
 
 static void add_threads(struct strbuf *out, struct sd_profile *p, struct sd_pstack *st)
 {
-	qsort(st->threads, st->nthreads, sizeof(*st->threads), cmp_pthread);
+	sd_sort(st->threads, st->nthreads, sizeof(*st->threads), cmp_pthread);
 	size_t shown = st->nthreads <= 8 ? st->nthreads : 6;
 	for (size_t i = 0; i < shown; i++) {
 		const struct sd_pthread *t = &st->threads[i];
@@ -130,7 +130,7 @@ void format_profile_top(struct strbuf *out, struct sd_profile *p, const struct s
 		strbuf_addf(out, "\n%6" PRIu64 " %5.1f%%  ", st->count, pct((double)st->count, (double)total));
 		struct sd_pstate sv[SD_PSTACK_STATES];
 		memcpy(sv, st->states, sizeof(sv));
-		qsort(sv, SD_PSTACK_STATES, sizeof(*sv), cmp_state);
+		sd_sort(sv, SD_PSTACK_STATES, sizeof(*sv), cmp_state);
 		for (int k = 0; k < SD_PSTACK_STATES && sv[k].what && k < 3; k++)
 			strbuf_addf(out, "%s%s %.0f%%", k ? ", " : "", sv[k].what,
 				    pct((double)sv[k].count, (double)st->count));
@@ -183,7 +183,7 @@ static void tree_node(struct strbuf *out, const struct sd_flame *n, int depth, d
 	size_t k = 0;
 	for (const struct sd_flame *c = n->child; c; c = c->next)
 		v[k++] = c;
-	qsort(v, k, sizeof(*v), cmp_flame_value);
+	sd_sort(v, k, sizeof(*v), cmp_flame_value);
 	for (size_t i = 0; i < k; i++)
 		tree_node(out, v[i], depth + 1, total, minp, hidden);
 	free(v);
@@ -248,7 +248,7 @@ void format_profile_locks(struct strbuf *out, struct sd_profile *p, const struct
 		strbuf_adds(out, "\nno thread waited for a lock in any sample\n");
 		return;
 	}
-	qsort(p->locks, p->nlocks, sizeof(*p->locks), cmp_lock);
+	sd_sort(p->locks, p->nlocks, sizeof(*p->locks), cmp_lock);
 	for (size_t i = 0; i < p->nlocks; i++) {
 		struct sd_plock *l = &p->locks[i];
 		uint64_t n = proc_samples(p, l->pid);
@@ -265,7 +265,7 @@ void format_profile_locks(struct strbuf *out, struct sd_profile *p, const struct
 			    " of %" PRIu64 " samples (%.0f%%)\n",
 			    n ? (double)l->waiters / (double)n : 0.0, l->max_waiters, l->contended, n,
 			    pct((double)l->contended, (double)n));
-		qsort(l->holders, l->nholders, sizeof(*l->holders), cmp_holder);
+		sd_sort(l->holders, l->nholders, sizeof(*l->holders), cmp_holder);
 		strbuf_adds(out, "  holder while others waited:\n");
 		for (size_t k = 0; k < l->nholders; k++) {
 			const struct sd_pholder *h = &l->holders[k];
@@ -351,7 +351,7 @@ json_t *format_profile_json(struct sd_profile *p)
 					    json_integer((json_int_t)st->states[k].count));
 		json_object_set_new(js, "states", states);
 		json_t *th = json_array();
-		qsort(st->threads, st->nthreads, sizeof(*st->threads), cmp_pthread);
+		sd_sort(st->threads, st->nthreads, sizeof(*st->threads), cmp_pthread);
 		for (size_t k = 0; k < st->nthreads; k++) {
 			const struct sd_pthread *t = &st->threads[k];
 			json_t *jt = json_object();
@@ -373,7 +373,7 @@ json_t *format_profile_json(struct sd_profile *p)
 	json_object_set_new(doc, "stacks", stacks);
 	if (p->opts.locks) {
 		json_t *locks = json_array();
-		qsort(p->locks, p->nlocks, sizeof(*p->locks), cmp_lock);
+		sd_sort(p->locks, p->nlocks, sizeof(*p->locks), cmp_lock);
 		for (size_t i = 0; i < p->nlocks; i++) {
 			const struct sd_plock *l = &p->locks[i];
 			uint64_t n = proc_samples(p, l->pid);
@@ -461,7 +461,7 @@ void format_diff_text(struct strbuf *out, struct sd_profile *d, const struct sd_
 		v[n].d = delta;
 		n++;
 	}
-	qsort(v, n, sizeof(*v), cmp_dline);
+	sd_sort(v, n, sizeof(*v), cmp_dline);
 	for (int pass = 0; pass < 2; pass++) {
 		strbuf_adds(out, pass == 0 ? "\nStacks that grew:\n" : "\nStacks that shrank:\n");
 		int shown = 0;
@@ -502,7 +502,7 @@ void format_diff_text(struct strbuf *out, struct sd_profile *d, const struct sd_
 		fd[k].b += (double)st->count;
 		fd[k].a += st->value_a;
 	}
-	qsort(fd, nf, sizeof(*fd), cmp_fdelta);
+	sd_sort(fd, nf, sizeof(*fd), cmp_fdelta);
 	strbuf_adds(out, "\nSelf time by function:\n");
 	int shown = 0;
 	for (size_t i = 0; i < nf; i++) {

@@ -125,7 +125,7 @@ static struct tid_index *tid_index_new(const struct sd_snapshot *s, const pid_t 
 		ix[i].tid = keys ? keys[i] : s->threads[i].tid;
 		ix[i].idx = i;
 	}
-	qsort(ix, s->nthreads, sizeof(*ix), cmp_tid_index);
+	sd_sort(ix, s->nthreads, sizeof(*ix), cmp_tid_index);
 	return ix;
 }
 
@@ -981,13 +981,13 @@ struct sd_lockgraph *locks_graph(const struct sd_snapshot *s)
 			add_waiter(&g->locks, &g->nlocks, &lcap, th);
 	}
 	for (size_t i = 0; i < g->nlocks; i++)
-		qsort(g->locks[i].waiters, g->locks[i].nwaiters, sizeof(pid_t), cmp_pid);
+		sd_sort(g->locks[i].waiters, g->locks[i].nwaiters, sizeof(pid_t), cmp_pid);
 	for (size_t i = 0; i < g->nidle; i++)
-		qsort(g->idle[i].waiters, g->idle[i].nwaiters, sizeof(pid_t), cmp_pid);
+		sd_sort(g->idle[i].waiters, g->idle[i].nwaiters, sizeof(pid_t), cmp_pid);
 	if (g->nlocks)
-		qsort(g->locks, g->nlocks, sizeof(*g->locks), cmp_lock);
+		sd_sort(g->locks, g->nlocks, sizeof(*g->locks), cmp_lock);
 	if (g->nidle)
-		qsort(g->idle, g->nidle, sizeof(*g->idle), cmp_lock);
+		sd_sort(g->idle, g->nidle, sizeof(*g->idle), cmp_lock);
 
 	/* Wait-for edges: each thread waits for at most one thing, so each
 	 * node has at most one outgoing edge; follow the chains, and a walk
@@ -1000,7 +1000,7 @@ struct sd_lockgraph *locks_graph(const struct sd_snapshot *s)
 		ix[i].tid = s->threads[i].tid;
 		ix[i].idx = i;
 	}
-	qsort(ix, n, sizeof(*ix), cmp_tid_index);
+	sd_sort(ix, n, sizeof(*ix), cmp_tid_index);
 	long *next = sd_xmalloc(n * sizeof(*next));
 	size_t *walk = sd_xcalloc(n, sizeof(*walk));
 	for (size_t i = 0; i < n; i++) {
@@ -1044,7 +1044,7 @@ struct sd_lockgraph *locks_graph(const struct sd_snapshot *s)
 		}
 	}
 	if (g->ndeadlocks > 1)
-		qsort(g->deadlocks, g->ndeadlocks, sizeof(*g->deadlocks), cmp_deadlock);
+		sd_sort(g->deadlocks, g->ndeadlocks, sizeof(*g->deadlocks), cmp_deadlock);
 	free(walk);
 	free(next);
 	free(ix);

@@ -346,7 +346,7 @@ int procfs_list_tids(pid_t pid, pid_t **tids, size_t *n, struct sd_error *err)
 		v[len++] = (pid_t)t;
 	}
 	closedir(d);
-	qsort(v, len, sizeof(*v), cmp_pid);
+	sd_sort(v, len, sizeof(*v), cmp_pid);
 	*tids = v;
 	*n = len;
 	return 0;
@@ -387,8 +387,7 @@ size_t procfs_pids_by_name(const char *name, pid_t **pids)
 		}
 	}
 	closedir(d);
-	if (len > 1) /* qsort(NULL, 0, ...) is undefined (UBSan stops on it) */
-		qsort(v, len, sizeof(*v), cmp_pid);
+	sd_sort(v, len, sizeof(*v), cmp_pid);
 	*pids = v;
 	return len;
 }

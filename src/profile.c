@@ -766,7 +766,7 @@ void profile_sort(struct sd_profile *p)
 		o[i].old = i;
 		o[i].st = p->stacks[i];
 	}
-	qsort(o, p->nstacks, sizeof(*o), cmp_order);
+	sd_sort(o, p->nstacks, sizeof(*o), cmp_order);
 	ssize_t *map = sd_xmalloc((p->nstacks ? p->nstacks : 1) * sizeof(*map));
 	for (size_t i = 0; i < p->nstacks; i++) {
 		p->stacks[i] = o[i].st;
@@ -819,7 +819,7 @@ static void flame_sort(struct sd_flame *f)
 		size_t n = 0;
 		for (struct sd_flame *c = f->child; c; c = c->next)
 			v[n++] = c;
-		qsort(v, n, sizeof(*v), cmp_flame_name);
+		sd_sort(v, n, sizeof(*v), cmp_flame_name);
 		for (size_t i = 0; i < n; i++)
 			v[i]->next = i + 1 < n ? v[i + 1] : NULL;
 		f->child = v[0];

@@ -188,7 +188,7 @@ static void wait_stops(struct sd_tracee *v, size_t n, uint64_t deadline)
 	struct sd_tracee **idx = sd_xmalloc(n * sizeof(*idx));
 	for (size_t i = 0; i < n; i++)
 		idx[i] = &v[i];
-	qsort(idx, n, sizeof(*idx), cmp_tracee_tid);
+	sd_sort(idx, n, sizeof(*idx), cmp_tracee_tid);
 	sigset_t chld, old;
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);

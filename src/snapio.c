@@ -1897,7 +1897,7 @@ int snapio_list_dir(const char *dir, char ***names, size_t *n, size_t *missing,
 		closedir(d);
 		/* The names hold the UTC time: sorting them sorts by time. */
 		if (cnt)
-			qsort(v, cnt, sizeof(*v), cmp_str);
+			sd_sort(v, cnt, sizeof(*v), cmp_str);
 		for (size_t i = 0; i < cnt; i++) {
 			struct strbuf p;
 			strbuf_init(&p);

@@ -256,7 +256,7 @@ static void build_modules(struct sd_target *t)
 		if (mod->elf)
 			mod->bias = compute_bias(mod->elf, first);
 	}
-	qsort(t->mods, t->nmods, sizeof(*t->mods), cmp_mod);
+	sd_sort(t->mods, t->nmods, sizeof(*t->mods), cmp_mod);
 	t->generation++;
 }
 

@@ -284,6 +284,12 @@ int sd_parse_size(const char *s, uint64_t *bytes)
 	return 0;
 }
 
+void sd_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
+
 uint64_t sd_hash(const void *p, size_t n, uint64_t seed)
 {
 	const unsigned char *c = p;

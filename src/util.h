@@ -73,6 +73,10 @@ int sd_parse_duration(const char *s, uint64_t *us);
 /* Parse a size ("10M", "512k", "2G", "4096") into bytes. */
 int sd_parse_size(const char *s, uint64_t *bytes);
 
+/* qsort() that accepts an empty array (qsort(NULL, 0, ...) is undefined,
+ * and UBSan stops on it). */
+void sd_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+
 /* FNV-1a hash. */
 uint64_t sd_hash(const void *p, size_t n, uint64_t seed);
 
