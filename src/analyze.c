@@ -25,6 +25,11 @@ static int syscall_pending(const struct sd_thread *th)
 	       rax == -38 /* ENOSYS: stopped at syscall entry */;
 }
 
+int analyze_in_syscall(const struct sd_thread *th)
+{
+	return th->have_regs && (long)th->regs.orig_rax >= 0 && syscall_pending(th);
+}
+
 /* A restart_syscall (219) is the continuation of an interrupted timed
  * wait: futex, but also clock_nanosleep or poll. The original arguments
  * are still in the registers; take it for a futex wait only when they read

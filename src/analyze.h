@@ -13,6 +13,10 @@ struct sd_target;
  * no data symbols can be resolved). */
 void analyze_snapshot(struct sd_target *t, struct sd_snapshot *s);
 
+/* Were TH's registers read while it sat in a blocking system call that has
+ * not returned (rather than on a CPU or on its way back from one)? */
+int analyze_in_syscall(const struct sd_thread *th);
+
 /* A short human description of TH's state, e.g. "in epoll_wait",
  * "running", "waiting for mutex". Static or pool storage. */
 const char *analyze_state_text(const struct sd_thread *th);

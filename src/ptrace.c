@@ -150,34 +150,30 @@ static int cmp_tracee_tid(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* One pass of WNOHANG waits over every pending tracee. */
-static size_t poll_each(struct sd_tracee *v, size_t n, size_t *pending)
+/* The waitpid status word for what waitid reported in SI. */
+static int status_of(const siginfo_t *si)
 {
-	size_t got = 0;
-	for (size_t k = 0; k < n && *pending; k++) {
-		struct sd_tracee *t = &v[k];
-		if (t->state != SD_TRACEE_SEIZED)
-			continue;
-		int st;
-		pid_t r = waitpid(t->tid, &st, __WALL | WNOHANG);
-		if (r == t->tid) {
-			note_stop(t, st);
-			(*pending)--;
-			got++;
-		} else if (r < 0 && errno == ECHILD) {
-			t->state = SD_TRACEE_GONE;
-			(*pending)--;
-			got++;
-		}
+	switch (si->si_code) {
+	case CLD_EXITED: return (si->si_status & 0xff) << 8;
+	case CLD_KILLED: return si->si_status & 0x7f;
+	case CLD_DUMPED: return (si->si_status & 0x7f) | 0x80;
+	case CLD_TRAPPED:
+	case CLD_STOPPED:
+		/* For ptrace stops si_status is the whole stop code: the
+		 * signal, and a PTRACE_EVENT in the bits above it. */
+		return (si->si_status << 8) | 0x7f;
+	default: return 0;
 	}
-	return got;
 }
 
 /* Wait until every SEIZED tracee in V[0..N) stopped or exited, or the
- * deadline passed. Stops are collected in the order they happen: waitid
- * peeks at whichever tracee is ready (WNOWAIT), so each costs O(log n)
- * instead of a pass over all; between bursts we sleep in sigtimedwait on
- * SIGCHLD, which every ptrace stop sends us, so no time is lost polling. */
+ * deadline passed. Stops are collected in the order they happen: one
+ * waitid on any child reaps whichever tracee is ready, so each stop costs
+ * one call; between bursts we sleep in sigtimedwait on SIGCHLD, which
+ * every ptrace stop sends us, so no time is lost polling. stackdump has no
+ * child processes of its own while it freezes (the shell's "!" waits for
+ * its command), so every status reaped here is a tracee's; one that is not
+ * in V (a tracee of an earlier freeze, already detached) is dropped. */
 static void wait_stops(struct sd_tracee *v, size_t n, uint64_t deadline)
 {
 	size_t pending = 0;
@@ -194,38 +190,37 @@ static void wait_stops(struct sd_tracee *v, size_t n, uint64_t deadline)
 	sigaddset(&chld, SIGCHLD);
 	pthread_sigmask(SIG_BLOCK, &chld, &old);
 	while (pending) {
-		int foreign = 0;
+		int stale = 0;
 		for (;;) {
 			siginfo_t si;
 			memset(&si, 0, sizeof(si));
-			if (waitid(P_ALL, 0, &si, WEXITED | WSTOPPED | WNOHANG | WNOWAIT | __WALL) < 0 ||
+			if (waitid(P_ALL, 0, &si, WEXITED | WSTOPPED | WNOHANG | __WALL) < 0 ||
 			    si.si_pid == 0)
 				break;
 			struct sd_tracee key = {.tid = si.si_pid}, *kp = &key;
 			struct sd_tracee **hit = bsearch(&kp, idx, n, sizeof(*idx), cmp_tracee_tid);
 			if (!hit || (*hit)->state != SD_TRACEE_SEIZED) {
-				/* A child that is not ours, or a second event
-				 * of one already seen: poll ours one by one. */
-				foreign = 1;
-				break;
+				/* Not one we wait for: a straggler of an
+				 * earlier freeze stopping late. Detach it. */
+				int st = status_of(&si);
+				if (WIFSTOPPED(st))
+					ptrace(PTRACE_DETACH, si.si_pid, 0,
+					       (void *)(long)((st >> 16) == 0 ? WSTOPSIG(st) : 0));
+				stale = 1;
+				continue;
 			}
-			int st;
-			if (waitpid(si.si_pid, &st, __WALL | WNOHANG) == si.si_pid) {
-				note_stop(*hit, st);
-				pending--;
-			}
+			note_stop(*hit, status_of(&si));
+			pending--;
 		}
-		if (foreign)
-			poll_each(v, n, &pending);
+		if (stale)
+			ptrace_reap_stragglers();
 		if (!pending)
 			break;
 		uint64_t now = sd_now_ns();
 		if (now > deadline)
 			break;
 		uint64_t wait = deadline - now;
-		if (foreign && wait > 200000)
-			wait = 200000; /* keep polling while a stranger is ready */
-		else if (wait > 10000000)
+		if (wait > 10000000)
 			wait = 10000000;
 		struct timespec ts = {(time_t)(wait / 1000000000ull), (long)(wait % 1000000000ull)};
 		sigtimedwait(&chld, NULL, &ts);

@@ -87,6 +87,29 @@ void snapshot_arena_reserve(struct sd_snapshot *s, size_t size)
 	s->arena_used = 0;
 }
 
+void snapshot_arena_adopt(struct sd_snapshot *s, void *arena, size_t size)
+{
+	if (s->arena)
+		munmap(s->arena, s->arena_size);
+	s->arena = arena;
+	s->arena_size = size;
+	s->arena_used = 0;
+}
+
+size_t snapshot_arena_release(struct sd_snapshot *s, void **arena)
+{
+	for (size_t i = 0; i < s->nthreads; i++)
+		if (s->threads[i].stack_in_arena) {
+			*arena = NULL;
+			return 0; /* still in use */
+		}
+	size_t size = s->arena ? s->arena_size : 0;
+	*arena = s->arena;
+	s->arena = NULL;
+	s->arena_size = s->arena_used = 0;
+	return size;
+}
+
 void snapshot_stack_alloc(struct sd_snapshot *s, struct sd_thread *t, size_t len)
 {
 	size_t need = (len + 15) & ~(size_t)15;

@@ -162,6 +162,12 @@ struct sd_snapshot {
 /* Reserve and prefault SIZE bytes for stack copies before a freeze, so
  * the copy itself takes no page faults while the target is stopped. */
 void snapshot_arena_reserve(struct sd_snapshot *s, size_t size);
+/* Hand S an arena made earlier (prefaulted, SIZE bytes) instead of a new
+ * one; and take S's arena back once its stacks are dropped, for reuse by
+ * the next snapshot (0 when S has none). Sampling reuses one arena
+ * rather than mapping and faulting in a new one every time. */
+void snapshot_arena_adopt(struct sd_snapshot *s, void *arena, size_t size);
+size_t snapshot_arena_release(struct sd_snapshot *s, void **arena);
 /* LEN bytes from the arena, or from the heap when it is used up; sets
  * t->stack and t->stack_in_arena. */
 void snapshot_stack_alloc(struct sd_snapshot *s, struct sd_thread *t, size_t len);

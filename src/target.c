@@ -8,6 +8,7 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -119,6 +120,9 @@ void target_free(struct sd_target *t)
 	mods_release(t);
 	procfs_maps_release(&t->maps);
 	procfs_procinfo_release(&t->info);
+	free(t->names);
+	if (t->spare_arena)
+		munmap(t->spare_arena, t->spare_arena_size);
 	free(t);
 }
 
@@ -260,8 +264,27 @@ static void build_modules(struct sd_target *t)
 	t->generation++;
 }
 
+/* The state letter of process PID, from /proc/PID/stat alone. */
+static int process_state(pid_t pid, char *state, struct sd_error *err)
+{
+	char path[64], *text;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	ssize_t n = sd_read_file(path, &text, 4096);
+	if (n < 0) {
+		if (n == -ENOENT || n == -ESRCH)
+			return sd_error_set(err, ESRCH, "process %d exited", (int)pid);
+		return sd_error_set(err, (int)-n, "cannot read %s: %s", path, strerror((int)-n));
+	}
+	int r = procfs_parse_stat(text, state, NULL, NULL, NULL, NULL, NULL);
+	free(text);
+	if (r < 0)
+		return sd_error_set(err, EINVAL, "cannot parse %s", path);
+	return 0;
+}
+
 int target_refresh(struct sd_target *t, struct sd_error *err)
 {
+	t->maps_ns = sd_now_ns();
 	char path[64], *text;
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)t->pid);
 	ssize_t n = sd_read_file(path, &text, 256u << 20);
@@ -331,6 +354,52 @@ static int thread_wanted(pid_t tid, void *arg)
 		return ok;
 	}
 	return 1;
+}
+
+static int cmp_tname(const void *a, const void *b)
+{
+	pid_t x = ((const struct sd_tname *)a)->tid, y = ((const struct sd_tname *)b)->tid;
+	return (x > y) - (x < y);
+}
+
+/* The name of thread TID from the cache, which is read again for every
+ * thread once it is a second old, and for a thread it has not seen. */
+static const char *cached_name(struct sd_target *t, pid_t tid, uint64_t now)
+{
+	if (now - t->names_ns > 1000000000ull) {
+		t->nnames = 0;
+		t->names_ns = now;
+	}
+	struct sd_tname key = {.tid = tid};
+	struct sd_tname *hit = t->nnames ? bsearch(&key, t->names, t->nnames, sizeof(key), cmp_tname)
+					 : NULL;
+	if (hit)
+		return hit->comm;
+	char path[96], *text;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)t->pid, (int)tid);
+	if (sd_read_file(path, &text, 256) < 0)
+		return NULL;
+	text[strcspn(text, "\n")] = '\0';
+	t->names = sd_xrealloc(t->names, (t->nnames + 1) * sizeof(*t->names));
+	struct sd_tname *e = &t->names[t->nnames++];
+	e->tid = tid;
+	snprintf(e->comm, sizeof(e->comm), "%s", text);
+	free(text);
+	sd_sort(t->names, t->nnames, sizeof(*t->names), cmp_tname);
+	hit = bsearch(&key, t->names, t->nnames, sizeof(key), cmp_tname);
+	return hit->comm;
+}
+
+/* light_discover 2: the state from the registers read while frozen. */
+static void state_from_regs(struct sd_thread *th)
+{
+	if (th->state || !th->have_regs)
+		return;
+	int blocked = analyze_in_syscall(th);
+	th->state = blocked ? 'S' : 'R';
+	th->running = !blocked;
+	th->syscall_known = 1;
+	th->syscall_nr = -1;
 }
 
 static struct sd_thread *find_thread(struct sd_snapshot *s, pid_t tid)
@@ -424,15 +493,31 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 				    struct sd_error *err)
 {
 	struct sd_procinfo pi;
-	if (procfs_procinfo(t->pid, &pi, err) < 0)
-		return NULL;
-	procfs_procinfo_release(&pi);
+	int light = o->light_discover >= 2;
+	if (light) {
+		/* Samples: the state letter is all we need of the process. */
+		memset(&pi, 0, sizeof(pi));
+		if (process_state(t->pid, &pi.state, err) < 0)
+			return NULL;
+	} else {
+		if (procfs_procinfo(t->pid, &pi, err) < 0)
+			return NULL;
+		procfs_procinfo_release(&pi);
+	}
 	if (pi.state == 'Z' || pi.state == 'X') {
 		sd_error_set(err, ESRCH, "process %d exited (zombie)", (int)t->pid);
 		return NULL;
 	}
-	if (target_refresh(t, err) < 0)
-		return NULL;
+	/* Samples read the maps once a second, or when the last unwind met
+	 * an address they lack; a snapshot whose unwind meets one reads
+	 * them again and unwinds once more (below). */
+	uint64_t misses = t->maps_misses;
+	int maps_fresh = 0;
+	if (!light || !t->maps.n || sd_now_ns() - t->maps_ns > 1000000000ull) {
+		if (target_refresh(t, err) < 0)
+			return NULL;
+		maps_fresh = 1;
+	}
 	symbols_sync(t->sym);
 
 	struct sd_snapshot *s = snapshot_new(t->pid);
@@ -450,9 +535,19 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 		snapshot_free(s);
 		return NULL;
 	}
+	uint64_t now = sd_now_ns();
 	for (size_t i = 0; i < ntids; i++) {
 		if (!thread_wanted(tids[i], &pick))
 			continue;
+		if (o->light_discover >= 2) {
+			const char *name = cached_name(t, tids[i], now);
+			if (!name)
+				continue; /* exited already */
+			struct sd_thread *th = snapshot_add_thread(s, tids[i]);
+			th->name = strpool_intern(s->pool, name);
+			th->syscall_nr = -1;
+			continue;
+		}
 		struct sd_taskinfo ti;
 		if (procfs_taskinfo_ex(t->pid, tids[i], &ti, o->light_discover) < 0)
 			continue; /* exited already */
@@ -471,13 +566,23 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 		/* Prefault room for the stack copies now, while the target
 		 * runs: the stack pointers /proc showed tell how much. */
 		size_t est = 0;
-		for (size_t i = 0; i < s->nthreads; i++) {
+		for (size_t i = 0; i < s->nthreads && o->light_discover >= 2; i++)
+			est += t->last_stack_bytes && t->snapshots
+				       ? t->last_stack_bytes / s->nthreads + 4096
+				       : (o->max_stack < 65536 ? o->max_stack : 65536);
+		for (size_t i = 0; i < s->nthreads && o->light_discover < 2; i++) {
 			const struct sd_thread *th = &s->threads[i];
 			const struct sd_map *m = th->proc_sp ? procfs_maps_find(&t->maps, th->proc_sp) : NULL;
 			size_t w = m ? (size_t)(m->end - th->proc_sp) + 8192 : 65536;
 			est += w < o->max_stack ? w : o->max_stack;
 		}
-		snapshot_arena_reserve(s, est + est / 8);
+		est += est / 8;
+		if (t->spare_arena && t->spare_arena_size >= est && t->spare_arena_size / 4 <= est) {
+			snapshot_arena_adopt(s, t->spare_arena, t->spare_arena_size);
+			t->spare_arena = NULL;
+		} else {
+			snapshot_arena_reserve(s, est);
+		}
 	}
 	t0 = sd_now_ns();
 	if (!o->per_thread) {
@@ -524,6 +629,8 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 			th->pause_us = tr->detach_ns > fz.start_ns ? (tr->detach_ns - fz.start_ns) / 1000 : 0;
 			if (tr->group_stop && s->state != 'T' && s->state != 't')
 				s->state = 'T';
+			if (tr->group_stop && !th->state)
+				th->state = 'T';
 			if (tr->state == SD_TRACEE_GONE && th->status == SD_THREAD_OK)
 				mark_failed(s, th, SD_THREAD_EXITED, "exited during the snapshot");
 			else if (tr->state == SD_TRACEE_FAILED && th->status == SD_THREAD_OK) {
@@ -569,15 +676,31 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 	/* Everything below runs with the target running again. */
 	for (size_t i = 0; i < s->nthreads; i++) {
 		struct sd_thread *th = &s->threads[i];
-		if (!th->name) {
+		state_from_regs(th);
+		if (!th->name || !th->state) {
 			struct sd_taskinfo ti;
 			if (procfs_taskinfo(t->pid, th->tid, &ti) == 0)
 				fill_taskinfo(s, th, &ti);
-			else
+			else if (!th->name)
 				th->name = strpool_intern(s->pool, "");
 		}
 		syscall_from_regs(th);
 		unwind_thread(t->unw, s, th, o->max_frames);
+	}
+	if (!maps_fresh && t->maps_misses != misses) {
+		/* A new thread's stack or a library loaded since the maps
+		 * were read: read them and unwind again from the copy. */
+		if (target_refresh(t, err) < 0) {
+			snapshot_free(s);
+			return NULL;
+		}
+		symbols_sync(t->sym);
+		for (size_t i = 0; i < s->nthreads; i++) {
+			struct sd_thread *th = &s->threads[i];
+			th->nframes = 0;
+			th->unwind_stop = NULL;
+			unwind_thread(t->unw, s, th, o->max_frames);
+		}
 	}
 	uint64_t t2 = sd_now_ns();
 	s->unwind_us = (t2 - t1) / 1000;
@@ -597,8 +720,18 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 	s->symbolize_us = (sd_now_ns() - t2) / 1000;
 	analyze_snapshot(t, s);
 	add_modules(s, t);
-	if (!o->keep_capture)
+	t->last_stack_bytes = s->stack_bytes;
+	if (!o->keep_capture) {
 		snapshot_drop_capture(s);
+		void *arena;
+		size_t size = snapshot_arena_release(s, &arena);
+		if (arena) {
+			if (t->spare_arena)
+				munmap(t->spare_arena, t->spare_arena_size);
+			t->spare_arena = arena;
+			t->spare_arena_size = size;
+		}
+	}
 	t->snapshots++;
 	return s;
 }

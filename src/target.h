@@ -44,6 +44,18 @@ struct sd_target {
 	struct sd_unwinder *unw;
 	struct sd_symbols *sym;
 	uint64_t snapshots;   /* taken so far */
+	/* Thread names for light_discover 2, sorted by tid. */
+	struct sd_tname {
+		pid_t tid;
+		char comm[16];
+	} *names;
+	size_t nnames;
+	uint64_t names_ns;        /* when they were read */
+	size_t last_stack_bytes;  /* copied by the previous snapshot */
+	uint64_t maps_ns;         /* when the maps were read */
+	uint64_t maps_misses;     /* unwinds that met an address the maps lack */
+	void *spare_arena;        /* the previous snapshot's stack arena */
+	size_t spare_arena_size;
 };
 
 /* Options of one snapshot. */
@@ -59,8 +71,11 @@ struct sd_snap_opts {
 	size_t ntids;
 	const char *name_glob; /* only threads whose name matches */
 	int keep_capture;      /* keep registers and stacks in the snapshot */
-	int light_discover;    /* read only stat and syscall of each thread
-				* (no wchan, no context switch counts) */
+	int light_discover;    /* 1: read only stat and syscall of each thread
+				* (no wchan, no context switch counts);
+				* 2: read nothing per thread: names come from
+				* a cache refreshed each second, the state
+				* from the registers (profile samples) */
 };
 
 void snap_opts_init(struct sd_snap_opts *o);

@@ -4,7 +4,10 @@
 // byte is read from the live process after the thaw.
 #include "unwind.h"
 
+#include <errno.h>
 #include <libunwind.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +20,32 @@
 extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip,
 					      unw_dyn_info_t *di, unw_proc_info_t *pi,
 					      int need_unwind_info, void *arg);
+
+/* libunwind takes its cache lock with every signal blocked, so that a
+ * signal handler unwinding its own process cannot deadlock on it: two
+ * sigprocmask calls around each lock, several locks per unw_step, and on
+ * this kind of machine the system calls cost more than the unwinding.
+ * We unwind other processes, from one thread, and no signal handler of
+ * ours touches libunwind, so while unwind_thread() runs the mask is left
+ * alone. Our definition takes the place of libc's for every caller of
+ * sigprocmask (libunwind, readline); outside our unwinding it does what
+ * libc's does (pthread_sigmask is the same call in glibc). */
+static int in_unwind;
+
+int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	if (in_unwind) {
+		if (old)
+			sigemptyset(old);
+		return 0;
+	}
+	int e = pthread_sigmask(how, set, old);
+	if (e) {
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
 
 struct sd_unwinder {
 	struct sd_target *target;
@@ -31,6 +60,10 @@ struct uctx {
 	int noinfo;          /* find_proc_info found no CFI for the last ip */
 	int stack_exhausted; /* a read fell just past the captured window */
 	int live_budget;     /* reads of live memory still allowed */
+	/* The file range of the last image read: libunwind reads unwind
+	 * tables a word at a time, mostly from one place. */
+	uint64_t img_lo, img_hi;     /* target addresses */
+	const uint8_t *img_data;     /* the bytes at img_lo */
 	uint64_t bad_addr;
 };
 
@@ -123,12 +156,26 @@ static int read_word(struct uctx *c, uint64_t addr, unw_word_t *val)
 		memcpy(val, th->stack + off, n);
 		return 0;
 	}
+	if (addr >= c->img_lo && addr + 8 <= c->img_hi) {
+		memcpy(val, c->img_data + (addr - c->img_lo), 8);
+		return 0;
+	}
 	struct sd_tmod *m = target_module_at(c->u->target, addr);
 	if (m && m->elf) {
 		uint64_t va = addr - m->bias, off;
 		if (elfcache_vaddr_to_offset(m->elf, va, &off) == 0 && off < m->elf->size) {
 			size_t n = m->elf->size - off < 8 ? m->elf->size - off : 8;
 			memcpy(val, m->elf->data + off, n);
+			/* Remember the whole load segment the word is in. */
+			for (int i = 0; i < m->elf->nloads; i++) {
+				const struct sd_load *l = &m->elf->loads[i];
+				if (va >= l->vaddr && va - l->vaddr < l->filesz &&
+				    l->offset + l->filesz <= m->elf->size) {
+					c->img_lo = l->vaddr + m->bias;
+					c->img_hi = c->img_lo + l->filesz;
+					c->img_data = m->elf->data + l->offset;
+				}
+			}
 			return 0;
 		}
 	}
@@ -447,6 +494,9 @@ void unwind_flush(struct sd_unwinder *u)
 		unw_flush_cache(u->as, 0, 0);
 }
 
+static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_thread *th,
+			unsigned max_frames);
+
 void unwind_thread(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_thread *th,
 		   unsigned max_frames)
 {
@@ -459,6 +509,14 @@ void unwind_thread(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_th
 		th->unwind_stop = strpool_intern(snap->pool, "unwinder unavailable");
 		return;
 	}
+	in_unwind = 1;
+	unwind_walk(u, snap, th, max_frames);
+	in_unwind = 0;
+}
+
+static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_thread *th,
+			unsigned max_frames)
+{
 	struct uctx c = {.u = u, .th = th, .regs = th->regs, .live_budget = 65536};
 	unw_cursor_t cur;
 	int r = unw_init_remote(&cur, u->as, &c);
@@ -499,6 +557,7 @@ void unwind_thread(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_th
 		if (sig)
 			f->flags |= SD_FRAME_SIGNAL | SD_FRAME_EXACT;
 		if (n == 0 && !procfs_maps_find(&u->target->maps, sp)) {
+			u->target->maps_misses++;
 			char msg[96];
 			snprintf(msg, sizeof(msg), "stack pointer 0x%llx is not mapped (corrupt stack?)",
 				 (unsigned long long)sp);
@@ -512,6 +571,7 @@ void unwind_thread(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_th
 			 * stack. Keep it, but do not trust what follows.
 			 * (Anonymous executable memory, e.g. JIT code, is
 			 * walked by frame pointer.) */
+			u->target->maps_misses++;
 			th->unwind_stop = strpool_intern(snap->pool,
 							 "return address outside any executable mapping "
 							 "(corrupt stack?)");
