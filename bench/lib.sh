@@ -44,7 +44,7 @@ bench_require() {
 bench_build() {
 	mkdir -p "$BUILD_DIR" || bench_die "cannot create $BUILD_DIR"
 	local p
-	for p in target cpu-target benchctl; do
+	for p in target cpu-target benchctl ptrace-floor; do
 		if [[ ! -x $BUILD_DIR/$p || $BENCH_DIR/$p.c -nt $BUILD_DIR/$p ||
 			$BENCH_DIR/benchshm.h -nt $BUILD_DIR/$p ]]; then
 			$CC -O2 -g -pthread -Wall -o "$BUILD_DIR/$p" "$BENCH_DIR/$p.c" ||

@@ -121,6 +121,16 @@ for ((p = 1; p <= PAIRS; p++)); do
 	run_window "sampling$p" "stackdump@${RATE}Hz" "$STACKDUMP" profile "$TARGET_PID" \
 		--rate "$RATE" --duration "$WINDOW" --format folded -o "$out"
 	record_profile_row "$out" "$WORK/sampling$p.err"
+
+	# The floor: the same stop-the-world ptrace sampling with nothing
+	# else (threads stay seized between samples; registers only, no
+	# stack copy, unwinding or symbols). What any ptrace sampler pays.
+	run_window "floor$p" "ptrace-floor@${RATE}Hz" "$BUILD_DIR/ptrace-floor" -p "$TARGET_PID" \
+		-r "$RATE" -d "$WINDOW"
+	r=("${WIN_ROW[@]}")
+	n=$(grep -oE 'samples [0-9]+' "$WORK/floor$p.out" | cut -d' ' -f2)
+	[[ -n $n ]] || n=0
+	record_row "${r[@]:0:6}" $((n * NTASKS)) "$n" "${r[6]}" "${r[7]}"
 done
 
 # --- max sustained snapshot rate -------------------------------------------
@@ -163,6 +173,7 @@ for r in rows:
                     if float(r["wall_s"]) > 0 else 0.0)
 base = [r for r in rows if r["phase"].startswith("baseline")]
 samp = [r for r in rows if r["phase"].startswith("sampling")]
+floor = [r for r in rows if r["phase"].startswith("floor")]
 mx = [r for r in rows if r["phase"].startswith("max-")]
 brate = sum(r["rate"] for r in base) / len(base)
 
@@ -189,7 +200,7 @@ t = [["window", "sampler", "work units/s", "vs baseline", "secs",
 for r in rows:
     if r["phase"].startswith("max-"):
         continue
-    is_s = r["phase"].startswith("sampling")
+    is_s = r["phase"].startswith(("sampling", "floor"))
     wall = float(r["wall_s"]) or float(r["secs"])
     t.append([r["phase"], r["tool"], f"{r['rate']:.0f}",
               f"{-loss(r):+.1f}%", f"{float(r['secs']):.1f}",
@@ -208,6 +219,11 @@ if samp:
     print(f"target throughput loss while stackdump samples at {rate} Hz: "
           f"{100 * (1 - srate / brate):.1f}%{note}")
     print(f"stackdump CPU use at {rate} Hz: {cpu:.1f}% of one core (user+sys)")
+if floor:
+    frate = sum(r["rate"] for r in floor) / len(floor)
+    fcpu = sum(r["cpu_pct"] for r in floor) / len(floor)
+    print(f"floor (ptrace-floor: stop, read registers, resume; nothing else) at {rate} Hz: "
+          f"target loss {100 * (1 - frate / brate):.1f}%, {fcpu:.1f}% of one core")
 if mx:
     print()
     print("highest sustained snapshot rate (each sampler running flat out for "

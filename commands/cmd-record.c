@@ -88,6 +88,7 @@ struct stuck_ent {
 
 struct rec {
 	struct cmd_ctx *ctx;
+	struct strbuf out, zout; /* the snapshot being written, reused */
 	const char *dir;
 	uint64_t every_us, for_us, max_disk;
 	long count;
@@ -515,24 +516,21 @@ static int take(struct rec *r, const char *reason, struct sd_snapshot *pre)
 	}
 	c1 = cpu_ms();
 	snapio_meta_from_proc(&m, r->pid, s);
-	size_t len;
-	char *txt = snapio_dumps(s, &m, 0, &len);
+	snapio_dump_buf(&r->out, s, &m);
+	size_t len = r->out.len;
 	c2 = cpu_ms();
-	char *data = txt;
+	char *data = r->out.buf;
 	struct sd_error err = {0};
 	if (r->compress) {
-		size_t zl;
-		if (snapio_gzip(txt, len, &data, &zl, &err) < 0) {
+		if (snapio_gzip_buf(r->out.buf, len, &r->zout, &err) < 0) {
 			note(r, "%s", err.msg);
-			free(txt);
 			snapshot_free(s);
 			r->stop_why = "compression failed";
 			r->rc = EXIT_FAIL;
 			return -1;
 		}
-		free(txt);
-		txt = NULL;
-		len = zl;
+		data = r->zout.buf;
+		len = r->zout.len;
 	}
 	char name[256], path[4096];
 	new_name(r, s->time, name, sizeof(name));
@@ -556,7 +554,6 @@ static int take(struct rec *r, const char *reason, struct sd_snapshot *pre)
 	uint64_t written = 0;
 	c3 = cpu_ms();
 	int wr = snapio_write_atomic(path, data, len, 0, 0600, &written, &err);
-	free(data);
 	if (wr < 0) {
 		snapshot_free(s);
 		r->seq--;
@@ -1406,6 +1403,8 @@ static int record_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	json_decref(r.man);
 	close(lockfd);
 	free(r.stuck);
+	strbuf_release(&r.out);
+	strbuf_release(&r.zout);
 	free(r.dl_prev);
 	free(r.dl_probed);
 	target_free(r.t);

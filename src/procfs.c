@@ -257,9 +257,9 @@ int procfs_parse_syscall(const char *text, struct sd_taskinfo *ti)
 
 /* One open, one read, one close: /proc files of a task fit in one read,
  * and on a busy target every syscall here is paid per thread. */
-static ssize_t read_small(const char *path, char *buf, size_t size)
+static ssize_t read_small_at(int dirfd, const char *path, char *buf, size_t size)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	ssize_t n = read(fd, buf, size - 1);
@@ -278,12 +278,21 @@ int procfs_taskinfo(pid_t pid, pid_t tid, struct sd_taskinfo *ti)
 
 int procfs_taskinfo_ex(pid_t pid, pid_t tid, struct sd_taskinfo *ti, int light)
 {
+	return procfs_taskinfo_at(AT_FDCWD, pid, tid, ti, light);
+}
+
+int procfs_taskinfo_at(int taskdir, pid_t pid, pid_t tid, struct sd_taskinfo *ti, int light)
+{
 	char path[96], buf[4096];
 	memset(ti, 0, sizeof(*ti));
 	ti->syscall_nr = -1;
-	int plen = snprintf(path, sizeof(path), "/proc/%d/task/%d/", (int)pid, (int)tid);
+	/* Relative to an open /proc/PID/task, the kernel walks one name
+	 * less per file; that is most of what opening one costs. */
+	int plen = taskdir == AT_FDCWD
+			   ? snprintf(path, sizeof(path), "/proc/%d/task/%d/", (int)pid, (int)tid)
+			   : snprintf(path, sizeof(path), "%d/", (int)tid);
 	strcpy(path + plen, "stat");
-	ssize_t n = read_small(path, buf, sizeof(buf));
+	ssize_t n = read_small_at(taskdir, path, buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
 	int r = procfs_parse_stat(buf, &ti->state, NULL, NULL, &ti->utime, &ti->stime, &ti->cpu);
@@ -299,19 +308,19 @@ int procfs_taskinfo_ex(pid_t pid, pid_t tid, struct sd_taskinfo *ti, int light)
 		ti->comm[l] = '\0';
 	}
 	strcpy(path + plen, "syscall");
-	if (read_small(path, buf, sizeof(buf)) >= 0)
+	if (read_small_at(taskdir, path, buf, sizeof(buf)) >= 0)
 		procfs_parse_syscall(buf, ti);
 	if (light)
 		return 0;
 	strcpy(path + plen, "wchan");
-	if (read_small(path, buf, sizeof(buf)) > 0 && strcmp(buf, "0")) {
+	if (read_small_at(taskdir, path, buf, sizeof(buf)) > 0 && strcmp(buf, "0")) {
 		buf[strcspn(buf, "\n")] = '\0';
 		size_t l = strlen(buf) < sizeof(ti->wchan) - 1 ? strlen(buf) : sizeof(ti->wchan) - 1;
 		memcpy(ti->wchan, buf, l);
 		ti->wchan[l] = '\0';
 	}
 	strcpy(path + plen, "status");
-	if (read_small(path, buf, sizeof(buf)) >= 0) {
+	if (read_small_at(taskdir, path, buf, sizeof(buf)) >= 0) {
 		ti->vol_ctxsw = status_field(buf, "voluntary_ctxt_switches:");
 		ti->nonvol_ctxsw = status_field(buf, "nonvoluntary_ctxt_switches:");
 	}

@@ -69,6 +69,8 @@ int procfs_taskinfo(pid_t pid, pid_t tid, struct sd_taskinfo *ti);
 /* The same; LIGHT reads only stat and syscall (no wchan, no context
  * switch counts): what a profile sample needs, in half the syscalls. */
 int procfs_taskinfo_ex(pid_t pid, pid_t tid, struct sd_taskinfo *ti, int light);
+/* The same, with TASKDIR an open /proc/PID/task (or AT_FDCWD). */
+int procfs_taskinfo_at(int taskdir, pid_t pid, pid_t tid, struct sd_taskinfo *ti, int light);
 
 /* List the TIDs in /proc/PID/task into a heap array, sorted. */
 int procfs_list_tids(pid_t pid, pid_t **tids, size_t *n, struct sd_error *err);

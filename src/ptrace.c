@@ -189,13 +189,18 @@ static void wait_stops(struct sd_tracee *v, size_t n, uint64_t deadline)
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	pthread_sigmask(SIG_BLOCK, &chld, &old);
+	int quiet = 0; /* no SIGCHLD came for a while */
 	while (pending) {
 		int stale = 0;
 		for (;;) {
 			siginfo_t si;
 			memset(&si, 0, sizeof(si));
-			if (waitid(P_ALL, 0, &si, WEXITED | WSTOPPED | WNOHANG | __WALL) < 0 ||
-			    si.si_pid == 0)
+			if (waitid(P_ALL, 0, &si, WEXITED | WSTOPPED | WNOHANG | __WALL) < 0) {
+				if (errno == ECHILD)
+					quiet = 1; /* none left: all gone */
+				break;
+			}
+			if (si.si_pid == 0)
 				break;
 			struct sd_tracee key = {.tid = si.si_pid}, *kp = &key;
 			struct sd_tracee **hit = bsearch(&kp, idx, n, sizeof(*idx), cmp_tracee_tid);
@@ -214,6 +219,24 @@ static void wait_stops(struct sd_tracee *v, size_t n, uint64_t deadline)
 		}
 		if (stale)
 			ptrace_reap_stragglers();
+		if (quiet) {
+			/* A tracee reaped by its parent (or gone with its
+			 * process) reports nothing: ask after each one. */
+			for (size_t i = 0; i < n && pending; i++) {
+				if (v[i].state != SD_TRACEE_SEIZED)
+					continue;
+				int st;
+				pid_t r = waitpid(v[i].tid, &st, __WALL | WNOHANG);
+				if (r == v[i].tid) {
+					note_stop(&v[i], st);
+					pending--;
+				} else if (r < 0 && errno == ECHILD) {
+					v[i].state = SD_TRACEE_GONE;
+					pending--;
+				}
+			}
+			quiet = 0;
+		}
 		if (!pending)
 			break;
 		uint64_t now = sd_now_ns();
@@ -223,7 +246,8 @@ static void wait_stops(struct sd_tracee *v, size_t n, uint64_t deadline)
 		if (wait > 10000000)
 			wait = 10000000;
 		struct timespec ts = {(time_t)(wait / 1000000000ull), (long)(wait % 1000000000ull)};
-		sigtimedwait(&chld, NULL, &ts);
+		if (sigtimedwait(&chld, NULL, &ts) < 0)
+			quiet = 1;
 	}
 	/* Leave no SIGCHLD of ours pending for the caller. */
 	struct timespec zero = {0, 0};

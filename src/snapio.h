@@ -57,6 +57,11 @@ json_t *snapio_to_json(const struct sd_snapshot *s, const struct snapio_meta *me
 char *snapio_dumps(const struct sd_snapshot *s, const struct snapio_meta *meta, int indent,
 		   size_t *len);
 
+/* What snapio_dumps(S, META, 0) returns, written into SB (emptied first,
+ * its memory reused). */
+void snapio_dump_buf(struct strbuf *sb, const struct sd_snapshot *s,
+		     const struct snapio_meta *meta);
+
 /* Write LEN bytes of DATA to PATH atomically: to a hidden temporary file in
  * the same directory (".NAME.tmp.PID"), fsync, rename over PATH, fsync the
  * directory. With COMPRESS the bytes are gzip-compressed first. The file is
@@ -74,6 +79,8 @@ int snapio_save(const char *path, const struct sd_snapshot *s, const struct snap
 /* Gzip-compress / decompress a buffer. Decompression is bounded by MAX
  * bytes and tells a truncated stream from a corrupted one. NAME is used in
  * messages. Both return 0 or a negative errno with ERR. */
+/* snapio_gzip into OUT (emptied first, its memory reused). */
+int snapio_gzip_buf(const void *in, size_t len, struct strbuf *out, struct sd_error *err);
 int snapio_gzip(const void *in, size_t len, char **out, size_t *outlen, struct sd_error *err);
 int snapio_gunzip(const char *name, const void *in, size_t len, size_t max, char **out,
 		  size_t *outlen, struct sd_error *err);

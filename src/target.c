@@ -536,6 +536,7 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 		return NULL;
 	}
 	uint64_t now = sd_now_ns();
+	int taskdir = -1;
 	for (size_t i = 0; i < ntids; i++) {
 		if (!thread_wanted(tids[i], &pick))
 			continue;
@@ -549,12 +550,21 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 			continue;
 		}
 		struct sd_taskinfo ti;
-		if (procfs_taskinfo_ex(t->pid, tids[i], &ti, o->light_discover) < 0)
+		if (taskdir < 0) {
+			char path[64];
+			snprintf(path, sizeof(path), "/proc/%d/task", (int)t->pid);
+			taskdir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (taskdir < 0)
+				taskdir = AT_FDCWD;
+		}
+		if (procfs_taskinfo_at(taskdir, t->pid, tids[i], &ti, o->light_discover) < 0)
 			continue; /* exited already */
 		struct sd_thread *th = snapshot_add_thread(s, tids[i]);
 		fill_taskinfo(s, th, &ti);
 	}
 	free(tids);
+	if (taskdir >= 0)
+		close(taskdir);
 	if (!s->nthreads && (o->tids || o->name_glob)) {
 		sd_error_set(err, ENOENT, "no thread of %d matches the selection", (int)t->pid);
 		snapshot_free(s);

@@ -556,7 +556,11 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 		int sig = is_sigreturn(u->target, ip);
 		if (sig)
 			f->flags |= SD_FRAME_SIGNAL | SD_FRAME_EXACT;
-		if (n == 0 && !procfs_maps_find(&u->target->maps, sp)) {
+		/* A stack we copied was mapped when we copied it, whatever
+		 * maps read earlier say (a thread born since). */
+		int copied = th->stack_len && sp >= th->stack_base &&
+			     sp < th->stack_base + th->stack_len;
+		if (n == 0 && !copied && !procfs_maps_find(&u->target->maps, sp)) {
 			u->target->maps_misses++;
 			char msg[96];
 			snprintf(msg, sizeof(msg), "stack pointer 0x%llx is not mapped (corrupt stack?)",

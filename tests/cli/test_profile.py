@@ -356,6 +356,36 @@ def test_process_exit_mid_profile():
     eq(doc["processes"][0]["exited"], True)
 
 
+def test_new_threads_on_new_stacks():
+    # Samples read /proc/PID/maps once a second, not every time: a thread
+    # born since, on a stack mapped since, must still unwind in full (its
+    # stack was copied while frozen), and names come from a cache that
+    # must still name every thread.
+    fx = start("fx-churn", 2, 2, env=dict(os.environ, FX_CHURN_FRESH_STACKS="1"))
+    try:
+        doc = profile_json(fx.pid, "--rate", "50", "--count", "40")
+    finally:
+        fx.stop()
+    eq(doc["samples"], 40)
+    stable = [st for st in doc["stacks"]
+              if any(t["name"].startswith("stable-") for t in st["threads"])]
+    eq(sum(st["count"] for st in stable), 80)
+    for st in stable:
+        eq([f["function"] for f in st["frames"]][-4:],
+           ["stable_wait", "stable_main", "start_thread", "__clone3"])
+    # Every sample of an ephemeral thread caught in its work or its
+    # nanosleep: a whole stack down to clone3, not a lone frame.
+    seen = 0
+    for st in doc["stacks"]:
+        fns = [f["function"] for f in st["frames"]]
+        if fns and fns[0] in ("ephemeral_work", "__GI___clock_nanosleep") and \
+                "stable_main" not in fns:
+            seen += st["count"]
+            ok(fns[-3:] == ["ephemeral_main", "start_thread", "__clone3"],
+               "ephemeral stack cut short: %s" % fns)
+    ok(seen > 0, "no ephemeral thread was sampled in its work")
+
+
 def test_pid_of_aggregates():
     # A copy under a name of its own: other tests (run in parallel) start
     # and stop fx-hot processes too.
