@@ -307,10 +307,14 @@ int procfs_taskinfo_at(int taskdir, pid_t pid, pid_t tid, struct sd_taskinfo *ti
 		memcpy(ti->comm, open_p + 1, l);
 		ti->comm[l] = '\0';
 	}
-	strcpy(path + plen, "syscall");
-	if (read_small_at(taskdir, path, buf, sizeof(buf)) >= 0)
-		procfs_parse_syscall(buf, ti);
-	if (light)
+	/* A sleeping thread's syscall is in the registers a freeze reads;
+	 * only a runnable one's file says more (on a CPU or waiting). */
+	if (!(light & PROCFS_REGS_FOLLOW) || ti->state != 'S') {
+		strcpy(path + plen, "syscall");
+		if (read_small_at(taskdir, path, buf, sizeof(buf)) >= 0)
+			procfs_parse_syscall(buf, ti);
+	}
+	if (light & PROCFS_LIGHT)
 		return 0;
 	strcpy(path + plen, "wchan");
 	if (read_small_at(taskdir, path, buf, sizeof(buf)) > 0 && strcmp(buf, "0")) {

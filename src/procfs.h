@@ -66,8 +66,13 @@ struct sd_taskinfo {
 };
 
 int procfs_taskinfo(pid_t pid, pid_t tid, struct sd_taskinfo *ti);
-/* The same; LIGHT reads only stat and syscall (no wchan, no context
- * switch counts): what a profile sample needs, in half the syscalls. */
+/* The same; LIGHT is 0 or a set of:
+ *   PROCFS_LIGHT        read only stat and syscall (no wchan, no context
+ *                       switch counts): what a profile sample needs;
+ *   PROCFS_REGS_FOLLOW  registers will be read while frozen: skip the
+ *                       syscall file of a sleeping (S) thread. */
+#define PROCFS_LIGHT 1
+#define PROCFS_REGS_FOLLOW 2
 int procfs_taskinfo_ex(pid_t pid, pid_t tid, struct sd_taskinfo *ti, int light);
 /* The same, with TASKDIR an open /proc/PID/task (or AT_FDCWD). */
 int procfs_taskinfo_at(int taskdir, pid_t pid, pid_t tid, struct sd_taskinfo *ti, int light);

@@ -557,7 +557,8 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 			if (taskdir < 0)
 				taskdir = AT_FDCWD;
 		}
-		if (procfs_taskinfo_at(taskdir, t->pid, tids[i], &ti, o->light_discover) < 0)
+		if (procfs_taskinfo_at(taskdir, t->pid, tids[i], &ti,
+				       (o->light_discover ? PROCFS_LIGHT : 0) | PROCFS_REGS_FOLLOW) < 0)
 			continue; /* exited already */
 		struct sd_thread *th = snapshot_add_thread(s, tids[i]);
 		fill_taskinfo(s, th, &ti);
@@ -576,14 +577,14 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 		/* Prefault room for the stack copies now, while the target
 		 * runs: the stack pointers /proc showed tell how much. */
 		size_t est = 0;
-		for (size_t i = 0; i < s->nthreads && o->light_discover >= 2; i++)
-			est += t->last_stack_bytes && t->snapshots
-				       ? t->last_stack_bytes / s->nthreads + 4096
-				       : (o->max_stack < 65536 ? o->max_stack : 65536);
-		for (size_t i = 0; i < s->nthreads && o->light_discover < 2; i++) {
+		for (size_t i = 0; i < s->nthreads; i++) {
 			const struct sd_thread *th = &s->threads[i];
 			const struct sd_map *m = th->proc_sp ? procfs_maps_find(&t->maps, th->proc_sp) : NULL;
-			size_t w = m ? (size_t)(m->end - th->proc_sp) + 8192 : 65536;
+			/* Without a stack pointer from /proc, the share of
+			 * what the last snapshot copied. */
+			size_t w = m			       ? (size_t)(m->end - th->proc_sp) + 8192
+				   : t->last_stack_bytes && t->snapshots ? t->last_stack_bytes / s->nthreads + 4096
+									 : 65536;
 			est += w < o->max_stack ? w : o->max_stack;
 		}
 		est += est / 8;
@@ -687,7 +688,7 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 	for (size_t i = 0; i < s->nthreads; i++) {
 		struct sd_thread *th = &s->threads[i];
 		state_from_regs(th);
-		if (!th->name || !th->state) {
+		if (!th->name || !th->state || (!th->have_regs && !th->syscall_known)) {
 			struct sd_taskinfo ti;
 			if (procfs_taskinfo(t->pid, th->tid, &ti) == 0)
 				fill_taskinfo(s, th, &ti);
