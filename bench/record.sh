@@ -96,10 +96,12 @@ run_mode() {
 	return 0
 }
 
+# -v: each snapshot's own CPU (take, serialize, compress, write) on stderr,
+# for the steady-state figure next to the whole-run one.
 run_mode stackdump "$STACKDUMP" record "$TARGET_PID" --every "$EVERY" --count "$COUNT" \
-	--out "$WORK/out-stackdump"
+	--out "$WORK/out-stackdump" -v
 run_mode stackdump-compress "$STACKDUMP" record "$TARGET_PID" --every "$EVERY" \
-	--count "$COUNT" --out "$WORK/out-stackdump-compress" --compress
+	--count "$COUNT" --out "$WORK/out-stackdump-compress" --compress -v
 if ((WITH_EU)); then
 	run_mode eu-stack-loop bash -c "$EU_LOOP" eu-loop "$WORK/out-eu-stack-loop" \
 		"$EVERY" "$COUNT" 0 "$TARGET_PID"
@@ -107,10 +109,24 @@ if ((WITH_EU)); then
 		"$EVERY" "$COUNT" 1 "$TARGET_PID"
 fi
 
-python3 - "$RESULTS" "$NTHREADS" "$DEPTH" "$NTASKS" "$EVERY" "$COUNT" "$IDLE" "$STACKDUMP" <<'PY'
-import csv, sys
+python3 - "$RESULTS" "$NTHREADS" "$DEPTH" "$NTASKS" "$EVERY" "$COUNT" "$IDLE" "$STACKDUMP" "$WORK" <<'PY'
+import csv, os, re, statistics, sys
 
-path, nthreads, depth, ntasks, every, count, idle, sdpath = sys.argv[1:]
+path, nthreads, depth, ntasks, every, count, idle, sdpath, work = sys.argv[1:]
+
+
+def steady(mode):
+    """Median CPU ms of the snapshots after the first, from record -v."""
+    pat = re.compile(r"CPU ([0-9.]+) ms to take it .*?, ([0-9.]+) ms to serialize, "
+                     r"([0-9.]+) ms to compress, ([0-9.]+) ms to write")
+    try:
+        text = open(os.path.join(work, mode + ".err")).read()
+    except OSError:
+        return None
+    v = [sum(float(x) for x in m.groups()) for m in pat.finditer(text)][1:]
+    return statistics.median(v) if v else None
+
+
 count = int(count)
 labels = {
     "stackdump": "stackdump record",
@@ -125,15 +141,20 @@ print(f"record benchmark: {nthreads} threads at depth {depth} ({ntasks} in the "
 print(f"stackdump: {sdpath}")
 print(f"meter noise floor (idle, 1 s): {int(idle) / 1e6:.2f} ms")
 print()
-hdr = ["mode", "wall s", "cpu s", "cpu % core", "cpu ms/snap", "files",
-       "bytes/snapshot", "peak RSS MB", "max pause ms", "rc", "left stopped"]
+hdr = ["mode", "wall s", "cpu s", "cpu % core", "cpu ms/snap", "steady ms/snap",
+       "steady % core", "files", "bytes/snapshot", "peak RSS MB", "max pause ms", "rc",
+       "left stopped"]
 t = [hdr]
 for r in rows:
     wall, cpu = float(r["wall_s"]), float(r["cpu_s"])
     r["bps"] = int(r["bytes"]) / count
+    st = steady(r["mode"]) if r["mode"].startswith("stackdump") else None
     t.append([labels.get(r["mode"], r["mode"]), f"{wall:.2f}", f"{cpu:.2f}",
               f"{100 * cpu / wall:.2f}" if wall else "n/a",
-              f"{1000 * cpu / count:.1f}", r["files"], f"{r['bps']:.0f}",
+              f"{1000 * cpu / count:.1f}",
+              f"{st:.1f}" if st is not None else "-",
+              f"{st / (10 * float(every)):.2f}" if st is not None else "-",
+              r["files"], f"{r['bps']:.0f}",
               f"{int(r['rss_kb']) / 1024:.1f}",
               f"{int(r['pause_ns']) / 1e6:.2f}", r["rc"], r["stopped"]])
 w = [max(len(x[i]) for x in t) for i in range(len(hdr))]
@@ -152,7 +173,9 @@ for a, b in (("eu-stack-loop", "stackdump"), ("eu-stack-loop-gzip", "stackdump-c
         q = float(by[a]["cpu_s"]) / float(by[b]["cpu_s"])
         print(f"{labels[a]} uses {q:.1f}x the CPU of {labels[b]}")
 print("bytes/snapshot = all files under the output directory / count; "
-      "cpu = user+sys of the recorder over its whole run")
+      "cpu = user+sys of the recorder over its whole run (start-up included); "
+      "steady = median CPU per snapshot after the first (record -v), and what it "
+      "costs at --every")
 bad = [r["mode"] for r in rows if int(r["stopped"])]
 if bad:
     print("WARNING: threads left in t/T state after: " + ", ".join(bad))

@@ -553,7 +553,8 @@ static int take(struct rec *r, const char *reason, struct sd_snapshot *pre)
 	}
 	uint64_t written = 0;
 	c3 = cpu_ms();
-	int wr = snapio_write_atomic(path, data, len, 0, 0600, &written, &err);
+	/* The manifest written next syncs the directory for both renames. */
+	int wr = snapio_write_atomic(path, data, len, SNAPIO_NO_DIR_SYNC, 0600, &written, &err);
 	if (wr < 0) {
 		snapshot_free(s);
 		r->seq--;

@@ -47,6 +47,7 @@ struct sd_freeze {
  * ON_STOP (may be NULL) is called as soon as each thread stops, so the
  * capture of one overlaps the wait for the others. */
 int ptrace_freeze_all(struct sd_freeze *fz, pid_t pid, unsigned timeout_ms,
+		      const pid_t *known, size_t nknown,
 		      int (*want)(pid_t tid, void *arg), void *want_arg,
 		      void (*on_stop)(struct sd_tracee *t, void *arg), void *stop_arg,
 		      struct sd_error *err);

@@ -880,11 +880,11 @@ static const char *errno_hint(int e)
 	}
 }
 
-int snapio_write_atomic(const char *path, const void *data, size_t len, int compress,
+int snapio_write_atomic(const char *path, const void *data, size_t len, int flags,
 			unsigned mode, uint64_t *written, struct sd_error *err)
 {
 	char *zbuf = NULL;
-	if (compress) {
+	if (flags & SNAPIO_GZIP) {
 		size_t zl;
 		int r = snapio_gzip(data, len, &zbuf, &zl, err);
 		if (r < 0)
@@ -930,8 +930,10 @@ int snapio_write_atomic(const char *path, const void *data, size_t len, int comp
 		what = "rename into place";
 		goto fail;
 	}
-	/* Make the rename itself durable; failing here loses nothing. */
-	int dfd = open(dir.buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* Make the rename itself durable; failing here loses nothing. (A
+	 * caller that writes another file into the same directory next
+	 * leaves it to that one.) */
+	int dfd = flags & SNAPIO_NO_DIR_SYNC ? -1 : open(dir.buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd >= 0) {
 		fsync(dfd);
 		close(dfd);

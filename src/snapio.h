@@ -62,14 +62,17 @@ char *snapio_dumps(const struct sd_snapshot *s, const struct snapio_meta *meta, 
 void snapio_dump_buf(struct strbuf *sb, const struct sd_snapshot *s,
 		     const struct snapio_meta *meta);
 
+#define SNAPIO_GZIP 1
+#define SNAPIO_NO_DIR_SYNC 2
 /* Write LEN bytes of DATA to PATH atomically: to a hidden temporary file in
  * the same directory (".NAME.tmp.PID"), fsync, rename over PATH, fsync the
- * directory. With COMPRESS the bytes are gzip-compressed first. The file is
+ * directory. FLAGS: SNAPIO_GZIP compresses the bytes first;
+ * SNAPIO_NO_DIR_SYNC leaves the directory fsync to the next write into it. The file is
  * created with MODE (e.g. 0600). On any error (ENOSPC included) the
  * temporary file is removed, PATH is untouched, ERR names PATH and the
  * reason, and a negative errno is returned. *WRITTEN (may be NULL) gets the
  * file's size. */
-int snapio_write_atomic(const char *path, const void *data, size_t len, int compress,
+int snapio_write_atomic(const char *path, const void *data, size_t len, int flags,
 			unsigned mode, uint64_t *written, struct sd_error *err);
 
 /* snapio_dumps + snapio_write_atomic (mode 0600). */

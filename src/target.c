@@ -563,11 +563,11 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 		struct sd_thread *th = snapshot_add_thread(s, tids[i]);
 		fill_taskinfo(s, th, &ti);
 	}
-	free(tids);
 	if (taskdir >= 0)
 		close(taskdir);
 	if (!s->nthreads && (o->tids || o->name_glob)) {
 		sd_error_set(err, ENOENT, "no thread of %d matches the selection", (int)t->pid);
+		free(tids);
 		snapshot_free(s);
 		return NULL;
 	}
@@ -599,9 +599,11 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 	if (!o->per_thread) {
 		struct sd_freeze fz;
 		struct capture_ctx cc = {t, s, o};
-		int r = ptrace_freeze_all(&fz, t->pid, o->timeout_ms,
+		int r = ptrace_freeze_all(&fz, t->pid, o->timeout_ms, tids, ntids,
 					  (o->tids || o->name_glob) ? thread_wanted : NULL, &pick,
 					  capture_on_stop, &cc, err);
+		free(tids);
+		tids = NULL;
 		if (r < 0) {
 			ptrace_freeze_release(&fz);
 			snapshot_free(s);
@@ -655,6 +657,8 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 		}
 		ptrace_freeze_release(&fz);
 	} else {
+		free(tids);
+		tids = NULL;
 		for (size_t i = 0; i < s->nthreads; i++) {
 			struct sd_thread *th = &s->threads[i];
 			struct sd_tracee tr = {.tid = th->tid};
