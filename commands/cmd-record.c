@@ -1098,6 +1098,7 @@ static int parse_options(struct rec *r, int argc, char **argv, pid_t **tids)
 	const char *v;
 	if (cmd_snap_opts(ctx, &r->opts, tids) < 0)
 		return -1;
+	r->opts.keep_files = 1; /* a snapshot every few seconds, for minutes */
 	r->dir = cmd_opt(ctx, "out");
 	if (!r->dir || !*r->dir) {
 		cmd_error(ctx, "record: --out DIR is required (where the snapshots go)");

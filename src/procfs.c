@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define PF_KTHREAD 0x00200000
@@ -281,18 +282,163 @@ int procfs_taskinfo_ex(pid_t pid, pid_t tid, struct sd_taskinfo *ti, int light)
 	return procfs_taskinfo_at(AT_FDCWD, pid, tid, ti, light);
 }
 
+/* Files of a task read by procfs_taskinfo, in this order. */
+enum { TF_STAT, TF_SYSCALL, TF_WCHAN, TF_STATUS, TF_N };
+static const char *const task_files[TF_N] = {"stat", "syscall", "wchan", "status"};
+
+struct procfs_taskcache {
+	struct tcent {
+		pid_t tid;
+		int fd[TF_N]; /* -1: not open */
+	} *v;
+	size_t n, cap, max;
+};
+
+/* Read task file F of TID: through the cache's open descriptor when there
+ * is one (a pread from 0 makes the kernel write the file afresh, at a
+ * third of the cost of open, read and close), else by opening it, and
+ * keeping it open when the cache has room. A descriptor of a thread that
+ * is gone (its TID perhaps reused since) fails with ESRCH: opened anew. */
+static ssize_t task_read(struct procfs_taskcache *c, struct tcent *e, int taskdir,
+			 const char *dirpath, int f, char *buf, size_t size)
+{
+	char path[128];
+	if (e && e->fd[f] >= 0) {
+		ssize_t n = pread(e->fd[f], buf, size - 1, 0);
+		if (n >= 0) {
+			buf[n] = '\0';
+			return n;
+		}
+		close(e->fd[f]);
+		e->fd[f] = -1;
+	}
+	snprintf(path, sizeof(path), "%s%s", dirpath, task_files[f]);
+	if (!e)
+		return read_small_at(taskdir, path, buf, size);
+	int fd = openat(taskdir, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = pread(fd, buf, size - 1, 0);
+	int err = errno;
+	if (n < 0) {
+		close(fd);
+		return -err;
+	}
+	buf[n] = '\0';
+	e->fd[f] = fd;
+	(void)c;
+	return n;
+}
+
+static int cmp_tcent(const void *a, const void *b)
+{
+	pid_t x = ((const struct tcent *)a)->tid, y = ((const struct tcent *)b)->tid;
+	return (x > y) - (x < y);
+}
+
+/* The cache entry of TID, made if there is room; NULL: read uncached. */
+static struct tcent *tc_entry(struct procfs_taskcache *c, pid_t tid)
+{
+	if (!c)
+		return NULL;
+	struct tcent key = {.tid = tid};
+	struct tcent *e = c->n ? bsearch(&key, c->v, c->n, sizeof(key), cmp_tcent) : NULL;
+	if (e || c->n >= c->max)
+		return e;
+	sd_grow(&c->v, &c->cap, c->n + 1, sizeof(*c->v));
+	/* Keep the array sorted: insert in place. */
+	size_t i = c->n;
+	while (i > 0 && c->v[i - 1].tid > tid) {
+		c->v[i] = c->v[i - 1];
+		i--;
+	}
+	e = &c->v[i];
+	e->tid = tid;
+	for (int f = 0; f < TF_N; f++)
+		e->fd[f] = -1;
+	c->n++;
+	return e;
+}
+
+struct procfs_taskcache *procfs_taskcache_new(void)
+{
+	struct procfs_taskcache *c = sd_xcalloc(1, sizeof(*c));
+	/* Four descriptors a thread, within the limit, leaving room for the
+	 * rest of the program; threads past that are read uncached. */
+	struct rlimit rl;
+	size_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+			     ? (size_t)rl.rlim_cur
+			     : 1024;
+	c->max = lim > 512 ? (lim - 256) / TF_N : 0;
+	if (c->max > 16384)
+		c->max = 16384;
+	return c;
+}
+
+static void tc_close(struct tcent *e)
+{
+	for (int f = 0; f < TF_N; f++)
+		if (e->fd[f] >= 0)
+			close(e->fd[f]);
+}
+
+void procfs_taskcache_prune(struct procfs_taskcache *c, const pid_t *tids, size_t n)
+{
+	if (!c)
+		return;
+	size_t keep = 0;
+	for (size_t i = 0; i < c->n; i++) {
+		int found = 0;
+		/* TIDS is sorted (procfs_list_tids). */
+		size_t lo = 0, hi = n;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (tids[mid] == c->v[i].tid) {
+				found = 1;
+				break;
+			}
+			if (tids[mid] < c->v[i].tid)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (found)
+			c->v[keep++] = c->v[i];
+		else
+			tc_close(&c->v[i]);
+	}
+	c->n = keep;
+}
+
+void procfs_taskcache_free(struct procfs_taskcache *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n; i++)
+		tc_close(&c->v[i]);
+	free(c->v);
+	free(c);
+}
+
 int procfs_taskinfo_at(int taskdir, pid_t pid, pid_t tid, struct sd_taskinfo *ti, int light)
 {
-	char path[96], buf[4096];
+	return procfs_taskinfo_cached(NULL, taskdir, pid, tid, ti, light);
+}
+
+int procfs_taskinfo_cached(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,
+			   struct sd_taskinfo *ti, int light)
+{
+	char dirpath[96], buf[4096];
 	memset(ti, 0, sizeof(*ti));
 	ti->syscall_nr = -1;
 	/* Relative to an open /proc/PID/task, the kernel walks one name
 	 * less per file; that is most of what opening one costs. */
-	int plen = taskdir == AT_FDCWD
-			   ? snprintf(path, sizeof(path), "/proc/%d/task/%d/", (int)pid, (int)tid)
-			   : snprintf(path, sizeof(path), "%d/", (int)tid);
-	strcpy(path + plen, "stat");
-	ssize_t n = read_small_at(taskdir, path, buf, sizeof(buf));
+	if (taskdir == AT_FDCWD)
+		snprintf(dirpath, sizeof(dirpath), "/proc/%d/task/%d/", (int)pid, (int)tid);
+	else
+		snprintf(dirpath, sizeof(dirpath), "%d/", (int)tid);
+	struct tcent *e = tc_entry(c, tid);
+	ssize_t n = task_read(c, e, taskdir, dirpath, TF_STAT, buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
 	int r = procfs_parse_stat(buf, &ti->state, NULL, NULL, &ti->utime, &ti->stime, &ti->cpu);
@@ -310,21 +456,18 @@ int procfs_taskinfo_at(int taskdir, pid_t pid, pid_t tid, struct sd_taskinfo *ti
 	/* A sleeping thread's syscall is in the registers a freeze reads;
 	 * only a runnable one's file says more (on a CPU or waiting). */
 	if (!(light & PROCFS_REGS_FOLLOW) || ti->state != 'S') {
-		strcpy(path + plen, "syscall");
-		if (read_small_at(taskdir, path, buf, sizeof(buf)) >= 0)
+		if (task_read(c, e, taskdir, dirpath, TF_SYSCALL, buf, sizeof(buf)) >= 0)
 			procfs_parse_syscall(buf, ti);
 	}
 	if (light & PROCFS_LIGHT)
 		return 0;
-	strcpy(path + plen, "wchan");
-	if (read_small_at(taskdir, path, buf, sizeof(buf)) > 0 && strcmp(buf, "0")) {
+	if (task_read(c, e, taskdir, dirpath, TF_WCHAN, buf, sizeof(buf)) > 0 && strcmp(buf, "0")) {
 		buf[strcspn(buf, "\n")] = '\0';
 		size_t l = strlen(buf) < sizeof(ti->wchan) - 1 ? strlen(buf) : sizeof(ti->wchan) - 1;
 		memcpy(ti->wchan, buf, l);
 		ti->wchan[l] = '\0';
 	}
-	strcpy(path + plen, "status");
-	if (read_small_at(taskdir, path, buf, sizeof(buf)) >= 0) {
+	if (task_read(c, e, taskdir, dirpath, TF_STATUS, buf, sizeof(buf)) >= 0) {
 		ti->vol_ctxsw = status_field(buf, "voluntary_ctxt_switches:");
 		ti->nonvol_ctxsw = status_field(buf, "nonvoluntary_ctxt_switches:");
 	}

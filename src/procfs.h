@@ -77,6 +77,17 @@ int procfs_taskinfo_ex(pid_t pid, pid_t tid, struct sd_taskinfo *ti, int light);
 /* The same, with TASKDIR an open /proc/PID/task (or AT_FDCWD). */
 int procfs_taskinfo_at(int taskdir, pid_t pid, pid_t tid, struct sd_taskinfo *ti, int light);
 
+/* Open task files kept between snapshots of one process, so that reading
+ * them again is a pread each instead of open, read and close. */
+struct procfs_taskcache;
+struct procfs_taskcache *procfs_taskcache_new(void);
+/* Close the files of threads not in TIDS (sorted): they exited. */
+void procfs_taskcache_prune(struct procfs_taskcache *c, const pid_t *tids, size_t n);
+void procfs_taskcache_free(struct procfs_taskcache *c);
+/* procfs_taskinfo_at through cache C (NULL: none). */
+int procfs_taskinfo_cached(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,
+			   struct sd_taskinfo *ti, int light);
+
 /* List the TIDs in /proc/PID/task into a heap array, sorted. */
 int procfs_list_tids(pid_t pid, pid_t **tids, size_t *n, struct sd_error *err);
 

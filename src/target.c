@@ -121,6 +121,7 @@ void target_free(struct sd_target *t)
 	procfs_maps_release(&t->maps);
 	procfs_procinfo_release(&t->info);
 	free(t->names);
+	procfs_taskcache_free(t->taskcache);
 	if (t->spare_arena)
 		munmap(t->spare_arena, t->spare_arena_size);
 	free(t);
@@ -537,6 +538,11 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 	}
 	uint64_t now = sd_now_ns();
 	int taskdir = -1;
+	if (o->keep_files) {
+		if (!t->taskcache)
+			t->taskcache = procfs_taskcache_new();
+		procfs_taskcache_prune(t->taskcache, tids, ntids);
+	}
 	for (size_t i = 0; i < ntids; i++) {
 		if (!thread_wanted(tids[i], &pick))
 			continue;
@@ -557,8 +563,9 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 			if (taskdir < 0)
 				taskdir = AT_FDCWD;
 		}
-		if (procfs_taskinfo_at(taskdir, t->pid, tids[i], &ti,
-				       (o->light_discover ? PROCFS_LIGHT : 0) | PROCFS_REGS_FOLLOW) < 0)
+		if (procfs_taskinfo_cached(o->keep_files ? t->taskcache : NULL, taskdir, t->pid,
+					   tids[i], &ti,
+					   (o->light_discover ? PROCFS_LIGHT : 0) | PROCFS_REGS_FOLLOW) < 0)
 			continue; /* exited already */
 		struct sd_thread *th = snapshot_add_thread(s, tids[i]);
 		fill_taskinfo(s, th, &ti);

@@ -52,6 +52,7 @@ struct sd_target {
 	size_t nnames;
 	uint64_t names_ns;        /* when they were read */
 	size_t last_stack_bytes;  /* copied by the previous snapshot */
+	struct procfs_taskcache *taskcache; /* with keep_files */
 	uint64_t maps_ns;         /* when the maps were read */
 	uint64_t maps_misses;     /* unwinds that met an address the maps lack */
 	void *spare_arena;        /* the previous snapshot's stack arena */
@@ -71,6 +72,8 @@ struct sd_snap_opts {
 	size_t ntids;
 	const char *name_glob; /* only threads whose name matches */
 	int keep_capture;      /* keep registers and stacks in the snapshot */
+	int keep_files;        /* keep each thread's /proc files open for the
+				* next snapshot (repeated snapshots) */
 	int light_discover;    /* 1: read only stat and syscall of each thread
 				* (no wchan, no context switch counts);
 				* 2: read nothing per thread: names come from

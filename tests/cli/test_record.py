@@ -67,6 +67,44 @@ def test_count_files_and_content():
         eq(s["deadlocks"], [])
 
 
+def test_churning_threads_files_kept_bounded():
+    # The recorder keeps each thread's /proc files open between snapshots.
+    # With threads born and gone by the thousand (TIDs reused as they
+    # wrap), every snapshot must still name its threads right, and the
+    # open files must follow the live threads, not pile up.
+    d = tempdir("rec")
+    fds = []
+    with start("fx-churn", 2, 2) as fx:
+        rec = Recorder(fx.pid, "--every", "100ms", "--count", "30", "-q", "--out", d)
+        try:
+            for _ in range(20):
+                if rec.proc.poll() is not None:
+                    break
+                try:
+                    fds.append(len(os.listdir("/proc/%d/fd" % rec.pid)))
+                except OSError:
+                    break
+                time.sleep(0.1)
+            rc = rec.proc.wait(timeout=120)
+        finally:
+            rec.kill()
+        eq(rc, 0, rec.stderr())
+    snaps = check_recording(d)
+    eq(len(snaps), 30)
+    ok(fds, "the recorder's descriptors were never seen")
+    # 4 files a thread: stable (2), spawners (2), main, at most 8
+    # ephemeral ones alive at a time, and the recorder's own few.
+    ok(max(fds) < 4 * 13 + 32, "descriptors piled up: %s" % fds)
+    for s in snaps:
+        names = sorted(t["name"] for t in s["threads"])
+        ok("stable-1" in names and "stable-2" in names and "fx-churn" in names, names)
+        for t in s["threads"]:
+            if t["name"].startswith("stable-"):
+                fns = [f["function"] for f in t["frames"]]
+                ok("stable_wait" in fns, fns)
+                eq(t["state"], "S")
+
+
 def test_compress():
     d, dz = tempdir("plain"), tempdir("gz")
     with start("fx-mutex", "normal", "3", parked=3) as fx:
