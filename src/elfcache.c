@@ -92,16 +92,23 @@ int elfcache_parse(struct sd_elf *e)
 	return e->nloads ? 0 : -EINVAL;
 }
 
-int elfcache_vaddr_to_offset(const struct sd_elf *e, uint64_t vaddr, uint64_t *off)
+const struct sd_load *elfcache_load_at(const struct sd_elf *e, uint64_t vaddr)
 {
 	for (int i = 0; i < e->nloads; i++) {
 		const struct sd_load *l = &e->loads[i];
-		if (vaddr >= l->vaddr && vaddr - l->vaddr < l->filesz) {
-			*off = l->offset + (vaddr - l->vaddr);
-			return 0;
-		}
+		if (vaddr >= l->vaddr && vaddr - l->vaddr < l->filesz)
+			return l;
 	}
-	return -1;
+	return NULL;
+}
+
+int elfcache_vaddr_to_offset(const struct sd_elf *e, uint64_t vaddr, uint64_t *off)
+{
+	const struct sd_load *l = elfcache_load_at(e, vaddr);
+	if (!l)
+		return -1;
+	*off = l->offset + (vaddr - l->vaddr);
+	return 0;
 }
 
 int elfcache_read(const struct sd_elf *e, uint64_t vaddr, void *buf, size_t len)

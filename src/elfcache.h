@@ -45,6 +45,9 @@ void elfcache_put(struct sd_elf *e);
  * Exposed for fuzzing and unit tests. */
 int elfcache_parse(struct sd_elf *e);
 
+/* The load segment whose file bytes hold virtual address VADDR of the file
+ * (bias removed), or NULL. */
+const struct sd_load *elfcache_load_at(const struct sd_elf *e, uint64_t vaddr);
 /* Translate a virtual address of the file (bias removed) to a file offset.
  * Returns 0 and *OFF, or -1 if not backed by file bytes. */
 int elfcache_vaddr_to_offset(const struct sd_elf *e, uint64_t vaddr, uint64_t *off);

@@ -163,11 +163,10 @@ static uint64_t status_field(const char *status, const char *key)
 	return strtoull(p, NULL, 10);
 }
 
-int procfs_procinfo(pid_t pid, struct sd_procinfo *info, struct sd_error *err)
+int procfs_proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long *flags,
+		     struct sd_error *err)
 {
 	char path[64], *text;
-	memset(info, 0, sizeof(*info));
-	info->pid = pid;
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	ssize_t n = sd_read_file(path, &text, 1 << 16);
 	if (n < 0) {
@@ -175,11 +174,22 @@ int procfs_procinfo(pid_t pid, struct sd_procinfo *info, struct sd_error *err)
 			return sd_error_set(err, ESRCH, "no such process: %d", (int)pid);
 		return sd_error_set(err, (int)-n, "cannot read %s: %s", path, strerror((int)-n));
 	}
-	unsigned long flags = 0;
-	int r = procfs_parse_stat(text, &info->state, &info->ppid, &flags, NULL, NULL, NULL);
+	int r = procfs_parse_stat(text, state, ppid, flags, NULL, NULL, NULL);
 	free(text);
 	if (r < 0)
 		return sd_error_set(err, EINVAL, "cannot parse %s", path);
+	return 0;
+}
+
+int procfs_procinfo(pid_t pid, struct sd_procinfo *info, struct sd_error *err)
+{
+	char path[64], *text;
+	memset(info, 0, sizeof(*info));
+	info->pid = pid;
+	unsigned long flags = 0;
+	int r = procfs_proc_stat(pid, &info->state, &info->ppid, &flags, err);
+	if (r < 0)
+		return r;
 	info->kernel_thread = (flags & PF_KTHREAD) != 0;
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
 	read_comm(path, info->comm, sizeof(info->comm));
@@ -279,7 +289,13 @@ int procfs_taskinfo(pid_t pid, pid_t tid, struct sd_taskinfo *ti)
 
 int procfs_taskinfo_ex(pid_t pid, pid_t tid, struct sd_taskinfo *ti, int light)
 {
-	return procfs_taskinfo_at(AT_FDCWD, pid, tid, ti, light);
+	return procfs_taskinfo_cached(NULL, AT_FDCWD, pid, tid, ti, light);
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	return (x > y) - (x < y);
 }
 
 /* Files of a task read by procfs_taskinfo, in this order. */
@@ -299,8 +315,8 @@ struct procfs_taskcache {
  * third of the cost of open, read and close), else by opening it, and
  * keeping it open when the cache has room. A descriptor of a thread that
  * is gone (its TID perhaps reused since) fails with ESRCH: opened anew. */
-static ssize_t task_read(struct procfs_taskcache *c, struct tcent *e, int taskdir,
-			 const char *dirpath, int f, char *buf, size_t size)
+static ssize_t task_read(struct tcent *e, int taskdir, const char *dirpath, int f, char *buf,
+			 size_t size)
 {
 	char path[128];
 	if (e && e->fd[f] >= 0) {
@@ -326,7 +342,6 @@ static ssize_t task_read(struct procfs_taskcache *c, struct tcent *e, int taskdi
 	}
 	buf[n] = '\0';
 	e->fd[f] = fd;
-	(void)c;
 	return n;
 }
 
@@ -388,21 +403,8 @@ void procfs_taskcache_prune(struct procfs_taskcache *c, const pid_t *tids, size_
 		return;
 	size_t keep = 0;
 	for (size_t i = 0; i < c->n; i++) {
-		int found = 0;
 		/* TIDS is sorted (procfs_list_tids). */
-		size_t lo = 0, hi = n;
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-			if (tids[mid] == c->v[i].tid) {
-				found = 1;
-				break;
-			}
-			if (tids[mid] < c->v[i].tid)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (found)
+		if (n && bsearch(&c->v[i].tid, tids, n, sizeof(*tids), cmp_pid))
 			c->v[keep++] = c->v[i];
 		else
 			tc_close(&c->v[i]);
@@ -420,11 +422,6 @@ void procfs_taskcache_free(struct procfs_taskcache *c)
 	free(c);
 }
 
-int procfs_taskinfo_at(int taskdir, pid_t pid, pid_t tid, struct sd_taskinfo *ti, int light)
-{
-	return procfs_taskinfo_cached(NULL, taskdir, pid, tid, ti, light);
-}
-
 int procfs_taskinfo_cached(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,
 			   struct sd_taskinfo *ti, int light)
 {
@@ -438,7 +435,7 @@ int procfs_taskinfo_cached(struct procfs_taskcache *c, int taskdir, pid_t pid, p
 	else
 		snprintf(dirpath, sizeof(dirpath), "%d/", (int)tid);
 	struct tcent *e = tc_entry(c, tid);
-	ssize_t n = task_read(c, e, taskdir, dirpath, TF_STAT, buf, sizeof(buf));
+	ssize_t n = task_read(e, taskdir, dirpath, TF_STAT, buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
 	int r = procfs_parse_stat(buf, &ti->state, NULL, NULL, &ti->utime, &ti->stime, &ti->cpu);
@@ -456,28 +453,22 @@ int procfs_taskinfo_cached(struct procfs_taskcache *c, int taskdir, pid_t pid, p
 	/* A sleeping thread's syscall is in the registers a freeze reads;
 	 * only a runnable one's file says more (on a CPU or waiting). */
 	if (!(light & PROCFS_REGS_FOLLOW) || ti->state != 'S') {
-		if (task_read(c, e, taskdir, dirpath, TF_SYSCALL, buf, sizeof(buf)) >= 0)
+		if (task_read(e, taskdir, dirpath, TF_SYSCALL, buf, sizeof(buf)) >= 0)
 			procfs_parse_syscall(buf, ti);
 	}
 	if (light & PROCFS_LIGHT)
 		return 0;
-	if (task_read(c, e, taskdir, dirpath, TF_WCHAN, buf, sizeof(buf)) > 0 && strcmp(buf, "0")) {
+	if (task_read(e, taskdir, dirpath, TF_WCHAN, buf, sizeof(buf)) > 0 && strcmp(buf, "0")) {
 		buf[strcspn(buf, "\n")] = '\0';
 		size_t l = strlen(buf) < sizeof(ti->wchan) - 1 ? strlen(buf) : sizeof(ti->wchan) - 1;
 		memcpy(ti->wchan, buf, l);
 		ti->wchan[l] = '\0';
 	}
-	if (task_read(c, e, taskdir, dirpath, TF_STATUS, buf, sizeof(buf)) >= 0) {
+	if (task_read(e, taskdir, dirpath, TF_STATUS, buf, sizeof(buf)) >= 0) {
 		ti->vol_ctxsw = status_field(buf, "voluntary_ctxt_switches:");
 		ti->nonvol_ctxsw = status_field(buf, "nonvoluntary_ctxt_switches:");
 	}
 	return 0;
-}
-
-static int cmp_pid(const void *a, const void *b)
-{
-	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-	return (x > y) - (x < y);
 }
 
 int procfs_list_tids(pid_t pid, pid_t **tids, size_t *n, struct sd_error *err)

@@ -45,6 +45,11 @@ struct sd_procinfo {
 	char *exe;           /* readlink of /proc/PID/exe, heap, may be NULL */
 };
 
+/* State letter (and, each may be NULL, parent and flags) of process PID
+ * from /proc/PID/stat alone. Returns 0, or -ESRCH with a message when
+ * there is no such process. */
+int procfs_proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long *flags,
+		     struct sd_error *err);
 /* Fill INFO for PID. Returns 0, or -ESRCH with a message when there is no
  * such process. */
 int procfs_procinfo(pid_t pid, struct sd_procinfo *info, struct sd_error *err);
@@ -74,9 +79,6 @@ int procfs_taskinfo(pid_t pid, pid_t tid, struct sd_taskinfo *ti);
 #define PROCFS_LIGHT 1
 #define PROCFS_REGS_FOLLOW 2
 int procfs_taskinfo_ex(pid_t pid, pid_t tid, struct sd_taskinfo *ti, int light);
-/* The same, with TASKDIR an open /proc/PID/task (or AT_FDCWD). */
-int procfs_taskinfo_at(int taskdir, pid_t pid, pid_t tid, struct sd_taskinfo *ti, int light);
-
 /* Open task files kept between snapshots of one process, so that reading
  * them again is a pread each instead of open, read and close. */
 struct procfs_taskcache;
@@ -84,7 +86,8 @@ struct procfs_taskcache *procfs_taskcache_new(void);
 /* Close the files of threads not in TIDS (sorted): they exited. */
 void procfs_taskcache_prune(struct procfs_taskcache *c, const pid_t *tids, size_t n);
 void procfs_taskcache_free(struct procfs_taskcache *c);
-/* procfs_taskinfo_at through cache C (NULL: none). */
+/* procfs_taskinfo_ex with TASKDIR an open /proc/PID/task (or AT_FDCWD),
+ * through cache C (NULL: none). */
 int procfs_taskinfo_cached(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,
 			   struct sd_taskinfo *ti, int light);
 

@@ -150,6 +150,26 @@ static int cmp_tracee_tid(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* One pass of WNOHANG waits over every pending tracee: finds those that
+ * stopped and those gone without a word (reaped by their parent). */
+static void poll_each(struct sd_tracee *v, size_t n, size_t *pending)
+{
+	for (size_t k = 0; k < n && *pending; k++) {
+		struct sd_tracee *t = &v[k];
+		if (t->state != SD_TRACEE_SEIZED)
+			continue;
+		int st;
+		pid_t r = waitpid(t->tid, &st, __WALL | WNOHANG);
+		if (r == t->tid) {
+			note_stop(t, st);
+			(*pending)--;
+		} else if (r < 0 && errno == ECHILD) {
+			t->state = SD_TRACEE_GONE;
+			(*pending)--;
+		}
+	}
+}
+
 /* The waitpid status word for what waitid reported in SI. */
 static int status_of(const siginfo_t *si)
 {
@@ -222,19 +242,7 @@ static void wait_stops(struct sd_tracee *v, size_t n, uint64_t deadline)
 		if (quiet) {
 			/* A tracee reaped by its parent (or gone with its
 			 * process) reports nothing: ask after each one. */
-			for (size_t i = 0; i < n && pending; i++) {
-				if (v[i].state != SD_TRACEE_SEIZED)
-					continue;
-				int st;
-				pid_t r = waitpid(v[i].tid, &st, __WALL | WNOHANG);
-				if (r == v[i].tid) {
-					note_stop(&v[i], st);
-					pending--;
-				} else if (r < 0 && errno == ECHILD) {
-					v[i].state = SD_TRACEE_GONE;
-					pending--;
-				}
-			}
+			poll_each(v, n, &pending);
 			quiet = 0;
 		}
 		if (!pending)

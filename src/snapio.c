@@ -689,16 +689,6 @@ static void dump_into(struct strbuf *sb, const struct sd_snapshot *s,
 	strbuf_adds(sb, "]}");
 }
 
-static char *dump_compact(const struct sd_snapshot *s, const struct snapio_meta *meta,
-			  size_t *len)
-{
-	struct strbuf sb;
-	strbuf_init(&sb);
-	dump_into(&sb, s, meta);
-	*len = sb.len;
-	return strbuf_detach(&sb);
-}
-
 void snapio_dump_buf(struct strbuf *sb, const struct sd_snapshot *s,
 		     const struct snapio_meta *meta)
 {
@@ -708,35 +698,35 @@ void snapio_dump_buf(struct strbuf *sb, const struct sd_snapshot *s,
 
 json_t *snapio_to_json(const struct sd_snapshot *s, const struct snapio_meta *meta)
 {
-	size_t len;
-	char *txt = dump_compact(s, meta, &len);
-	json_t *o = json_loadb(txt, len, 0, NULL);
-	free(txt);
+	struct strbuf sb;
+	strbuf_init(&sb);
+	dump_into(&sb, s, meta);
+	json_t *o = json_loadb(sb.buf, sb.len, 0, NULL);
+	strbuf_release(&sb);
 	return o ? o : json_object(); /* only on allocation failure */
 }
 
 char *snapio_dumps(const struct sd_snapshot *s, const struct snapio_meta *meta, int indent,
 		   size_t *len)
 {
-	size_t n;
-	char *txt = dump_compact(s, meta, &n);
+	struct strbuf sb;
+	strbuf_init(&sb);
+	dump_into(&sb, s, meta);
 	if (indent) {
-		json_t *o = json_loadb(txt, n, 0, NULL);
+		json_t *o = json_loadb(sb.buf, sb.len, 0, NULL);
 		char *pretty = o ? json_dumps(o, JSON_PRESERVE_ORDER | JSON_INDENT(1)) : NULL;
 		json_decref(o);
 		if (pretty) {
-			free(txt);
-			txt = pretty;
-			n = strlen(txt);
+			sb.len = 0;
+			strbuf_adds(&sb, pretty);
+			free(pretty);
 		}
 	}
 	/* End with a newline, as text files do. */
-	char *r = sd_xrealloc(txt, n + 2);
-	r[n++] = '\n';
-	r[n] = '\0';
+	strbuf_add(&sb, "\n", 1);
 	if (len)
-		*len = n;
-	return r;
+		*len = sb.len;
+	return strbuf_detach(&sb);
 }
 
 int snapio_gzip_buf(const void *in, size_t len, struct strbuf *out, struct sd_error *err)
@@ -765,19 +755,6 @@ int snapio_gzip_buf(const void *in, size_t len, struct strbuf *out, struct sd_er
 	return 0;
 }
 
-int snapio_gzip(const void *in, size_t len, char **out, size_t *outlen, struct sd_error *err)
-{
-	struct strbuf sb;
-	strbuf_init(&sb);
-	int r = snapio_gzip_buf(in, len, &sb, err);
-	if (r < 0) {
-		strbuf_release(&sb);
-		return r;
-	}
-	*outlen = sb.len;
-	*out = strbuf_detach(&sb);
-	return 0;
-}
 
 int snapio_gunzip(const char *name, const void *in, size_t len, size_t max, char **out,
 		  size_t *outlen, struct sd_error *err)
@@ -883,14 +860,16 @@ static const char *errno_hint(int e)
 int snapio_write_atomic(const char *path, const void *data, size_t len, int flags,
 			unsigned mode, uint64_t *written, struct sd_error *err)
 {
-	char *zbuf = NULL;
+	struct strbuf zbuf;
+	strbuf_init(&zbuf);
 	if (flags & SNAPIO_GZIP) {
-		size_t zl;
-		int r = snapio_gzip(data, len, &zbuf, &zl, err);
-		if (r < 0)
+		int r = snapio_gzip_buf(data, len, &zbuf, err);
+		if (r < 0) {
+			strbuf_release(&zbuf);
 			return r;
-		data = zbuf;
-		len = zl;
+		}
+		data = zbuf.buf;
+		len = zbuf.len;
 	}
 	/* The temporary file lives in the target directory so that rename()
 	 * is atomic; its name starts with a dot so readers skip it. */
@@ -942,7 +921,7 @@ int snapio_write_atomic(const char *path, const void *data, size_t len, int flag
 		*written = len;
 	strbuf_release(&tmp);
 	strbuf_release(&dir);
-	free(zbuf);
+	strbuf_release(&zbuf);
 	return 0;
 fail:
 	if (fd >= 0)
@@ -951,7 +930,7 @@ fail:
 	sd_error_set(err, -rc, "cannot %s %s: %s%s", what, path, errtext(-rc), errno_hint(-rc));
 	strbuf_release(&tmp);
 	strbuf_release(&dir);
-	free(zbuf);
+	strbuf_release(&zbuf);
 	return rc;
 }
 

@@ -79,12 +79,11 @@ int snapio_write_atomic(const char *path, const void *data, size_t len, int flag
 int snapio_save(const char *path, const struct sd_snapshot *s, const struct snapio_meta *meta,
 		int compress, int indent, uint64_t *written, struct sd_error *err);
 
-/* Gzip-compress / decompress a buffer. Decompression is bounded by MAX
- * bytes and tells a truncated stream from a corrupted one. NAME is used in
- * messages. Both return 0 or a negative errno with ERR. */
-/* snapio_gzip into OUT (emptied first, its memory reused). */
+/* Gzip-compress a buffer into OUT (emptied first, its memory reused), or
+ * decompress one. Decompression is bounded by MAX bytes and tells a
+ * truncated stream from a corrupted one. NAME is used in messages. Both
+ * return 0 or a negative errno with ERR. */
 int snapio_gzip_buf(const void *in, size_t len, struct strbuf *out, struct sd_error *err);
-int snapio_gzip(const void *in, size_t len, char **out, size_t *outlen, struct sd_error *err);
 int snapio_gunzip(const char *name, const void *in, size_t len, size_t max, char **out,
 		  size_t *outlen, struct sd_error *err);
 

@@ -265,24 +265,6 @@ static void build_modules(struct sd_target *t)
 	t->generation++;
 }
 
-/* The state letter of process PID, from /proc/PID/stat alone. */
-static int process_state(pid_t pid, char *state, struct sd_error *err)
-{
-	char path[64], *text;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	ssize_t n = sd_read_file(path, &text, 4096);
-	if (n < 0) {
-		if (n == -ENOENT || n == -ESRCH)
-			return sd_error_set(err, ESRCH, "process %d exited", (int)pid);
-		return sd_error_set(err, (int)-n, "cannot read %s: %s", path, strerror((int)-n));
-	}
-	int r = procfs_parse_stat(text, state, NULL, NULL, NULL, NULL, NULL);
-	free(text);
-	if (r < 0)
-		return sd_error_set(err, EINVAL, "cannot parse %s", path);
-	return 0;
-}
-
 int target_refresh(struct sd_target *t, struct sd_error *err)
 {
 	t->maps_ns = sd_now_ns();
@@ -381,14 +363,18 @@ static const char *cached_name(struct sd_target *t, pid_t tid, uint64_t now)
 	if (sd_read_file(path, &text, 256) < 0)
 		return NULL;
 	text[strcspn(text, "\n")] = '\0';
-	t->names = sd_xrealloc(t->names, (t->nnames + 1) * sizeof(*t->names));
+	sd_grow(&t->names, &t->names_cap, t->nnames + 1, sizeof(*t->names));
 	struct sd_tname *e = &t->names[t->nnames++];
 	e->tid = tid;
 	snprintf(e->comm, sizeof(e->comm), "%s", text);
 	free(text);
-	sd_sort(t->names, t->nnames, sizeof(*t->names), cmp_tname);
-	hit = bsearch(&key, t->names, t->nnames, sizeof(key), cmp_tname);
-	return hit->comm;
+	/* Discover asks in rising TID order: only a TID that wrapped around
+	 * lands out of order. */
+	if (t->nnames > 1 && e[-1].tid > tid) {
+		sd_sort(t->names, t->nnames, sizeof(*t->names), cmp_tname);
+		e = bsearch(&key, t->names, t->nnames, sizeof(key), cmp_tname);
+	}
+	return e->comm;
 }
 
 /* light_discover 2: the state from the registers read while frozen. */
@@ -498,7 +484,7 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 	if (light) {
 		/* Samples: the state letter is all we need of the process. */
 		memset(&pi, 0, sizeof(pi));
-		if (process_state(t->pid, &pi.state, err) < 0)
+		if (procfs_proc_stat(t->pid, &pi.state, NULL, NULL, err) < 0)
 			return NULL;
 	} else {
 		if (procfs_procinfo(t->pid, &pi, err) < 0)
@@ -546,7 +532,7 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 	for (size_t i = 0; i < ntids; i++) {
 		if (!thread_wanted(tids[i], &pick))
 			continue;
-		if (o->light_discover >= 2) {
+		if (light) {
 			const char *name = cached_name(t, tids[i], now);
 			if (!name)
 				continue; /* exited already */

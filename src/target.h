@@ -49,7 +49,7 @@ struct sd_target {
 		pid_t tid;
 		char comm[16];
 	} *names;
-	size_t nnames;
+	size_t nnames, names_cap;
 	uint64_t names_ns;        /* when they were read */
 	size_t last_stack_bytes;  /* copied by the previous snapshot */
 	struct procfs_taskcache *taskcache; /* with keep_files */

@@ -162,19 +162,17 @@ static int read_word(struct uctx *c, uint64_t addr, unw_word_t *val)
 	}
 	struct sd_tmod *m = target_module_at(c->u->target, addr);
 	if (m && m->elf) {
-		uint64_t va = addr - m->bias, off;
-		if (elfcache_vaddr_to_offset(m->elf, va, &off) == 0 && off < m->elf->size) {
+		uint64_t va = addr - m->bias;
+		const struct sd_load *l = elfcache_load_at(m->elf, va);
+		uint64_t off = l ? l->offset + (va - l->vaddr) : 0;
+		if (l && off < m->elf->size) {
 			size_t n = m->elf->size - off < 8 ? m->elf->size - off : 8;
 			memcpy(val, m->elf->data + off, n);
 			/* Remember the whole load segment the word is in. */
-			for (int i = 0; i < m->elf->nloads; i++) {
-				const struct sd_load *l = &m->elf->loads[i];
-				if (va >= l->vaddr && va - l->vaddr < l->filesz &&
-				    l->offset + l->filesz <= m->elf->size) {
-					c->img_lo = l->vaddr + m->bias;
-					c->img_hi = c->img_lo + l->filesz;
-					c->img_data = m->elf->data + l->offset;
-				}
+			if (l->offset + l->filesz <= m->elf->size) {
+				c->img_lo = l->vaddr + m->bias;
+				c->img_hi = c->img_lo + l->filesz;
+				c->img_data = m->elf->data + l->offset;
 			}
 			return 0;
 		}
