@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/repl.h"
+#include "repl.h"
 #include "shell.h"
 
 /* Nesting bound: a file that sources itself stops here. */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // What the shell commands (attach, detach, targets, use, threads, set, show)
-// share with each other and with the shell in src/repl.c: the list of
+// share with each other and with the shell in commands/repl.c: the list of
 // attached targets and the settings of set/show.
 #ifndef SD_SHELL_H
 #define SD_SHELL_H

@@ -21,7 +21,7 @@
 #include <readline/history.h>
 #include <readline/readline.h>
 
-#include "../commands/shell.h"
+#include "shell.h"
 #include "ptrace.h"
 
 extern const struct cmd_entry cmd_quit_entry;

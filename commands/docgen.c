@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../commands/shell.h"
+#include "shell.h"
 #include "repl.h"
-#include "version.h"
+#include "../src/version.h"
 
-/* Options of the binary itself (src/main.c). */
+/* Options of the binary itself (commands/main.c). */
 struct global_opt {
 	const char *name; /* long name, NULL if none */
 	char short_name;

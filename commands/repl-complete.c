@@ -10,7 +10,7 @@
 
 #include <readline/readline.h>
 
-#include "../commands/shell.h"
+#include "shell.h"
 #include "procfs.h"
 #include "repl.h"
 

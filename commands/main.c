@@ -6,9 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../commands/cmd.h"
+#include "cmd.h"
 #include "repl.h"
-#include "version.h"
+#include "../src/version.h"
 
 static void on_signal(int sig)
 {

@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "../commands/cmd.h"
+#include "cmd.h"
 
 /* Run the shell: readline on a TTY, else commands from stdin. TARGET (may
  * be NULL) is attached first. Returns the last command's exit status (130
@@ -43,7 +43,7 @@ char *repl_history_path(void);
  * CTX, which must outlive the shell. */
 void repl_complete_init(struct cmd_ctx *ctx);
 
-/* Generated from the table (repl-gen.c). Each writes through CTX and
+/* Generated from the table (docgen.c). Each writes through CTX and
  * returns an exit status. */
 /* The completion script for SHELL: bash, zsh or fish. */
 int repl_completion_script(struct cmd_ctx *ctx, const char *shell);
