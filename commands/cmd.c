@@ -417,6 +417,14 @@ int cmd_snap_opts(struct cmd_ctx *ctx, struct sd_snap_opts *o, pid_t **tids)
 		}
 		o->max_stack = (size_t)b;
 	}
+	if ((v = cmd_opt(ctx, "stack-total"))) {
+		uint64_t b;
+		if (sd_parse_size(v, &b) < 0 || b < 4096 || b > (64ull << 30)) {
+			cmd_error(ctx, "invalid --stack-total: %s (e.g. 64M, 1G; 4K to 64G)", v);
+			return -1;
+		}
+		o->max_stack_total = (size_t)b;
+	}
 	if ((v = cmd_opt(ctx, "timeout"))) {
 		uint64_t us;
 		if (sd_parse_duration(v, &us) < 0 || us < 1000 || us > 600000000ull) {

@@ -142,7 +142,7 @@ pid_t cmd_resolve_pid(struct cmd_ctx *ctx, const char *arg);
 
 /* Shared snapshot options: fill O from the standard dump options present in
  * CTX (max-frames, no-inline, no-source, tid, name, per-thread,
- * stack-bytes, timeout). Returns 0 or -1 after a usage error. TIDS is a
+ * stack-bytes, stack-total, timeout). Returns 0 or -1 after a usage error. TIDS is a
  * heap array to free. */
 int cmd_snap_opts(struct cmd_ctx *ctx, struct sd_snap_opts *o, pid_t **tids);
 
@@ -163,6 +163,8 @@ int cmd_snapshot_status(const struct sd_snapshot *s);
 	    {"no-inline", 0, NULL, "do not show inline frames", CMPL_NONE, NULL},                 \
 	    {"no-source", 0, NULL, "do not show file:line", CMPL_NONE, NULL},                     \
 	    {"stack-bytes", 0, "SIZE", "stack copied per thread (default 1M)", CMPL_NONE, NULL},   \
+	    {"stack-total", 0, "SIZE", "stack copied for all threads together (default 256M)",     \
+	     CMPL_NONE, NULL},                                                                     \
 	    {"timeout", 0, "DURATION", "how long to wait for threads to stop (default 2s)",       \
 	     CMPL_NONE, NULL}
 
