@@ -182,6 +182,8 @@ def test_rust_matches_eu_stack():
     default: check that it really holds v0 symbols, then that none is left
     mangled. Names from std depend on the toolchain's version; the
     fixture's own do not."""
+    ok(os.access(path_of("fx-rust"), os.X_OK),
+       "fx-rust was not built: CMake found no rustc (run .ci/deps)")
     nm = sdtest.tool("nm", "binutils")
     syms = subprocess.run([nm, path_of("fx-rust")], capture_output=True, text=True,
                           timeout=60).stdout

@@ -9,6 +9,9 @@
     checks.py run NAME DIR -- COMMAND...   run one test program, record its count
     checks.py reset DIR                    forget the counts of the last run
     checks.py total BUILD DIR FLOOR        print the total; check it against FLOOR
+    checks.py verify BUILD FLOOR           fail unless the last run in BUILD was the
+                                           whole suite, skipped nothing and passed
+                                           at least FLOOR checks (.ci/run)
 
 A check is one test case: a test_* function of a CLI test (sdtest prints
 "N passed, N failed[, N skipped] (N assertions)"), one cmocka test ("[  PASSED
@@ -144,11 +147,34 @@ def cmd_total(build, outdir, floor_file):
     return rc
 
 
+def cmd_verify(build, floor_file):
+    with open(floor_file) as f:
+        floor = int(f.read().split()[0])
+    try:
+        with open(os.path.join(build, "checks-total")) as f:
+            words = f.read().split()
+    except FileNotFoundError:
+        print("checks: %s has no checks-total: did ctest run there?" % build)
+        return 1
+    passed, failed, skipped = int(words[0]), int(words[2]), int(words[4])
+    if words[-1] != "whole":
+        print("checks: the last run in %s was not the whole suite" % build)
+        return 1
+    if failed or skipped or passed < floor:
+        print("checks: %d passed, %d failed, %d skipped; the floor is %d" % (
+            passed, failed, skipped, floor))
+        return 1
+    print("checks: %d passed in %s (floor %d)" % (passed, build, floor))
+    return 0
+
+
 def main(argv):
     if len(argv) >= 5 and argv[1] == "run" and argv[4] == "--":
         return cmd_run(argv[2], argv[3], argv[5:])
     if len(argv) == 3 and argv[1] == "reset":
         return cmd_reset(argv[2])
+    if len(argv) == 4 and argv[1] == "verify":
+        return cmd_verify(argv[2], argv[3])
     if len(argv) == 5 and argv[1] == "total":
         return cmd_total(argv[2], argv[3], argv[4])
     print(__doc__)
