@@ -20,6 +20,7 @@ static void thread_release(struct sd_thread *t)
 		free(t->stack);
 	free(t->lockmem);
 	free(t->frames);
+	free(t->holds);
 }
 
 void snapshot_free(struct sd_snapshot *s)
@@ -165,6 +166,11 @@ static const char *const wait_names[SD_WAIT__COUNT] = {
 const char *sd_wait_kind_name(enum sd_wait_kind k)
 {
 	return (unsigned)k < SD_WAIT__COUNT ? wait_names[k] : "unknown";
+}
+
+const char *sd_evidence_name(enum sd_evidence e)
+{
+	return e == SD_EVIDENCE_MEMORY ? "memory" : e == SD_EVIDENCE_STACK ? "stack" : NULL;
 }
 
 enum sd_wait_kind sd_wait_kind_parse(const char *name)
