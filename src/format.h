@@ -40,6 +40,9 @@ json_t *format_json_snapshot(const struct sd_snapshot *s);
 json_t *format_json_thread(const struct sd_snapshot *s, const struct sd_thread *th);
 json_t *format_json_frame(const struct sd_frame *f);
 json_t *format_json_wait(const struct sd_snapshot *s, const struct sd_thread *th);
+/* The locks TH holds (th->holds) as a JSON array: kind, address, symbol,
+ * mode, frame, owner_evidence, candidates. */
+json_t *format_json_holds(const struct sd_thread *th);
 
 /* "mutex 0x55d0e1c3a040 <g_ledger_lock> held by 4243 "flusher"" */
 void format_text_wait(struct strbuf *out, const struct sd_snapshot *s, const struct sd_thread *th);

@@ -98,13 +98,18 @@ static int frame_of_slot(const struct sd_thread *th, uint64_t addr)
 	return k;
 }
 
-/* A value in a callee-saved register at the freeze: the innermost frame
- * outside the runtime is the one whose variable it is (or -1). */
+/* A value in a callee-saved register at the freeze: the innermost
+ * physical frame outside the runtime is the best guess at whose variable
+ * it is (an inline frame's variables are its physical frame's), or -1. */
 static int frame_of_register(const struct sd_thread *th)
 {
-	for (size_t i = 0; i < th->nframes; i++)
-		if (!runtime_frame(&th->frames[i]))
-			return (int)i;
+	for (size_t i = 0; i < th->nframes; i++) {
+		if (runtime_frame(&th->frames[i]))
+			continue;
+		while (i + 1 < th->nframes && (th->frames[i].flags & SD_FRAME_INLINED))
+			i++;
+		return (int)i;
+	}
 	return -1;
 }
 
@@ -305,6 +310,21 @@ static void decide(struct sd_snapshot *s, struct ilock *l)
 
 void locks_infer(struct sd_snapshot *s)
 {
+	int copies = 0;
+	for (size_t i = 0; i < s->nthreads; i++)
+		copies |= s->threads[i].stack != NULL;
+	if (!copies) {
+		/* A loaded snapshot: no stacks to scan; keep what was found
+		 * when it was taken. */
+		for (size_t i = 0; i < s->nthreads; i++) {
+			struct sd_wait *w = &s->threads[i].wait;
+			if (w->owner_known && w->owner_evidence == SD_EVIDENCE_NONE) {
+				w->owner_evidence = SD_EVIDENCE_MEMORY;
+				w->owner_frame = -1;
+			}
+		}
+		return;
+	}
 	for (size_t i = 0; i < s->nthreads; i++) {
 		struct sd_thread *th = &s->threads[i];
 		free(th->holds);

@@ -27,7 +27,6 @@
 #define FUTEX_LOCK_PI2 13
 #define FUTEX_CMD_MASK 0x7fu
 #define FUTEX_PRIVATE 0x80u
-#define FUTEX_CLOCK_RT 0x100u
 #define FUTEX_TID_MASK 0x3fffffffu
 #define FUTEX_OWNER_DIED 0x40000000u
 #define FUTEX_WAITERS 0x80000000u
@@ -59,6 +58,7 @@
 
 /* pthread_cond_t: the waiter count in __wrefs (above 3 flag bits) */
 #define CV_WREFS_SHIFT 3
+#define CV_WREFS_PSHARED 1u
 
 /* Rust std futex RwLock state */
 #define RUST_RW_MASK 0x3fffffffu
@@ -596,8 +596,11 @@ static enum strength try_rwlock(struct ctx *c, struct sd_thread *th, const struc
  * flags) sits 4 bytes below __g_signals[0] in every layout since 2.25;
  * glibc up to 2.40 also counts the group's waiters in __g_refs[g], 24
  * bytes below, and starts the condvar 40 bytes below __g_signals[0]
- * (32 from 2.41, which dropped __g_refs). The flags must agree with the
- * futex call: bit 0 = CLOCK_MONOTONIC, bit 1 = process-shared. */
+ * (32 from 2.41, which dropped __g_refs). Flags: bit 0 process-shared,
+ * which must agree with the futex being private or not; bit 1 the
+ * condvar's clock (MONOTONIC), which says nothing about the futex call:
+ * pthread_cond_wait always passes REALTIME, pthread_cond_clockwait the
+ * caller's clock, pthread_cond_timedwait the condvar's. */
 static enum strength try_condvar(struct ctx *c, struct sd_thread *th, const struct fcall *f,
 				 int strong_only)
 {
@@ -608,9 +611,7 @@ static enum strength try_condvar(struct ctx *c, struct sd_thread *th, const stru
 		uint32_t waiters = wrefs >> CV_WREFS_SHIFT;
 		if (waiters < 1 || waiters > (1u << 24))
 			continue;
-		if (!!(wrefs & 2) == f->priv)
-			continue;
-		if (f->cmd == FUTEX_WAIT_BITSET && !!(wrefs & 1) == !!(f->op & FUTEX_CLOCK_RT))
+		if (!!(wrefs & CV_WREFS_PSHARED) == f->priv)
 			continue;
 		int old_layout = rd32(c, th, f->uaddr - 24, &grefs) && grefs >= 2 &&
 				 (grefs >> 1) <= waiters;
