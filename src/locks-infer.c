@@ -93,6 +93,8 @@ static int frame_of_slot(const struct sd_thread *th, uint64_t addr)
 	}
 	if (k < 0)
 		return th->nframes ? 0 : -1;
+	if ((size_t)k + 1 == th->nframes && (th->unwind_stop || th->stack_truncated))
+		return -1; /* beyond the frames we could unwind */
 	while ((size_t)k + 1 < th->nframes && runtime_frame(&th->frames[k]))
 		k++;
 	return k;
@@ -113,16 +115,28 @@ static int frame_of_register(const struct sd_thread *th)
 	return -1;
 }
 
-static void add_cand(struct ilock *l, size_t thread, int frame)
+/* Is frame F of TH one of the program's own (not the runtime's)? */
+static int user_frame(const struct sd_thread *th, int f)
 {
-	for (size_t i = 0; i < l->ncands; i++)
-		if (l->cands[i].thread == thread) {
-			/* The outermost frame is the one that took the lock;
-			 * inner ones were handed the reference. */
-			if (frame > l->cands[i].frame)
-				l->cands[i].frame = frame;
-			return;
-		}
+	return f >= 0 && (size_t)f < th->nframes && !runtime_frame(&th->frames[f]);
+}
+
+static void add_cand(struct ilock *l, const struct sd_snapshot *s, size_t thread, int frame)
+{
+	const struct sd_thread *th = &s->threads[thread];
+	for (size_t i = 0; i < l->ncands; i++) {
+		struct cand *c = &l->cands[i];
+		if (c->thread != thread)
+			continue;
+		/* A reference in the program's own frames beats one in the
+		 * runtime's (a closure's captured copy in the thread start
+		 * code); among those, the outermost frame is the one that
+		 * took the lock, inner ones were handed the reference. */
+		int u = user_frame(th, frame), cu = user_frame(th, c->frame);
+		if (u > cu || (u == cu && frame > c->frame))
+			c->frame = frame;
+		return;
+	}
 	sd_grow(&l->cands, &l->capc, l->ncands + 1, sizeof(*l->cands));
 	l->cands[l->ncands].thread = thread;
 	l->cands[l->ncands++].frame = frame;
@@ -186,6 +200,21 @@ static struct ilock *collect(const struct sd_snapshot *s, size_t *n)
 	return v;
 }
 
+/* Where TH's live frames end in its stack copy (an offset). When the
+ * unwind reached the thread's first frame, what lies above it is the
+ * thread's start-up data and TLS, not a frame; when it stopped early, the
+ * rest of the copy may hold frames we could not name (found there, a
+ * reference has no frame: -1). */
+static uint64_t live_end(const struct sd_thread *th)
+{
+	if (!th->nframes || th->unwind_stop || th->stack_truncated)
+		return th->stack_len;
+	uint64_t top = th->frames[th->nframes - 1].sp;
+	if (top <= th->stack_base)
+		return th->stack_len;
+	return top - th->stack_base < th->stack_len ? top - th->stack_base : th->stack_len;
+}
+
 /* Search every thread's live stack (from its stack pointer up: what lies
  * below it is dead) and callee-saved registers for the lock addresses. */
 static void scan(const struct sd_snapshot *s, struct ilock *locks, const struct ref *refs,
@@ -197,10 +226,10 @@ static void scan(const struct sd_snapshot *s, struct ilock *locks, const struct 
 		if (th->stack && th->stack_len >= 8) {
 			uint64_t sp = th->have_regs ? th->regs.rsp : th->stack_base;
 			uint64_t start = sp > th->stack_base ? sp - th->stack_base : 0;
-			start = (start + 7) & ~(uint64_t)7;
-			/* Slots are 8-byte aligned relative to the address. */
-			start += (8 - (th->stack_base & 7)) & 7;
-			for (uint64_t off = start; off + 8 <= th->stack_len; off += 8) {
+			/* Slots are 8-byte aligned addresses. */
+			start += (8 - ((th->stack_base + start) & 7)) & 7;
+			uint64_t end = live_end(th);
+			for (uint64_t off = start; off + 8 <= end; off += 8) {
 				uint64_t v;
 				memcpy(&v, th->stack + off, 8);
 				if (v < lo || v > hi)
@@ -215,7 +244,7 @@ static void scan(const struct sd_snapshot *s, struct ilock *locks, const struct 
 					r--;
 				for (; r < refs + nrefs && r->addr == v; r++)
 					if (!waits_on(th, &locks[r->lock]))
-						add_cand(&locks[r->lock], t,
+						add_cand(&locks[r->lock], s, t,
 							 frame_of_slot(th, th->stack_base + off));
 			}
 		}
@@ -228,7 +257,8 @@ static void scan(const struct sd_snapshot *s, struct ilock *locks, const struct 
 				continue;
 			for (size_t r = 0; r < nrefs; r++)
 				if (refs[r].addr == saved[i] && !waits_on(th, &locks[refs[r].lock]))
-					add_cand(&locks[refs[r].lock], t, frame_of_register(th));
+					add_cand(&locks[refs[r].lock], s, t,
+						 frame_of_register(th));
 		}
 	}
 }
