@@ -37,6 +37,11 @@ static void add_thread_label(struct strbuf *out, const struct sd_snapshot *s, pi
 static void add_lock_label(struct strbuf *out, enum sd_wait_kind kind, uint64_t address,
 			   const char *symbol)
 {
+	if (!address && kind == SD_WAIT_MONITOR) {
+		/* Grouped by kind alone: the monitor is not read. */
+		strbuf_adds(out, "java-monitor (which monitor is not known)");
+		return;
+	}
 	strbuf_addf(out, "%s 0x%" PRIx64, locks_kind_name(kind), address);
 	if (symbol) {
 		strbuf_adds(out, " <");
@@ -314,11 +319,14 @@ void format_text_locks(struct strbuf *out, const struct sd_snapshot *s,
 		       const struct sd_lockgraph *g, const struct sd_parked *parked, size_t nparked,
 		       size_t nsnaps, double span, const struct sd_render_opts *o)
 {
-	size_t nwait = 0, nidle = 0;
+	size_t nwait = 0, nidle = 0, nruntime = 0;
 	for (size_t i = 0; i < g->nlocks; i++)
 		nwait += g->locks[i].nwaiters;
-	for (size_t i = 0; i < g->nidle; i++)
+	for (size_t i = 0; i < g->nidle; i++) {
 		nidle += g->idle[i].nwaiters;
+		if (g->idle[i].kind == SD_WAIT_IDLE)
+			nruntime += g->idle[i].nwaiters;
+	}
 	strbuf_addf(out, "%sPID %d (", col(o, C_BOLD), (int)s->pid);
 	strbuf_add_escaped(out, s->comm ? s->comm : "?");
 	if (nwait)
@@ -326,8 +334,11 @@ void format_text_locks(struct strbuf *out, const struct sd_snapshot *s,
 			    nwait == 1 ? "" : "s", g->nlocks, g->nlocks == 1 ? "" : "s");
 	else
 		strbuf_addf(out, ")%s: no thread waiting on a lock", col(o, C_RESET));
-	if (nidle)
+	if (nidle && !nruntime)
 		strbuf_addf(out, ", %zu idle on condvars", nidle);
+	else if (nidle)
+		strbuf_addf(out, ", %zu idle (%zu on condvars, %zu in the language runtime)", nidle,
+			    nidle - nruntime, nruntime);
 	strbuf_addf(out, ", %zu thread%s, paused %.2f ms", s->nthreads, s->nthreads == 1 ? "" : "s",
 		    (double)s->pause_us / 1000.0);
 	if (nsnaps > 1)

@@ -85,6 +85,8 @@ void format_text_wait(struct strbuf *out, const struct sd_snapshot *s, const str
 		strbuf_addf(out, "%s", sd_wait_kind_name(w->kind));
 		if (w->address)
 			strbuf_addf(out, " 0x%" PRIx64, w->address);
+		else if (w->kind == SD_WAIT_MONITOR)
+			strbuf_adds(out, " (which one is not known)");
 		if (w->symbol) {
 			strbuf_adds(out, " <");
 			strbuf_add_escaped(out, w->symbol);
@@ -154,16 +156,17 @@ void format_text_thread_header(struct strbuf *out, const struct sd_snapshot *s,
 		strbuf_adds(out, col(o, C_RESET));
 		return;
 	}
-	if (is_lock_wait(th->wait.kind) && th->wait.kind != SD_WAIT_FUTEX) {
+	int plain = th->wait.kind == SD_WAIT_FUTEX || th->wait.kind == SD_WAIT_IDLE;
+	if (is_lock_wait(th->wait.kind) && !plain) {
 		strbuf_adds(out, " waiting for ");
 		format_text_wait(out, s, th);
 	} else {
 		const char *st = analyze_state_text(th);
 		if (*st)
 			strbuf_addf(out, " %s", st);
-		if (th->wait.kind == SD_WAIT_FUTEX && th->wait.address)
+		if (plain && th->wait.address)
 			strbuf_addf(out, " 0x%" PRIx64, th->wait.address);
-		if (th->wait.kind == SD_WAIT_FUTEX && th->wait.note) {
+		if (plain && th->wait.note) {
 			strbuf_adds(out, " (");
 			strbuf_add_escaped(out, th->wait.note);
 			strbuf_adds(out, ")");

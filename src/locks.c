@@ -74,7 +74,7 @@ int locks_is_wait(enum sd_wait_kind k)
 
 int locks_is_idle(enum sd_wait_kind k)
 {
-	return k == SD_WAIT_CONDVAR || k == SD_WAIT_RUST_CONDVAR;
+	return k == SD_WAIT_CONDVAR || k == SD_WAIT_RUST_CONDVAR || k == SD_WAIT_IDLE;
 }
 
 const char *locks_kind_name(enum sd_wait_kind k)
@@ -303,6 +303,39 @@ static const struct frame_rule frame_rules[] = {
 };
 
 #define FRAMES_LOOKED_AT 12
+
+/* Language runtimes that wait on futexes of their own, recognised from
+ * their functions anywhere in the frames looked at, before the libc
+ * rules: HotSpot parks a thread entering a monitor on its own event (a
+ * pthread condvar), and its idle workers on semaphores; Go's idle Ms and
+ * sysmon sleep on notes. None of these is contention on a lock whose
+ * memory we can read. */
+static const struct frame_rule runtime_rules[] = {
+	{"ObjectMonitor::EnterI", SD_WAIT_MONITOR, "jvm",
+	 "entering a synchronized block; the monitor and its owner are not read"},
+	{"ObjectMonitor::ReenterI", SD_WAIT_MONITOR, "jvm",
+	 "re-entering a synchronized block after wait(); the monitor and its owner are "
+	 "not read"},
+	{"PosixSemaphore::wait", SD_WAIT_IDLE, "jvm", "a JVM thread idle on its semaphore"},
+	{"runtime.notesleep", SD_WAIT_IDLE, "go", "Go runtime: a thread with no work, parked"},
+	{"runtime.notetsleep", SD_WAIT_IDLE, "go", "Go runtime: a timed sleep (sysmon, timers)"},
+	{"runtime.lock2", SD_WAIT_FUTEX, "go-runtime-lock", "a Go runtime lock (runtime.lock)"},
+};
+
+static int runtime_kind(const struct sd_thread *th, const struct frame_rule **rule)
+{
+	for (size_t i = 0; i < th->nframes && i < FRAMES_LOOKED_AT; i++) {
+		const char *f = th->frames[i].function;
+		if (!f)
+			continue;
+		for (size_t r = 0; r < sizeof(runtime_rules) / sizeof(runtime_rules[0]); r++)
+			if (strstr(f, runtime_rules[r].needle)) {
+				*rule = &runtime_rules[r];
+				return 1;
+			}
+	}
+	return 0;
+}
 
 static enum sd_wait_kind frames_kind(const struct sd_thread *th, const char **subkind,
 				     const char **note)
@@ -714,6 +747,16 @@ static void classify_futex(struct ctx *c, struct sd_thread *th)
 
 	memset(w, 0, sizeof(*w));
 	set_kind(w, SD_WAIT_FUTEX, f.uaddr);
+	const struct frame_rule *rr;
+	if (runtime_kind(th, &rr)) {
+		/* The runtime's own functions are decisive: its futex words
+		 * may look like a pthread object's by chance. A monitor's
+		 * address is not the futex (the thread's own event). */
+		set_kind(w, rr->kind, rr->kind == SD_WAIT_MONITOR ? 0 : f.uaddr);
+		w->subkind = intern(c, rr->subkind);
+		w->note = intern(c, rr->note);
+		return;
+	}
 	const char *fsub, *fnote;
 	enum sd_wait_kind fk = frames_kind(th, &fsub, &fnote);
 	enum strength ev = EV_NONE;

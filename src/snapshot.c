@@ -160,6 +160,8 @@ static const char *const wait_names[SD_WAIT__COUNT] = {
 	[SD_WAIT_RUST_MUTEX] = "rust-mutex",
 	[SD_WAIT_RUST_RWLOCK] = "rust-rwlock",
 	[SD_WAIT_RUST_CONDVAR] = "rust-condvar",
+	[SD_WAIT_IDLE] = "runtime-idle",
+	[SD_WAIT_MONITOR] = "java-monitor",
 	[SD_WAIT_FUTEX] = "futex",
 };
 

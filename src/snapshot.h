@@ -66,6 +66,8 @@ enum sd_wait_kind {
 	SD_WAIT_RUST_MUTEX,
 	SD_WAIT_RUST_RWLOCK,
 	SD_WAIT_RUST_CONDVAR,
+	SD_WAIT_IDLE,     /* a language runtime idling (Go's notes, JVM workers) */
+	SD_WAIT_MONITOR,  /* entering a Java monitor (synchronized) */
 	SD_WAIT_FUTEX,    /* a futex wait we could not name */
 	SD_WAIT__COUNT
 };
