@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dwindex.h"
 #include "target.h"
 
 /* One function of a resolved address: the innermost first. */
@@ -27,15 +28,28 @@ struct symentry {
 
 struct symcache_slot {
 	const struct sd_elf *elf; /* NULL: empty slot */
-	uint64_t addr;            /* file-relative, adjusted pc */
+	uint64_t addr;		  /* file-relative, adjusted pc */
 	unsigned mode;
 	struct symentry *v;
 	unsigned n;
 };
 
+/* The address-range index of one reported module, built on its first
+ * lookup. A module reported again with the same name and range is the same
+ * Dwfl_Module (libdwfl keeps it), so the index stays valid across syncs. */
+struct modindex {
+	Dwfl_Module *dm;
+	char *name;
+	uint64_t start, end;
+	struct sd_dwindex *idx; /* NULL: module without DWARF */
+	uint64_t bias;
+};
+
 struct sd_symbols {
 	struct sd_target *target;
 	Dwfl *dwfl;
+	struct modindex *mi;
+	size_t nmi;
 	struct strpool *pool;
 	struct symcache_slot *slots;
 	size_t cap, used;
@@ -71,9 +85,9 @@ static int find_elf_cb(Dwfl_Module *mod, void **userdata, const char *modname, D
 }
 
 static const Dwfl_Callbacks callbacks = {
-	.find_elf = find_elf_cb,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
-	.debuginfo_path = &debuginfo_path,
+    .find_elf = find_elf_cb,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .debuginfo_path = &debuginfo_path,
 };
 
 struct sd_symbols *symbols_new(struct sd_target *t)
@@ -102,6 +116,11 @@ void symbols_free(struct sd_symbols *s)
 		return;
 	cache_clear(s);
 	free(s->slots);
+	for (size_t i = 0; i < s->nmi; i++) {
+		dwindex_free(s->mi[i].idx);
+		free(s->mi[i].name);
+	}
+	free(s->mi);
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
 	strpool_free(s->pool);
@@ -136,6 +155,24 @@ void symbols_sync(struct sd_symbols *s)
 	}
 	dwfl_report_end(s->dwfl, NULL, NULL);
 	s->synced_generation = t->generation;
+	/* Keep the indexes of modules libdwfl kept; the others' Dwarf is gone. */
+	size_t keep = 0;
+	for (size_t i = 0; i < s->nmi; i++) {
+		struct modindex *x = &s->mi[i];
+		int alive = 0;
+		for (size_t j = 0; j < t->nmods && !alive; j++) {
+			struct sd_tmod *m = &t->mods[j];
+			alive = m->dwmod == x->dm && m->start == x->start && m->end == x->end &&
+				strcmp(m->path, x->name) == 0;
+		}
+		if (alive) {
+			s->mi[keep++] = *x;
+		} else {
+			dwindex_free(x->idx);
+			free(x->name);
+		}
+	}
+	s->nmi = keep;
 }
 
 char *symbols_demangle(const char *name)
@@ -201,12 +238,84 @@ static void call_site(struct sd_symbols *s, Dwarf_Die *cu, Dwarf_Die *die, const
 	}
 }
 
+static struct modindex *module_index(struct sd_symbols *s, Dwfl_Module *dm)
+{
+	for (size_t i = 0; i < s->nmi; i++)
+		if (s->mi[i].dm == dm)
+			return &s->mi[i];
+	const char *name = NULL;
+	Dwarf_Addr start = 0, end = 0;
+	dwfl_module_info(dm, NULL, &start, &end, NULL, NULL, &name, NULL);
+	s->mi = sd_xrealloc(s->mi, (s->nmi + 1) * sizeof(*s->mi));
+	struct modindex *x = &s->mi[s->nmi++];
+	memset(x, 0, sizeof(*x));
+	x->dm = dm;
+	x->name = strdup(name ? name : "");
+	x->start = start;
+	x->end = end;
+	Dwarf_Addr bias = 0;
+	Dwarf *dw = dwfl_module_getdwarf(dm, &bias);
+	if (dw)
+		x->idx = dwindex_new(dw);
+	x->bias = bias;
+	return x;
+}
+
+/* Resolve ADDR through the module's address-range index: the innermost
+ * function DIE and its inline chain. Returns 0 when no indexed function
+ * holds ADDR (then libdw's own lookup is tried). */
+static unsigned resolve_indexed(struct sd_symbols *s, Dwfl_Module *dm, uint64_t addr, int no_inline,
+				int no_source, const char *symname, uint64_t symoff,
+				struct symentry **out)
+{
+	struct modindex *x = module_index(s, dm);
+	if (!x->idx)
+		return 0;
+	enum { MAXF = 64 };
+	struct dwindex_frame f[MAXF];
+	int nf = dwindex_lookup(x->idx, addr - x->bias, no_source, f, MAXF);
+	if (nf <= 0)
+		return 0;
+	struct symentry *v = sd_xcalloc((size_t)nf, sizeof(*v));
+	unsigned n = 0;
+	for (int i = 0; i < nf; i++) {
+		if (no_inline && f[i].inlined)
+			continue;
+		struct symentry *e = &v[n++];
+		const char *name = f[i].function ? f[i].function : symname;
+		e->function = name ? strpool_intern(s->pool, name) : NULL;
+		if (!f[i].function && symname)
+			e->function = intern_demangled(s->pool, symname);
+		e->file = strpool_intern(s->pool, f[i].file);
+		e->line = f[i].line;
+		e->inlined = f[i].inlined;
+		e->debuginfo = 1;
+		e->symoff = symname ? symoff : 0;
+	}
+	/* With NO_INLINE the outer function keeps the innermost line. */
+	if (no_inline && n == 1 && nf > 1) {
+		v[0].file = strpool_intern(s->pool, f[0].file);
+		v[0].line = f[0].line;
+	}
+	dwindex_frames_release(f, nf);
+	*out = v;
+	return n;
+}
+
 /* Resolve ADDR (runtime, already adjusted for callers) in module DM. */
 static unsigned resolve(struct sd_symbols *s, Dwfl_Module *dm, uint64_t addr, int no_inline,
 			int no_source, struct symentry **out)
 {
 	struct symentry *v = NULL;
 	unsigned n = 0, cap = 0;
+	{
+		GElf_Off off = 0;
+		GElf_Sym sy;
+		const char *sn = dwfl_module_addrinfo(dm, addr, &off, &sy, NULL, NULL, NULL);
+		n = resolve_indexed(s, dm, addr, no_inline, no_source, sn, off, out);
+		if (n)
+			return n;
+	}
 	const char *srcfile = NULL;
 	int srcline = 0;
 	if (!no_source) {
@@ -252,7 +361,8 @@ static unsigned resolve(struct sd_symbols *s, Dwfl_Module *dm, uint64_t addr, in
 			}
 			struct symentry *e = &v[n++];
 			memset(e, 0, sizeof(*e));
-			e->function = name ? name : (symname ? intern_demangled(s->pool, symname) : NULL);
+			e->function =
+			    name ? name : (symname ? intern_demangled(s->pool, symname) : NULL);
 			e->file = file;
 			e->line = line;
 			e->inlined = tag == DW_TAG_inlined_subroutine;
@@ -338,15 +448,16 @@ void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_th
 			}
 		}
 		const char *bid = m && m->elf && m->elf->build_id[0]
-					  ? strpool_intern(snap->pool, m->elf->build_id)
-					  : NULL;
+				      ? strpool_intern(snap->pool, m->elf->build_id)
+				      : NULL;
 		uint64_t rel = m ? rf.pc - m->bias : rf.pc - map_start;
 		struct symentry *ents = NULL;
 		unsigned nents = 0;
 		if (m && m->elf && m->dwmod) {
 			int found;
 			s->lookups++;
-			struct symcache_slot *slot = cache_find(s, m->elf, adj - m->bias, mode, &found);
+			struct symcache_slot *slot =
+			    cache_find(s, m->elf, adj - m->bias, mode, &found);
 			if (found) {
 				s->hits++;
 			} else {
