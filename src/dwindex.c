@@ -296,13 +296,13 @@ static char *function_name(Dwarf_Die *die)
 	if (linkage) {
 		/* An unmangled linkage name is the symbol's own (a C alias such
 		 * as __GI___libc_read), which gdb shows too. A demangled one
-		 * with a parameter list tells C++ overloads apart, which the
-		 * DWARF name does not; other mangled names (Rust) lose closure
-		 * numbers and generic arguments that the DWARF name keeps. */
+		 * with a parameter list (Itanium C++) tells overloads apart,
+		 * which the DWARF name does not; Rust's mangled names lose
+		 * closure numbers and generic arguments the DWARF name keeps. */
 		char *d = symbols_demangle(linkage);
 		if (!d)
 			return strdup(linkage);
-		if (strchr(d, '('))
+		if (linkage[1] == 'Z' && strchr(d, '('))
 			return d;
 		free(d);
 	}
