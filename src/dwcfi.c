@@ -16,9 +16,9 @@
 
 struct fde_ent {
 	uint64_t lo, hi;
-	size_t fde;  /* offset of the FDE's instructions */
-	size_t end;  /* end of the FDE */
-	size_t cie;  /* offset of its CIE */
+	size_t fde; /* offset of the FDE's instructions */
+	size_t end; /* end of the FDE */
+	size_t cie; /* offset of its CIE */
 };
 
 struct sd_dwcfi {
@@ -89,8 +89,7 @@ static int64_t rd_sleb(struct rd *r)
 }
 
 /* The bytes of section NAME (inflated), or NULL. */
-static uint8_t *section_bytes(const uint8_t *data, size_t size, const char *name,
-			      size_t *len)
+static uint8_t *section_bytes(const uint8_t *data, size_t size, const char *name, size_t *len)
 {
 	Elf64_Ehdr eh;
 	if (size < sizeof(eh))
@@ -167,8 +166,8 @@ static uint8_t *section_bytes(const uint8_t *data, size_t size, const char *name
 
 /* One CIE or FDE header at *POS: its length and id fields. Returns 0 and
  * fills BODY (where the fields after the id start), END, ID and IS_CIE. */
-static int entry_at(const struct sd_dwcfi *c, size_t pos, size_t *body, size_t *end,
-		    uint64_t *id, int *is_cie)
+static int entry_at(const struct sd_dwcfi *c, size_t pos, size_t *body, size_t *end, uint64_t *id,
+		    int *is_cie)
 {
 	struct rd r = {c->data, pos, c->len, 0};
 	uint64_t len = rd_u(&r, 4);
@@ -192,7 +191,7 @@ struct cie_info {
 	int64_t data_align;
 	int ra;
 	size_t insns, end; /* initial instructions */
-	int has_z;         /* augmentation data after the FDE's range */
+	int has_z;	   /* augmentation data after the FDE's range */
 };
 
 static int parse_cie(const struct sd_dwcfi *c, size_t off, struct cie_info *ci)
@@ -268,9 +267,11 @@ struct sd_dwcfi *dwcfi_from_elf(const uint8_t *data, size_t size)
 					cap = cap ? cap * 2 : 256;
 					c->f = sd_xrealloc(c->f, cap * sizeof(*c->f));
 				}
-				c->f[c->n++] = (struct fde_ent){
-					.lo = lo, .hi = lo + range, .fde = r.pos, .end = end,
-					.cie = (size_t)id};
+				c->f[c->n++] = (struct fde_ent){.lo = lo,
+								.hi = lo + range,
+								.fde = r.pos,
+								.end = end,
+								.cie = (size_t)id};
 			}
 		}
 		pos = end;
@@ -318,8 +319,8 @@ static void set_rule(struct dwcfi_row *row, uint64_t reg, enum dwcfi_rule rule, 
 
 /* Run the instructions in [POS, END) until the location passes PC (PC ==
  * UINT64_MAX: all of them). Returns 0 or -EINVAL. */
-static int run(const struct sd_dwcfi *c, const struct cie_info *ci, struct interp *st,
-	       size_t pos, size_t end, uint64_t pc)
+static int run(const struct sd_dwcfi *c, const struct cie_info *ci, struct interp *st, size_t pos,
+	       size_t end, uint64_t pc)
 {
 	struct rd r = {c->data, pos, end, 0};
 	while (r.pos < r.end && !r.bad) {
@@ -344,8 +345,7 @@ static int run(const struct sd_dwcfi *c, const struct cie_info *ci, struct inter
 			continue;
 		}
 		switch (op) {
-		case 0x00: /* nop */
-			break;
+		case 0x00: /* nop */ break;
 		case 0x01: /* set_loc */
 			st->loc = rd_u(&r, 8);
 			if (st->loc > pc)
@@ -399,12 +399,8 @@ static int run(const struct sd_dwcfi *c, const struct cie_info *ci, struct inter
 			st->row.cfa_reg = (int)rd_uleb(&r);
 			st->row.cfa_off = (int64_t)rd_uleb(&r);
 			break;
-		case 0x0d: /* def_cfa_register */
-			st->row.cfa_reg = (int)rd_uleb(&r);
-			break;
-		case 0x0e: /* def_cfa_offset */
-			st->row.cfa_off = (int64_t)rd_uleb(&r);
-			break;
+		case 0x0d: /* def_cfa_register */ st->row.cfa_reg = (int)rd_uleb(&r); break;
+		case 0x0e: /* def_cfa_offset */ st->row.cfa_off = (int64_t)rd_uleb(&r); break;
 		case 0x11: /* offset_extended_sf */
 			reg = rd_uleb(&r);
 			off = rd_sleb(&r) * ci->data_align;
@@ -427,9 +423,7 @@ static int run(const struct sd_dwcfi *c, const struct cie_info *ci, struct inter
 			off = rd_sleb(&r) * ci->data_align;
 			set_rule(&st->row, reg, DWCFI_VAL_OFFSET, off, 0);
 			break;
-		case 0x2e: /* GNU_args_size */
-			rd_uleb(&r);
-			break;
+		case 0x2e: /* GNU_args_size */ rd_uleb(&r); break;
 		case 0x2f: /* GNU_negative_offset_extended */
 			reg = rd_uleb(&r);
 			off = -(int64_t)rd_uleb(&r) * ci->data_align;

@@ -16,15 +16,15 @@ struct sd_dwcfi;
 enum { DWCFI_NREGS = 17, DWCFI_RBP = 6, DWCFI_RSP = 7, DWCFI_RA = 16 };
 
 enum dwcfi_rule {
-	DWCFI_SAME = 0,   /* unchanged in the caller (or no rule given) */
-	DWCFI_UNDEF,      /* not recoverable; for the return address: outermost */
-	DWCFI_OFFSET,     /* saved at CFA + off */
+	DWCFI_SAME = 0,	  /* unchanged in the caller (or no rule given) */
+	DWCFI_UNDEF,	  /* not recoverable; for the return address: outermost */
+	DWCFI_OFFSET,	  /* saved at CFA + off */
 	DWCFI_VAL_OFFSET, /* the value is CFA + off */
-	DWCFI_REGISTER,   /* the value is in register reg */
+	DWCFI_REGISTER,	  /* the value is in register reg */
 };
 
 struct dwcfi_row {
-	int cfa_reg;     /* the CFA is cfa_reg + cfa_off */
+	int cfa_reg; /* the CFA is cfa_reg + cfa_off */
 	int64_t cfa_off;
 	struct {
 		enum dwcfi_rule rule;

@@ -423,6 +423,36 @@ static struct symcache_slot *cache_find(struct sd_symbols *s, const struct sd_el
 	return &s->slots[h];
 }
 
+/* Go runtime functions that switch to another stack or begin one (those
+ * its own traceback stops at: SPWRITE and TOPFRAME in the runtime). What
+ * their unwind rules find beyond them is the other stack's stale data,
+ * which can even look like a call chain: a stack ends at them. */
+static int is_stack_root(const char *fn)
+{
+	static const char *const roots[] = {
+	    "runtime.mcall",  "runtime.systemstack", "runtime.morestack",
+	    "runtime.mstart", "runtime.rt0_go",	     "runtime.goexit",
+	};
+	if (!fn || strncmp(fn, "runtime.", 8) != 0)
+		return 0;
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
+		if (strcmp(fn, roots[i]) == 0)
+			return 1;
+	return 0;
+}
+
+static void end_at_stack_root(struct sd_thread *th)
+{
+	for (size_t i = 0; i < th->nframes; i++) {
+		const struct sd_frame *f = &th->frames[i];
+		if (!(f->flags & SD_FRAME_INLINED) && is_stack_root(f->function)) {
+			th->nframes = i + 1;
+			th->unwind_stop = NULL;
+			return;
+		}
+	}
+}
+
 void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_thread *th,
 		    int no_inline, int no_source)
 {
@@ -495,6 +525,7 @@ void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_th
 		}
 	}
 	free(raw);
+	end_at_stack_root(th);
 }
 
 const char *symbols_data(struct sd_symbols *s, struct sd_snapshot *snap, uint64_t addr,

@@ -59,15 +59,16 @@ struct uctx {
 	struct sd_unwinder *u;
 	struct sd_thread *th;
 	struct user_regs_struct regs; /* the registers the cursor starts from */
-	int noinfo;          /* find_proc_info found no CFI for the last ip */
-	int stack_exhausted; /* a read fell just past the captured window */
-	int live_budget;     /* reads of live memory still allowed */
+	int noinfo;		      /* find_proc_info found no CFI for the last ip */
+	int stack_exhausted;	      /* a read fell just past the captured window */
+	int live_budget;	      /* reads of live memory still allowed */
 	/* The file range of the last image read: libunwind reads unwind
 	 * tables a word at a time, mostly from one place. */
-	uint64_t img_lo, img_hi;     /* target addresses */
-	const uint8_t *img_data;     /* the bytes at img_lo */
+	uint64_t img_lo, img_hi; /* target addresses */
+	const uint8_t *img_data; /* the bytes at img_lo */
 	uint64_t bad_addr;
-	uint64_t bad_ra;     /* what the frame pointer gave, refused */
+	uint64_t bad_ra; /* a return address refused: not after a call */
+	int bad_ra_cfi;	 /* ... given by .debug_frame (else by rbp) */
 };
 
 #define DW_EH_PE_udata4 0x03
@@ -271,14 +272,14 @@ static int acc_get_proc_name(unw_addr_space_t as, unw_word_t addr, char *buf, si
 }
 
 static unw_accessors_t accessors = {
-	.find_proc_info = acc_find_proc_info,
-	.put_unwind_info = acc_put_unwind_info,
-	.get_dyn_info_list_addr = acc_get_dyn_info_list_addr,
-	.access_mem = acc_access_mem,
-	.access_reg = acc_access_reg,
-	.access_fpreg = acc_access_fpreg,
-	.resume = acc_resume,
-	.get_proc_name = acc_get_proc_name,
+    .find_proc_info = acc_find_proc_info,
+    .put_unwind_info = acc_put_unwind_info,
+    .get_dyn_info_list_addr = acc_get_dyn_info_list_addr,
+    .access_mem = acc_access_mem,
+    .access_reg = acc_access_reg,
+    .access_fpreg = acc_access_fpreg,
+    .resume = acc_resume,
+    .get_proc_name = acc_get_proc_name,
 };
 
 /* Is PC the kernel's signal return trampoline (__restore_rt: mov $15,%rax;
@@ -429,10 +430,11 @@ static int has_cfi(struct sd_target *t, uint64_t ip, int exact)
 /* Does RA follow a call instruction in executable code? A frame pointer
  * of code that uses rbp as data (hand-written assembly such as Go's
  * crypto) points at anything, and what it gives as a return address then
- * names a function that is not a caller. Code of a module is checked for
- * the call (E8 rel32, or FF /2 with its ModRM forms, with or without
- * REX); anonymous memory (JIT code) only for being executable. */
-static int after_call(struct sd_target *t, uint64_t ra)
+ * names a function that is not a caller. With CHECK_CALL, code of a module
+ * is checked for the call (E8 rel32, or FF /2 with its ModRM forms, with
+ * or without REX); otherwise, and in anonymous memory (JIT code), RA need
+ * only be executable. */
+static int after_call(struct sd_target *t, uint64_t ra, int check_call)
 {
 	struct sd_tmod *m = target_module_at(t, ra - 1);
 	if (!m || !m->elf) {
@@ -440,9 +442,12 @@ static int after_call(struct sd_target *t, uint64_t ra)
 		return mp && mp->perms[2] == 'x';
 	}
 	const struct sd_load *l = elfcache_load_at(m->elf, ra - 1 - m->bias);
+	if (!l || !(l->flags & PF_X))
+		return 0;
+	if (!check_call)
+		return 1;
 	uint8_t b[7];
-	if (!l || !(l->flags & PF_X) || ra - m->bias < 7 ||
-	    elfcache_read(m->elf, ra - m->bias - 7, b, sizeof(b)) < 0)
+	if (ra - m->bias < 7 || elfcache_read(m->elf, ra - m->bias - 7, b, sizeof(b)) < 0)
 		return 0;
 	if (b[2] == 0xe8)
 		return 1;
@@ -475,12 +480,22 @@ static int after_call(struct sd_target *t, uint64_t ra)
 	return 0;
 }
 
+/* A return address a runtime plants at the top of a stack it starts: a
+ * call to its exit routine, right after a one-byte nop, so that the
+ * planted address minus one is still inside the stub (Go's goexit). */
+static int planted_return(struct sd_target *t, uint64_t ra)
+{
+	struct sd_tmod *m = target_module_at(t, ra);
+	uint8_t b[2];
+	return m && m->elf && elfcache_read(m->elf, ra - 1 - m->bias, b, 2) == 0 && b[0] == 0x90 &&
+	       b[1] == 0xe8;
+}
+
 /* Cursor registers by DWARF register number (x86-64). */
 static const int dw_regs[16] = {
-	UNW_X86_64_RAX, UNW_X86_64_RDX, UNW_X86_64_RCX, UNW_X86_64_RBX,
-	UNW_X86_64_RSI, UNW_X86_64_RDI, UNW_X86_64_RBP, UNW_X86_64_RSP,
-	UNW_X86_64_R8,  UNW_X86_64_R9,  UNW_X86_64_R10, UNW_X86_64_R11,
-	UNW_X86_64_R12, UNW_X86_64_R13, UNW_X86_64_R14, UNW_X86_64_R15,
+    UNW_X86_64_RAX, UNW_X86_64_RDX, UNW_X86_64_RCX, UNW_X86_64_RBX, UNW_X86_64_RSI, UNW_X86_64_RDI,
+    UNW_X86_64_RBP, UNW_X86_64_RSP, UNW_X86_64_R8,  UNW_X86_64_R9,  UNW_X86_64_R10, UNW_X86_64_R11,
+    UNW_X86_64_R12, UNW_X86_64_R13, UNW_X86_64_R14, UNW_X86_64_R15,
 };
 
 /* Start a fresh cursor at registers R (after a step of our own), so that
@@ -504,8 +519,8 @@ static int restart_at(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t as,
  * .eh_frame does not cover (Go binaries have only .debug_frame). Returns
  * 1, 0 at the outermost frame (return address undefined or 0),
  * -UNW_ENOINFO when no FDE covers IP, or another negative error. */
-static int debug_frame_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t as,
-			    uint64_t ip, int exact)
+static int debug_frame_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t as, uint64_t ip,
+			    int exact)
 {
 	uint64_t pc = exact ? ip : ip - 1;
 	struct sd_tmod *m = target_module_at(c->u->target, pc);
@@ -526,8 +541,7 @@ static int debug_frame_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t 
 	for (int i = 0; i < DWCFI_NREGS; i++) {
 		nv[i] = i < 16 ? v[i] : 0;
 		switch (row.r[i].rule) {
-		case DWCFI_SAME:
-			break;
+		case DWCFI_SAME: break;
 		case DWCFI_UNDEF:
 			if (i == DWCFI_RA)
 				return 0;
@@ -536,9 +550,7 @@ static int debug_frame_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t 
 			if (read_word(c, cfa + (uint64_t)row.r[i].off, &nv[i]) < 0)
 				return -UNW_EINVAL;
 			break;
-		case DWCFI_VAL_OFFSET:
-			nv[i] = cfa + (uint64_t)row.r[i].off;
-			break;
+		case DWCFI_VAL_OFFSET: nv[i] = cfa + (uint64_t)row.r[i].off; break;
 		case DWCFI_REGISTER:
 			nv[i] = row.r[i].reg >= 0 && row.r[i].reg < 16 ? v[row.r[i].reg] : 0;
 			break;
@@ -548,6 +560,15 @@ static int debug_frame_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t 
 		return -UNW_EBADFRAME;
 	if (nv[DWCFI_RA] == 0)
 		return 0;
+	/* Code that switches stacks (Go's mcall and systemstack) leaves
+	 * under its CFA whatever the other stack holds there, which may even
+	 * point into code. */
+	if (!after_call(c->u->target, nv[DWCFI_RA], 1) &&
+	    !planted_return(c->u->target, nv[DWCFI_RA])) {
+		c->bad_ra = nv[DWCFI_RA];
+		c->bad_ra_cfi = 1;
+		return -UNW_EBADFRAME;
+	}
 	/* No rule for rbp, yet rbp is this frame's frame pointer (it points
 	 * just below the return address): the caller's rbp is saved there.
 	 * Go's .debug_frame describes the CFA and return address only. */
@@ -583,7 +604,7 @@ static int fp_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t as)
 		return -UNW_EINVAL;
 	if (nrip == 0)
 		return 0;
-	if (!after_call(c->u->target, nrip)) {
+	if (!after_call(c->u->target, nrip, 1)) {
 		c->bad_ra = nrip;
 		return -UNW_EBADFRAME;
 	}
@@ -695,12 +716,13 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 			f->flags |= SD_FRAME_SIGNAL | SD_FRAME_EXACT;
 		/* A stack we copied was mapped when we copied it, whatever
 		 * maps read earlier say (a thread born since). */
-		int copied = th->stack_len && sp >= th->stack_base &&
-			     sp < th->stack_base + th->stack_len;
+		int copied =
+		    th->stack_len && sp >= th->stack_base && sp < th->stack_base + th->stack_len;
 		if (n == 0 && !copied && !procfs_maps_find(&u->target->maps, sp)) {
 			u->target->maps_misses++;
 			char msg[96];
-			snprintf(msg, sizeof(msg), "stack pointer 0x%llx is not mapped (corrupt stack?)",
+			snprintf(msg, sizeof(msg),
+				 "stack pointer 0x%llx is not mapped (corrupt stack?)",
 				 (unsigned long long)sp);
 			th->unwind_stop = strpool_intern(snap->pool, msg);
 			break;
@@ -713,9 +735,9 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 			 * (Anonymous executable memory, e.g. JIT code, is
 			 * walked by frame pointer.) */
 			u->target->maps_misses++;
-			th->unwind_stop = strpool_intern(snap->pool,
-							 "return address outside any executable mapping "
-							 "(corrupt stack?)");
+			th->unwind_stop = strpool_intern(
+			    snap->pool, "return address outside any executable mapping "
+					"(corrupt stack?)");
 			break;
 		}
 		prev_sp = sp;
@@ -723,6 +745,7 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 		c.noinfo = 0;
 		c.stack_exhausted = 0;
 		c.bad_ra = 0;
+		c.bad_ra_cfi = 0;
 		if (!sig && !has_cfi(u->target, ip, exact)) {
 			/* No .eh_frame here: the .debug_frame if it covers ip,
 			 * else follow the frame pointer ourselves; either way a
@@ -742,15 +765,22 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 			break;
 		if (r < 0) {
 			char msg[160];
-			if (c.bad_ra)
+			if (c.bad_ra && c.bad_ra_cfi)
+				snprintf(
+				    msg, sizeof(msg),
+				    "the caller's return address 0x%llx does not follow a call "
+				    "(the code switched stacks, or the stack is corrupt)",
+				    (unsigned long long)c.bad_ra);
+			else if (c.bad_ra)
 				snprintf(msg, sizeof(msg),
 					 "frame pointer gave 0x%llx, which does not follow a call "
 					 "(not a return address)",
 					 (unsigned long long)c.bad_ra);
 			else if (c.stack_exhausted)
-				snprintf(msg, sizeof(msg),
-					 "stack window exhausted at %zu bytes (raise --stack-bytes)",
-					 th->stack_len);
+				snprintf(
+				    msg, sizeof(msg),
+				    "stack window exhausted at %zu bytes (raise --stack-bytes)",
+				    th->stack_len);
 			else if (c.bad_addr)
 				snprintf(msg, sizeof(msg), "%s (unreadable address 0x%llx)",
 					 unw_strerror(r), (unsigned long long)c.bad_addr);

@@ -13,13 +13,13 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import sdtest  # noqa: E402
-from fixture import start  # noqa: E402
+from fixture import path_of, start  # noqa: E402
 from sdtest import contains, eq, ok  # noqa: E402
 
 CXX_SOURCES = {"fx-frames.cpp", "fx-frames-park.cpp", "fx-frames.h"}
 RS_SOURCES = {"fx-frames-rs.rs"}
 
-THREAD_RE = re.compile(r"^Thread \d+ \(.*\(LWP (\d+)\)")
+THREAD_RE = re.compile(r"^Thread \d+ \((?:.*\()?LWP (\d+)")
 FRAME_RE = re.compile(r"^#(\d+)\s+(0x[0-9a-f]+ in )?(.+?) \(.* at (\S+):(\d+)$")
 
 
@@ -161,6 +161,95 @@ def test_rust_release():
         contains(fns, want)
     fns = [f[0] for f in mine[names["ledger"][0]]]
     contains(fns, "fx_frames_rs::shop::Ledger<u32>::post<u32, u32>")
+
+
+def go_addr2line(binary, addrs):
+    """[(function, file, line)] for ADDRS from `go tool addr2line`."""
+    p = subprocess.run(["go", "tool", "addr2line", binary], capture_output=True, text=True,
+                       input="".join("0x%x\n" % a for a in addrs), timeout=120)
+    eq(p.returncode, 0, p.stderr)
+    lines = p.stdout.splitlines()
+    eq(len(lines), 2 * len(addrs), p.stdout)
+    out = []
+    for i in range(len(addrs)):
+        f, _, ln = lines[2 * i + 1].rpartition(":")
+        out.append((lines[2 * i], f, int(ln)))
+    return out
+
+
+def test_go_matches_go_addr2line():
+    """Every frame in Go code has the function and file:line that `go tool
+    addr2line` gives for its address (the outer function of an inline
+    chain, the innermost file:line)."""
+    binary = path_of("fx-go")
+    with start("fx-go", blocked=2) as fx:
+        r = sdtest.run("--format", "json", fx.pid)
+        eq(r.rc, 0, r)
+        sdtest.assert_running(fx.pid)
+    groups, checked = [], 0
+    for t in r.json()["threads"]:
+        group = []
+        for i, f in enumerate(t["frames"]):
+            # The innermost frame's pc is where the thread is, not a
+            # return address.
+            f["exact"] = f.get("exact") or i == 0
+            if f.get("module") != "fx-go":
+                group = []
+                continue
+            group.append(f)
+            if not f.get("inlined"):
+                groups.append(group)
+                group = []
+    addrs = [int(g[0]["addr"], 16) - (0 if g[0].get("exact") else 1) for g in groups]
+    for g, (fn, file, line) in zip(groups, go_addr2line(binary, addrs)):
+        if file == "?":
+            # cgo's C trampolines (crosscall_amd64): not Go code.
+            continue
+        eq(g[-1]["function"], fn, "function of %r" % g)
+        eq((g[0]["file"], g[0]["line"]), (file, line), "file:line of %r" % g)
+        checked += 1
+    ok(checked >= 10, "only %d Go frames" % checked)
+    fns = [f["function"] for t in r.json()["threads"] for f in t["frames"]]
+    for want in ("main.waitByte", "main.reader", "runtime.goexit", "runtime.futexsleep",
+                 "syscall.Read"):
+        contains(fns, want)
+    ok(not any(f and (f.endswith(".abi0") or "+0x" in f) for f in fns), fns)
+
+
+def test_go_matches_gdb():
+    compare_with_gdb("fx-go", {"fx-go.go"}, 2, ())
+
+
+def test_go_under_load():
+    """An HTTP server hashing request bodies: threads running through
+    crypto/sha256's assembly (BP used as data), the runtime switching
+    between g0 and goroutine stacks. Every stack with user code ends in
+    runtime.goexit, the handler is found below crypto/sha256.block, and
+    nothing is taken from the other side of a stack switch."""
+    seen_block = seen_futexsleep = 0
+    with start("fx-go", "load") as fx:
+        for _ in range(40):
+            r = sdtest.run("--format", "json", fx.pid)
+            ok(r.rc in (0, 1), r)
+            for t in r.json()["threads"]:
+                fns = [f["function"] for f in t["frames"]]
+                if any(f and f.startswith("main.") for f in fns):
+                    eq(fns[-1], "runtime.goexit", "%r" % t)
+                    eq(t["unwind_stop"], None, "%r" % t)
+                if "crypto/sha256.block" in fns:
+                    seen_block += 1
+                    ok("main.handleHash" in fns[fns.index("crypto/sha256.block"):], fns)
+                for sw in ("runtime.mcall", "runtime.systemstack"):
+                    # the last frame of its stack: what lies beyond is the
+                    # other stack's
+                    if sw in fns:
+                        eq(fns.index(sw), len(fns) - 1, fns)
+                seen_futexsleep += "runtime.futexsleep" in fns
+            if seen_block >= 3 and seen_futexsleep:
+                break
+        sdtest.assert_running(fx.pid)
+    ok(seen_block >= 3, "crypto/sha256.block seen on %d stacks only" % seen_block)
+    ok(seen_futexsleep, "no runtime.futexsleep")
 
 
 def test_key():
