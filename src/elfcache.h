@@ -18,15 +18,15 @@ struct sd_load {
 };
 
 struct sd_elf {
-	char *path;	     /* the path it was opened by */
-	int fd;		     /* -1 for memory images */
+	char *path;          /* the path it was opened by */
+	int fd;              /* -1 for memory images */
 	const uint8_t *data; /* the whole file, read-only */
 	size_t size;
-	int mapped; /* data is an mmap (else heap) */
+	int mapped;          /* data is an mmap (else heap) */
 	dev_t dev;
 	ino_t ino;
-	int type;	    /* ET_EXEC or ET_DYN */
-	char build_id[129]; /* hex, "" if none */
+	int type;            /* ET_EXEC or ET_DYN */
+	char build_id[129];  /* hex, "" if none */
 	struct sd_load loads[16];
 	int nloads;
 	int has_eh_frame_hdr;

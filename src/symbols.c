@@ -28,7 +28,7 @@ struct symentry {
 
 struct symcache_slot {
 	const struct sd_elf *elf; /* NULL: empty slot */
-	uint64_t addr;		  /* file-relative, adjusted pc */
+	uint64_t addr;            /* file-relative, adjusted pc */
 	unsigned mode;
 	struct symentry *v;
 	unsigned n;
@@ -85,9 +85,9 @@ static int find_elf_cb(Dwfl_Module *mod, void **userdata, const char *modname, D
 }
 
 static const Dwfl_Callbacks callbacks = {
-    .find_elf = find_elf_cb,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
-    .debuginfo_path = &debuginfo_path,
+	.find_elf = find_elf_cb,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.debuginfo_path = &debuginfo_path,
 };
 
 struct sd_symbols *symbols_new(struct sd_target *t)
@@ -478,8 +478,8 @@ void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_th
 			}
 		}
 		const char *bid = m && m->elf && m->elf->build_id[0]
-				      ? strpool_intern(snap->pool, m->elf->build_id)
-				      : NULL;
+					  ? strpool_intern(snap->pool, m->elf->build_id)
+					  : NULL;
 		uint64_t rel = m ? rf.pc - m->bias : rf.pc - map_start;
 		struct symentry *ents = NULL;
 		unsigned nents = 0;

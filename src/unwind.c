@@ -59,16 +59,16 @@ struct uctx {
 	struct sd_unwinder *u;
 	struct sd_thread *th;
 	struct user_regs_struct regs; /* the registers the cursor starts from */
-	int noinfo;		      /* find_proc_info found no CFI for the last ip */
-	int stack_exhausted;	      /* a read fell just past the captured window */
-	int live_budget;	      /* reads of live memory still allowed */
+	int noinfo;          /* find_proc_info found no CFI for the last ip */
+	int stack_exhausted; /* a read fell just past the captured window */
+	int live_budget;     /* reads of live memory still allowed */
 	/* The file range of the last image read: libunwind reads unwind
 	 * tables a word at a time, mostly from one place. */
-	uint64_t img_lo, img_hi; /* target addresses */
-	const uint8_t *img_data; /* the bytes at img_lo */
+	uint64_t img_lo, img_hi;     /* target addresses */
+	const uint8_t *img_data;     /* the bytes at img_lo */
 	uint64_t bad_addr;
-	uint64_t bad_ra; /* a return address refused: not after a call */
-	int bad_ra_cfi;	 /* ... given by .debug_frame (else by rbp) */
+	uint64_t bad_ra;     /* a return address refused: not after a call */
+	int bad_ra_cfi;      /* ... given by .debug_frame (else by rbp) */
 };
 
 #define DW_EH_PE_udata4 0x03
@@ -272,14 +272,14 @@ static int acc_get_proc_name(unw_addr_space_t as, unw_word_t addr, char *buf, si
 }
 
 static unw_accessors_t accessors = {
-    .find_proc_info = acc_find_proc_info,
-    .put_unwind_info = acc_put_unwind_info,
-    .get_dyn_info_list_addr = acc_get_dyn_info_list_addr,
-    .access_mem = acc_access_mem,
-    .access_reg = acc_access_reg,
-    .access_fpreg = acc_access_fpreg,
-    .resume = acc_resume,
-    .get_proc_name = acc_get_proc_name,
+	.find_proc_info = acc_find_proc_info,
+	.put_unwind_info = acc_put_unwind_info,
+	.get_dyn_info_list_addr = acc_get_dyn_info_list_addr,
+	.access_mem = acc_access_mem,
+	.access_reg = acc_access_reg,
+	.access_fpreg = acc_access_fpreg,
+	.resume = acc_resume,
+	.get_proc_name = acc_get_proc_name,
 };
 
 /* Is PC the kernel's signal return trampoline (__restore_rt: mov $15,%rax;
@@ -737,7 +737,7 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 			u->target->maps_misses++;
 			th->unwind_stop = strpool_intern(
 			    snap->pool, "return address outside any executable mapping "
-					"(corrupt stack?)");
+							 "(corrupt stack?)");
 			break;
 		}
 		prev_sp = sp;
@@ -753,9 +753,9 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 			 * unwinding resumes cleanly there. */
 			r = debug_frame_step(&cur, &c, u->as, ip, exact);
 			if (r == -UNW_ENOINFO) {
-				r = fp_step(&cur, &c, u->as);
-				if (r > 0)
-					c.noinfo = 1;
+			r = fp_step(&cur, &c, u->as);
+			if (r > 0)
+				c.noinfo = 1;
 			}
 		} else {
 			c.noinfo = 0;
@@ -779,8 +779,8 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 			else if (c.stack_exhausted)
 				snprintf(
 				    msg, sizeof(msg),
-				    "stack window exhausted at %zu bytes (raise --stack-bytes)",
-				    th->stack_len);
+					 "stack window exhausted at %zu bytes (raise --stack-bytes)",
+					 th->stack_len);
 			else if (c.bad_addr)
 				snprintf(msg, sizeof(msg), "%s (unreadable address 0x%llx)",
 					 unw_strerror(r), (unsigned long long)c.bad_addr);
