@@ -34,7 +34,8 @@ static void parse_note(struct sd_elf *e, uint64_t off, uint64_t len)
 		if (next > end || !in_bounds(e, desc_off, nh.n_descsz))
 			return;
 		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-		    !memcmp(e->data + name_off, "GNU", 4) && nh.n_descsz > 0 && nh.n_descsz <= 64) {
+		    !memcmp(e->data + name_off, "GNU", 4) && nh.n_descsz > 0 &&
+		    nh.n_descsz <= 64) {
 			for (uint32_t i = 0; i < nh.n_descsz; i++) {
 				static const char hex[] = "0123456789abcdef";
 				e->build_id[2 * i] = hex[e->data[desc_off + i] >> 4];
@@ -86,7 +87,8 @@ int elfcache_parse(struct sd_elf *e)
 			if (!e->build_id[0] && in_bounds(e, ph.p_offset, ph.p_filesz))
 				parse_note(e, ph.p_offset, ph.p_filesz);
 			break;
-		default: break;
+		default:
+			break;
 		}
 	}
 	return e->nloads ? 0 : -EINVAL;

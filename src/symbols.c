@@ -361,8 +361,7 @@ static unsigned resolve(struct sd_symbols *s, Dwfl_Module *dm, uint64_t addr, in
 			}
 			struct symentry *e = &v[n++];
 			memset(e, 0, sizeof(*e));
-			e->function =
-			    name ? name : (symname ? intern_demangled(s->pool, symname) : NULL);
+			e->function = name ? name : (symname ? intern_demangled(s->pool, symname) : NULL);
 			e->file = file;
 			e->line = line;
 			e->inlined = tag == DW_TAG_inlined_subroutine;
@@ -486,8 +485,7 @@ void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_th
 		if (m && m->elf && m->dwmod) {
 			int found;
 			s->lookups++;
-			struct symcache_slot *slot =
-			    cache_find(s, m->elf, adj - m->bias, mode, &found);
+			struct symcache_slot *slot = cache_find(s, m->elf, adj - m->bias, mode, &found);
 			if (found) {
 				s->hits++;
 			} else {

@@ -716,13 +716,12 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 			f->flags |= SD_FRAME_SIGNAL | SD_FRAME_EXACT;
 		/* A stack we copied was mapped when we copied it, whatever
 		 * maps read earlier say (a thread born since). */
-		int copied =
-		    th->stack_len && sp >= th->stack_base && sp < th->stack_base + th->stack_len;
+		int copied = th->stack_len && sp >= th->stack_base &&
+			     sp < th->stack_base + th->stack_len;
 		if (n == 0 && !copied && !procfs_maps_find(&u->target->maps, sp)) {
 			u->target->maps_misses++;
 			char msg[96];
-			snprintf(msg, sizeof(msg),
-				 "stack pointer 0x%llx is not mapped (corrupt stack?)",
+			snprintf(msg, sizeof(msg), "stack pointer 0x%llx is not mapped (corrupt stack?)",
 				 (unsigned long long)sp);
 			th->unwind_stop = strpool_intern(snap->pool, msg);
 			break;
@@ -735,8 +734,8 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 			 * (Anonymous executable memory, e.g. JIT code, is
 			 * walked by frame pointer.) */
 			u->target->maps_misses++;
-			th->unwind_stop = strpool_intern(
-			    snap->pool, "return address outside any executable mapping "
+			th->unwind_stop = strpool_intern(snap->pool,
+							 "return address outside any executable mapping "
 							 "(corrupt stack?)");
 			break;
 		}
@@ -766,19 +765,17 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 		if (r < 0) {
 			char msg[160];
 			if (c.bad_ra && c.bad_ra_cfi)
-				snprintf(
-				    msg, sizeof(msg),
-				    "the caller's return address 0x%llx does not follow a call "
-				    "(the code switched stacks, or the stack is corrupt)",
-				    (unsigned long long)c.bad_ra);
+				snprintf(msg, sizeof(msg),
+					 "the caller's return address 0x%llx does not follow a call "
+					 "(the code switched stacks, or the stack is corrupt)",
+					 (unsigned long long)c.bad_ra);
 			else if (c.bad_ra)
 				snprintf(msg, sizeof(msg),
 					 "frame pointer gave 0x%llx, which does not follow a call "
 					 "(not a return address)",
 					 (unsigned long long)c.bad_ra);
 			else if (c.stack_exhausted)
-				snprintf(
-				    msg, sizeof(msg),
+				snprintf(msg, sizeof(msg),
 					 "stack window exhausted at %zu bytes (raise --stack-bytes)",
 					 th->stack_len);
 			else if (c.bad_addr)
