@@ -604,7 +604,9 @@ static int fp_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t as)
 		return -UNW_EINVAL;
 	if (nrip == 0)
 		return 0;
-	if (!after_call(c->u->target, nrip, 1)) {
+	/* A signal handler returns into the kernel's trampoline, which no
+	 * call precedes. */
+	if (!after_call(c->u->target, nrip, 1) && !is_sigreturn(c->u->target, nrip)) {
 		c->bad_ra = nrip;
 		return -UNW_EBADFRAME;
 	}
