@@ -9,8 +9,10 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <libiberty/demangle.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dwindex.h"
@@ -45,9 +47,20 @@ struct modindex {
 	uint64_t bias;
 };
 
+/* A JIT's own map of its code, /tmp/perf-PID.map ("START SIZE name" per
+ * line, hex), as node --perf-basic-prof and JVM agents write it. */
+struct perfmap_ent {
+	uint64_t start, end;
+	const char *name; /* pool of the symbols session */
+};
+
 struct sd_symbols {
 	struct sd_target *target;
 	Dwfl *dwfl;
+	struct perfmap_ent *pm;
+	size_t npm;
+	off_t pm_size;
+	struct timespec pm_mtime;
 	struct modindex *mi;
 	size_t nmi;
 	struct strpool *pool;
@@ -121,6 +134,7 @@ void symbols_free(struct sd_symbols *s)
 		free(s->mi[i].name);
 	}
 	free(s->mi);
+	free(s->pm);
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
 	strpool_free(s->pool);
@@ -422,6 +436,67 @@ static struct symcache_slot *cache_find(struct sd_symbols *s, const struct sd_el
 	return &s->slots[h];
 }
 
+static int cmp_perfmap(const void *a, const void *b)
+{
+	const struct perfmap_ent *x = a, *y = b;
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+/* (Re)read the target's perf map when it changed since the last read. */
+static void perfmap_refresh(struct sd_symbols *s)
+{
+	char path[96];
+	pid_t pid = s->target->pid;
+	snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-%d.map", (int)pid, (int)pid);
+	struct stat st;
+	if (stat(path, &st) < 0) {
+		s->npm = 0;
+		return;
+	}
+	if (st.st_size == s->pm_size && st.st_mtim.tv_sec == s->pm_mtime.tv_sec &&
+	    st.st_mtim.tv_nsec == s->pm_mtime.tv_nsec)
+		return;
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	s->npm = 0;
+	size_t cap = 0;
+	char line[4096];
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, size;
+		int n = 0;
+		if (sscanf(line, "%llx %llx %n", &start, &size, &n) < 2 || n == 0 || !size)
+			continue;
+		char *name = line + n;
+		name[strcspn(name, "\n")] = '\0';
+		sd_grow(&s->pm, &cap, s->npm + 1, sizeof(*s->pm));
+		s->pm[s->npm++] = (struct perfmap_ent){
+			.start = start, .end = start + size, .name = strpool_intern(s->pool, name)};
+	}
+	fclose(f);
+	sd_sort(s->pm, s->npm, sizeof(*s->pm), cmp_perfmap);
+	s->pm_size = st.st_size;
+	s->pm_mtime = st.st_mtim;
+}
+
+/* The perf-map entry holding ADDR (the latest written wins: code can be
+ * replaced at the same address), or NULL. */
+static const struct perfmap_ent *perfmap_find(const struct sd_symbols *s, uint64_t addr)
+{
+	size_t lo = 0, hi = s->npm;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->pm[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i > 0 && lo - i < 16; i--)
+		if (addr < s->pm[i - 1].end)
+			return &s->pm[i - 1];
+	return NULL;
+}
+
 /* Go runtime functions that switch to another stack or begin one (those
  * its own traceback stops at: SPWRITE and TOPFRAME in the runtime). What
  * their unwind rules find beyond them is the other stack's stale data,
@@ -461,6 +536,7 @@ void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_th
 	th->frames = NULL;
 	th->nframes = 0;
 	unsigned mode = (no_inline ? 1u : 0u) | (no_source ? 2u : 0u);
+	int pm_fresh = 0;
 	for (size_t i = 0; i < nraw; i++) {
 		struct sd_frame rf = raw[i];
 		uint64_t adj = (rf.flags & SD_FRAME_EXACT) || rf.pc == 0 ? rf.pc : rf.pc - 1;
@@ -474,6 +550,24 @@ void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_th
 				modname = strpool_intern(snap->pool,
 							 mp->path[0] ? mp->path : "[anonymous]");
 				map_start = mp->start;
+			}
+			/* Code in anonymous memory: the JIT's perf map names it. */
+			const struct perfmap_ent *pe = NULL;
+			if (mp && !mp->path[0] && mp->perms[2] == 'x') {
+				if (!pm_fresh) {
+					perfmap_refresh(s);
+					pm_fresh = 1;
+				}
+				pe = perfmap_find(s, adj);
+			}
+			if (pe) {
+				struct sd_frame *f = snapshot_add_frame(th);
+				*f = rf;
+				f->module = modname;
+				f->offset = rf.pc - map_start;
+				f->function = strpool_intern(snap->pool, pe->name);
+				f->symoff = rf.pc - pe->start;
+				continue;
 			}
 		}
 		const char *bid = m && m->elf && m->elf->build_id[0]

@@ -252,6 +252,38 @@ def test_go_under_load():
     ok(seen_futexsleep, "no runtime.futexsleep")
 
 
+def jit_frames(*args):
+    with start("fx-jit", *args, blocked=2) as fx:
+        try:
+            r = sdtest.run("--format", "json", "--tid", fx.tid("jit"), fx.pid)
+            eq(r.rc, 0, r)
+        finally:
+            try:
+                os.unlink("/tmp/perf-%d.map" % fx.pid)
+            except FileNotFoundError:
+                pass
+    fr = r.json()["threads"][0]["frames"]
+    fns = [f["function"] for f in fr]
+    i = fns.index("jit_park")
+    return fr, i
+
+
+def test_jit_code_is_anonymous():
+    """Code in anonymous memory between two mappings of the executable is
+    not the executable's: the module spans its load segments only."""
+    fr, i = jit_frames()
+    eq(fr[i + 1]["module"], "[anonymous]", fr)
+    eq(fr[i + 1]["function"], None, fr)
+    eq(fr[i + 2]["function"], "jit_main", fr)
+
+
+def test_jit_perf_map():
+    fr, i = jit_frames("perfmap")
+    eq(fr[i + 1]["module"], "[anonymous]", fr)
+    eq(fr[i + 1]["function"], "jit_stub_loop", fr)
+    eq(fr[i + 2]["function"], "jit_main", fr)
+
+
 def test_key():
     eq(key("long shop::Ledger::post<int>(int)"), "post")
     eq(key("shop::Ledger::post<int>"), "post")
