@@ -657,9 +657,36 @@ void unwind_flush(struct sd_unwinder *u)
 static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_thread *th,
 			unsigned max_frames);
 
+/* Is TID one of the kernel's io_uring threads inside the process (io-wq
+ * workers "iou-wrk-*", the SQPOLL thread "iou-sqp-*")? They run only in
+ * the kernel: their user registers are all zero. PF_IO_WORKER (0x10) in
+ * the flags of /proc/PID/task/TID/stat says so for certain. */
+static int is_io_worker(pid_t pid, const struct sd_thread *th)
+{
+	if (th->regs.rip != 0 || th->regs.rsp != 0)
+		return 0;
+	char path[80], *text;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)th->tid);
+	ssize_t n = sd_read_file(path, &text, 4096);
+	if (n < 0)
+		return 0;
+	/* Fields after the comm: state ppid pgrp session tty tpgid flags. */
+	const char *p = strrchr(text, ')');
+	unsigned long flags = 0;
+	int ok = p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) == 1;
+	free(text);
+	return ok && (flags & 0x10);
+}
+
 void unwind_thread(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_thread *th,
 		   unsigned max_frames)
 {
+	if (th->have_regs && is_io_worker(u->target->pid, th)) {
+		th->unwind_stop = strpool_intern(snap->pool,
+						 "io_uring worker: a kernel thread of the process, "
+						 "with no user-space stack");
+		return;
+	}
 	if (!th->have_regs) {
 		if (!th->unwind_stop)
 			th->unwind_stop = strpool_intern(snap->pool, "no registers");

@@ -284,6 +284,22 @@ def test_jit_perf_map():
     eq(fr[i + 2]["function"], "jit_main", fr)
 
 
+def test_io_uring_worker_labelled():
+    """An io-wq worker thread (a kernel thread inside the process) is said
+    to be one, not shown as a corrupt stack at address 0."""
+    with start("fx-iouring", blocked=1) as fx:
+        r = sdtest.run("--format", "json", fx.pid)
+        eq(r.rc, 0, r)
+        text = sdtest.run(fx.pid)
+    threads = {t["name"]: t for t in r.json()["threads"]}
+    workers = [t for n, t in threads.items() if n.startswith("iou-wrk-")]
+    eq(len(workers), 1, sorted(threads))
+    eq(workers[0]["frames"], [])
+    contains(workers[0]["unwind_stop"], "io_uring worker")
+    eq([f["function"] for f in threads["fx-iouring"]["frames"]][1], "main")
+    ok("corrupt" not in text.out and "0x0000000000000000" not in text.out, text.out)
+
+
 def test_key():
     eq(key("long shop::Ledger::post<int>(int)"), "post")
     eq(key("shop::Ledger::post<int>"), "post")
