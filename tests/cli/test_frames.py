@@ -287,7 +287,7 @@ def test_jit_perf_map():
 def test_io_uring_worker_labelled():
     """An io-wq worker thread (a kernel thread inside the process) is said
     to be one, not shown as a corrupt stack at address 0."""
-    with start("fx-iouring", blocked=1) as fx:
+    with start("fx-iouring", blocked=2) as fx:
         r = sdtest.run("--format", "json", fx.pid)
         eq(r.rc, 0, r)
         text = sdtest.run(fx.pid)
