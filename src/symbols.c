@@ -45,6 +45,19 @@ struct modindex {
 	uint64_t start, end;
 	struct sd_dwindex *idx; /* NULL: module without DWARF */
 	uint64_t bias;
+	struct modsym *syms;    /* function symbols by address */
+	size_t nsyms;
+};
+
+/* One function symbol of a module (from its .symtab, or .dynsym, or the
+ * separate debug file's, as libdwfl found them). libdwfl answers an
+ * address by a linear scan of every symbol, which on binaries with tens
+ * of thousands of symbols is most of the cost of a lookup; sorted once,
+ * a lookup is a binary search. */
+struct modsym {
+	uint64_t start, size; /* runtime addresses */
+	const char *name;     /* libdwfl's, lives as long as the module */
+	int rank;             /* binding: global 2, weak 1, local 0 */
 };
 
 /* A JIT's own map of its code, /tmp/perf-PID.map ("START SIZE name" per
@@ -131,6 +144,7 @@ void symbols_free(struct sd_symbols *s)
 	free(s->slots);
 	for (size_t i = 0; i < s->nmi; i++) {
 		dwindex_free(s->mi[i].idx);
+		free(s->mi[i].syms);
 		free(s->mi[i].name);
 	}
 	free(s->mi);
@@ -183,6 +197,7 @@ void symbols_sync(struct sd_symbols *s)
 			s->mi[keep++] = *x;
 		} else {
 			dwindex_free(x->idx);
+			free(x->syms);
 			free(x->name);
 		}
 	}
@@ -252,6 +267,71 @@ static void call_site(struct sd_symbols *s, Dwarf_Die *cu, Dwarf_Die *die, const
 	}
 }
 
+static int cmp_modsym(const void *a, const void *b)
+{
+	const struct modsym *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	/* At one address: sized before sizeless, then global, weak, local
+	 * (the order libdwfl prefers them in). */
+	if ((x->size != 0) != (y->size != 0))
+		return x->size ? -1 : 1;
+	return y->rank - x->rank;
+}
+
+static void index_symbols(struct modindex *x)
+{
+	int n = dwfl_module_getsymtab(x->dm);
+	size_t cap = 0;
+	for (int i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		const char *name = dwfl_module_getsym_info(x->dm, i, &sym, &addr, NULL, NULL, NULL);
+		int type = GELF_ST_TYPE(sym.st_info);
+		if (!name || !name[0] || sym.st_shndx == SHN_UNDEF ||
+		    (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE))
+			continue;
+		int bind = GELF_ST_BIND(sym.st_info);
+		sd_grow(&x->syms, &cap, x->nsyms + 1, sizeof(*x->syms));
+		x->syms[x->nsyms++] = (struct modsym){
+			.start = addr, .size = sym.st_size, .name = name,
+			.rank = bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0};
+	}
+	sd_sort(x->syms, x->nsyms, sizeof(*x->syms), cmp_modsym);
+	/* One entry per address: the preferred one. */
+	size_t k = 0;
+	for (size_t i = 0; i < x->nsyms; i++)
+		if (k == 0 || x->syms[k - 1].start != x->syms[i].start)
+			x->syms[k++] = x->syms[i];
+	x->nsyms = k;
+}
+
+/* The function symbol holding ADDR: the nearest one below it whose size
+ * covers it, else the nearest sizeless one with no sized symbol ending in
+ * between (assembly labels). NULL if none. */
+static const struct modsym *symbol_at(const struct modindex *x, uint64_t addr)
+{
+	size_t lo = 0, hi = x->nsyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (x->syms[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Symbols seldom nest; a few steps back find an enclosing one. */
+	for (size_t i = lo, steps = 0; i > 0 && steps < 8; i--, steps++) {
+		const struct modsym *m = &x->syms[i - 1];
+		if (m->size && addr - m->start < m->size)
+			return m;
+		if (!m->size && i == lo)
+			return m;
+		if (m->size)
+			break;
+	}
+	return NULL;
+}
+
 static struct modindex *module_index(struct sd_symbols *s, Dwfl_Module *dm)
 {
 	for (size_t i = 0; i < s->nmi; i++)
@@ -272,7 +352,17 @@ static struct modindex *module_index(struct sd_symbols *s, Dwfl_Module *dm)
 	if (dw)
 		x->idx = dwindex_new(dw);
 	x->bias = bias;
+	index_symbols(x);
 	return x;
+}
+
+/* The name and offset of the function symbol holding ADDR in DM. */
+static const char *symbol_name(struct sd_symbols *s, Dwfl_Module *dm, uint64_t addr,
+			       GElf_Off *off)
+{
+	const struct modsym *m = symbol_at(module_index(s, dm), addr);
+	*off = m ? addr - m->start : 0;
+	return m ? m->name : NULL;
 }
 
 /* Resolve ADDR through the module's address-range index: the innermost
@@ -322,14 +412,11 @@ static unsigned resolve(struct sd_symbols *s, Dwfl_Module *dm, uint64_t addr, in
 {
 	struct symentry *v = NULL;
 	unsigned n = 0, cap = 0;
-	{
-		GElf_Off off = 0;
-		GElf_Sym sy;
-		const char *sn = dwfl_module_addrinfo(dm, addr, &off, &sy, NULL, NULL, NULL);
-		n = resolve_indexed(s, dm, addr, no_inline, no_source, sn, off, out);
-		if (n)
-			return n;
-	}
+	GElf_Off symoff = 0;
+	const char *symname = symbol_name(s, dm, addr, &symoff);
+	n = resolve_indexed(s, dm, addr, no_inline, no_source, symname, symoff, out);
+	if (n)
+		return n;
 	const char *srcfile = NULL;
 	int srcline = 0;
 	if (!no_source) {
@@ -339,10 +426,6 @@ static unsigned resolve(struct sd_symbols *s, Dwfl_Module *dm, uint64_t addr, in
 			srcfile = strpool_intern(s->pool, f);
 		}
 	}
-	GElf_Off symoff = 0;
-	GElf_Sym sym;
-	const char *symname = dwfl_module_addrinfo(dm, addr, &symoff, &sym, NULL, NULL, NULL);
-
 	Dwarf_Addr bias = 0;
 	Dwarf_Die *cu = dwfl_module_addrdie(dm, addr, &bias);
 	Dwarf_Die *scopes = NULL;
