@@ -184,18 +184,11 @@ def test_cxx_matches_eu_stack():
 
 def test_rust_matches_eu_stack():
     """eu-stack cannot demangle Rust v0 names, so compare the physical
-    frames by address, and check our names are demangled. The fixture is
-    built with -C symbol-mangling-version=v0 whatever the toolchain's
-    default: check that it really holds v0 symbols, then that none is left
-    mangled. Names from std depend on the toolchain's version; the
-    fixture's own do not."""
+    frames by address; the fixture's own functions are named (from DWARF).
+    Names from std depend on the toolchain's version; the fixture's do
+    not."""
     ok(os.access(path_of("fx-rust"), os.X_OK),
        "fx-rust was not built: CMake found no rustc (run .ci/deps)")
-    nm = sdtest.tool("nm", "binutils")
-    syms = subprocess.run([nm, path_of("fx-rust")], capture_output=True, text=True,
-                          timeout=60).stdout
-    ok(re.search(r" _RNvNtCs\w+_7fx_rust7workers10park_inner$", syms, re.M),
-       "fx-rust's own functions are not v0-mangled")
     with start("fx-rust", blocked=4) as fx:
         r, _ = ours(fx.pid, "--no-inline")
         theirs = {t: [addr for addr, _ in fr] for t, fr in eu_stack_frames(fx.pid).items()}
@@ -204,15 +197,48 @@ def test_rust_matches_eu_stack():
         eq(mine, theirs)
         r = sdtest.run(fx.pid)
         eq(r.rc, 0, r.err)
-        for name in ("fx_rust::workers::park_inner", "fx_rust::workers::park_outer",
-                     "fx_rust::parker_main", "fx_rust::workers::pump", "fx_rust::reader_main",
-                     "<fx_rust::workers::Decoder<u64>>::wait_for_input",
-                     "<fx_rust::workers::Decoder<u64>>::run", "fx_rust::decoder_main",
-                     "fx_rust::main"):
-            contains(r.out, name)
-        sdtest.matches(r.out, r" std::thread::(functions::)?park\+")
-        sdtest.matches(r.out, r" std::sys(_common)?::backtrace::__rust_begin_short_backtrace")
+        for name in (r"fx_rust::workers::park_inner", r"fx_rust::workers::park_outer",
+                     r"fx_rust::parker_main", r"fx_rust::workers::pump\b",
+                     r"fx_rust::reader_main", r"<?fx_rust::workers::Decoder<u64>>?::wait_for_input",
+                     r"<?fx_rust::workers::Decoder<u64>>?::run", r"fx_rust::decoder_main",
+                     r"fx_rust::main\b", r"std::thread::(functions::)?park\b",
+                     r"std::sys(_common)?::backtrace::__rust_begin_short_backtrace"):
+            sdtest.matches(r.out, r"#\d+ +0x[0-9a-f]+ (\[inlined\] )?" + name)
         ok(not re.search(r"_RN|_ZN|\$u7b\$|17h[0-9a-f]{16}", r.out), r.out)
+
+
+def test_rust_v0_names_demangled():
+    """The fixture is built with -C symbol-mangling-version=v0 whatever the
+    toolchain's default: check it holds v0 symbols, then, with its DWARF
+    stripped so that every name comes from the symbol table, that our v0
+    demangling gives the names (generic arguments included) and leaves
+    none mangled."""
+    ok(os.access(path_of("fx-rust"), os.X_OK),
+       "fx-rust was not built: CMake found no rustc (run .ci/deps)")
+    nm = sdtest.tool("nm", "binutils")
+    objcopy = sdtest.tool("objcopy", "binutils")
+    syms = subprocess.run([nm, path_of("fx-rust")], capture_output=True, text=True,
+                          timeout=60).stdout
+    ok(re.search(r" _RNvNtCs\w+_7fx_rust7workers10park_inner$", syms, re.M),
+       "fx-rust's own functions are not v0-mangled")
+    import tempfile
+    d = tempfile.mkdtemp()
+    try:
+        exe = os.path.join(d, "fx-rust-nodwarf")
+        subprocess.run([objcopy, "--strip-debug", path_of("fx-rust"), exe], check=True,
+                       timeout=120)
+        with start(exe, blocked=4) as fx:
+            r = sdtest.run(fx.pid)
+            eq(r.rc, 0, r.err)
+            for name in ("fx_rust::workers::park_inner+0x", "fx_rust::parker_main+0x",
+                         "fx_rust::workers::pump::<std::fs::File>+0x",
+                         "<fx_rust::workers::Decoder<u64>>::wait_for_input",
+                         "<fx_rust::workers::Decoder<u64>>::run", "fx_rust::decoder_main+0x"):
+                contains(r.out, name)
+            ok(" at fx-rust.rs:" not in r.out, "DWARF was not stripped")
+            ok(not re.search(r"_RN|_ZN|\$u7b\$|17h[0-9a-f]{16}", r.out), r.out)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def thread_named(j, name):

@@ -49,7 +49,7 @@ def check_alpha(r, module):
     eq(r.rc, 0, r.err)
     alpha = thread_named(r.json(), "alpha")
     funcs = [f["function"] for f in alpha["frames"]]
-    ok("alpha_middle" in funcs and funcs[-1] == "__clone3", funcs)
+    ok("alpha_middle" in funcs and funcs[-1] == "clone3", funcs)
     f = [x for x in alpha["frames"] if x["function"] == "alpha_middle"][0]
     eq(f["module"], module)
     ok(f["file"] and f["file"].endswith("fx-stacks.c"), f)
