@@ -7,8 +7,10 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+sys.path.insert(0, os.path.dirname(__file__))
 import sdtest  # noqa: E402
 from fixture import available, start  # noqa: E402
+from recordlib import check_recording, record, tempdir  # noqa: E402
 from sdtest import contains, eq, ok  # noqa: E402
 
 
@@ -47,6 +49,20 @@ def test_idle_go_server_has_no_lock():
         contains(text, "no thread waiting on a lock")
         contains(text, "in the language runtime")
         contains(text, "No deadlock found.")
+
+
+def test_idle_go_server_is_not_stuck():
+    # The runtime idling has the same stack and no switch for as long as
+    # the server is idle: it is waiting for work, not stuck.
+    need("fx-goserver")
+    with start("fx-goserver", blocked=2) as fx:
+        d = tempdir("go-quiet")
+        r = record(fx.pid, "--when", "stuck>=1s", "--every", "200ms", "--for", "3s",
+                   "--out", d)
+        sdtest.assert_running(fx.pid)
+        eq(r.rc, 0, r.err)
+        ok("triggered" not in r.err, "stuck fired on an idle Go server: %s" % r.err)
+        eq(check_recording(d), [])
 
 
 def test_java_monitor_contention():
