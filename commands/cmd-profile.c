@@ -28,6 +28,9 @@ static const struct cmd_option profile_options[] = {
 	{"engine", 'e', "ENGINE",
 	 "auto (perf events where permitted, else ptrace), perf or ptrace (default auto)",
 	 CMPL_CHOICES, "auto perf ptrace"},
+	{"perf-buffer", 0, "SIZE",
+	 "perf engine: ring buffer per thread (default 128k, 64k above 256 threads)", CMPL_NONE,
+	 NULL},
 	{"on-cpu", 0, NULL, "only samples of threads on a CPU (state R)", CMPL_NONE, NULL},
 	{"off-cpu", 0, NULL, "only samples of threads off CPU (blocked, sleeping)", CMPL_NONE, NULL},
 	{"no-idle", 0, NULL, "hide threads idling in epoll_wait, poll, accept, condvars, sleep...",
@@ -161,11 +164,12 @@ static void report_verbose(struct cmd_ctx *ctx, struct sd_profile *p, struct pta
 		fprintf(ctx->err,
 			"perf: %llu task-clock and %llu context-switch samples, %llu lost, "
 			"throttled %llu times; %llu unwound, %llu threads seeded by ptrace, %llu "
-			"threads followed, %llu ring reads\n",
+			"threads followed, %llu gone, %llu ring reads\n",
 			(unsigned long long)ps.clock_samples, (unsigned long long)ps.switch_samples,
 			(unsigned long long)ps.lost, (unsigned long long)ps.throttled,
 			(unsigned long long)ps.unwinds, (unsigned long long)ps.seeded,
-			(unsigned long long)ps.threads_opened, (unsigned long long)ps.drains);
+			(unsigned long long)ps.threads_opened, (unsigned long long)ps.threads_closed,
+			(unsigned long long)ps.drains);
 	fprintf(ctx->err,
 		"sampling: %llu samples in %.2f s (%.1f Hz), %llu thread stacks, %llu unreadable\n"
 		"per snapshot: capture %.2f ms (pause, max %.2f ms), unwind %.2f ms\n"
@@ -258,6 +262,15 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		cmd_error(ctx, "invalid --engine: %s (auto, perf or ptrace)", v);
 		rc = EXIT_USAGE;
 		goto out;
+	}
+	if ((v = cmd_opt(ctx, "perf-buffer"))) {
+		uint64_t b;
+		if (sd_parse_size(v, &b) < 0 || b < 4096 || b > (64u << 20)) {
+			cmd_error(ctx, "invalid --perf-buffer: %s (a size from 4k to 64m, e.g. 256k)", v);
+			rc = EXIT_USAGE;
+			goto out;
+		}
+		smo.ring_kb = (size_t)(b / 1024);
 	}
 	if (locks && smo.engine == SD_ENGINE_PERF) {
 		cmd_error(ctx, "profile: --locks needs --engine ptrace (lock words are read while "

@@ -38,10 +38,12 @@ enum { LATEST_NONE = 0, LATEST_CLOCK, LATEST_SWITCH, LATEST_SEED };
 /* One thread with its events and its latest sample. */
 struct pthr {
 	pid_t tid;
-	int fd, fd_sw;         /* task-clock (owns the ring), context switch */
-	uint64_t id_clock, id_sw;
-	uint8_t *ring;
+	int fd, fd_sw;         /* task-clock, context switch */
+	uint8_t *ring;         /* task-clock samples, read and consumed */
 	size_t ring_len;
+	uint8_t *sw_ring;      /* switch samples, overwritten: only the latest counts */
+	size_t sw_ring_len;
+	uint64_t sw_head;      /* its data_head when last read */
 	int alive;             /* seen in the latest task scan */
 
 	/* The latest sample: LATEST_* kind, with registers and stack. */
@@ -69,6 +71,9 @@ struct sd_perf {
 	struct sd_target *t;
 	struct sd_perf_opts o;
 	size_t page;
+	int lost_records;      /* the kernel has no PERF_FORMAT_LOST: count
+				* PERF_RECORD_LOST instead */
+	size_t sw_ring_kb;     /* switch ring per thread */
 	struct pthr *v;        /* sorted by tid */
 	size_t n, cap;
 	int *fds;              /* for perf_pollfds */
@@ -169,10 +174,22 @@ int perf_probe(struct sd_error *err)
 
 /* ---- threads ---- */
 
+/* Samples of TH's task-clock event the kernel could not write. */
+static uint64_t thr_lost(const struct sd_perf *p, const struct pthr *th)
+{
+	uint64_t v[2];
+	if (p->lost_records || th->fd < 0 || read(th->fd, v, sizeof(v)) != (ssize_t)sizeof(v))
+		return 0;
+	return v[1];
+}
+
 static void thr_close(struct sd_perf *p, struct pthr *th)
 {
+	p->st.lost += thr_lost(p, th);
 	if (th->ring)
 		munmap(th->ring, th->ring_len);
+	if (th->sw_ring)
+		munmap(th->sw_ring, th->sw_ring_len);
 	if (th->fd_sw >= 0)
 		close(th->fd_sw);
 	if (th->fd >= 0)
@@ -186,7 +203,12 @@ static void thr_close(struct sd_perf *p, struct pthr *th)
 	p->st.threads_closed++;
 }
 
-/* Open the two events of TID and map their ring. 0 or a negative errno. */
+/* Open the two events of TID and map their rings. 0 or a negative errno.
+ * Task-clock samples go to a ring drained in order (each one counts, a
+ * full ring is counted as lost). Switch samples go to a ring the kernel
+ * overwrites backwards (read-only mapping, write_backward): a thread
+ * preempted a thousand times a second then never fills it, and the
+ * latest sample, the only one a tick uses, is always there. */
 static int thr_open(struct sd_perf *p, struct pthr *th, pid_t tid)
 {
 	struct perf_event_attr a;
@@ -198,11 +220,23 @@ static int thr_open(struct sd_perf *p, struct pthr *th, pid_t tid)
 	th->ring_len = p->page + p->o.ring_kb * 1024;
 	a.wakeup_watermark = (uint32_t)(p->o.ring_kb * 1024 / 4);
 	int e;
+	/* The lost count of the event itself (Linux 6.0): a sample larger
+	 * than the free room is dropped, and with a ring too small for any
+	 * sample the kernel never gets to write a PERF_RECORD_LOST. */
+	if (!p->lost_records)
+		a.read_format = PERF_FORMAT_LOST;
 	th->fd = sys_perf_event_open(&a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (th->fd < 0 && errno == EINVAL && !p->lost_records) {
+		p->lost_records = 1;
+		a.read_format = 0;
+		th->fd = sys_perf_event_open(&a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	}
 	if (th->fd < 0)
 		return -errno;
 	attr_init(&a, PERF_COUNT_SW_CONTEXT_SWITCHES, 1, p->o.stack_copy);
-	a.wakeup_watermark = (uint32_t)(p->o.ring_kb * 1024 / 4);
+	a.write_backward = 1;
+	a.watermark = 0;
+	a.wakeup_events = 0;
 	th->fd_sw = sys_perf_event_open(&a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (th->fd_sw < 0)
 		goto fail;
@@ -210,11 +244,11 @@ static int thr_open(struct sd_perf *p, struct pthr *th, pid_t tid)
 	if (r == MAP_FAILED)
 		goto fail;
 	th->ring = r;
-	/* Both events write into the one ring of the thread. */
-	if (ioctl(th->fd_sw, PERF_EVENT_IOC_SET_OUTPUT, th->fd) < 0 ||
-	    ioctl(th->fd, PERF_EVENT_IOC_ID, &th->id_clock) < 0 ||
-	    ioctl(th->fd_sw, PERF_EVENT_IOC_ID, &th->id_sw) < 0)
+	th->sw_ring_len = p->page + p->sw_ring_kb * 1024;
+	r = mmap(NULL, th->sw_ring_len, PROT_READ, MAP_SHARED, th->fd_sw, 0);
+	if (r == MAP_FAILED)
 		goto fail;
+	th->sw_ring = r;
 	p->st.threads_opened++;
 	th->alive = 1;
 	return 0;
@@ -328,7 +362,8 @@ static void set_regs(struct user_regs_struct *r, const uint64_t *v)
 }
 
 /* A sample record of TH: keep it when it is newer than the latest. */
-static void take_sample(struct sd_perf *p, struct pthr *th, const uint8_t *rec, size_t len)
+static void take_sample(struct sd_perf *p, struct pthr *th, const uint8_t *rec, size_t len,
+			int kind)
 {
 	const uint8_t *c = rec + sizeof(struct perf_event_header), *end = rec + len;
 	uint64_t id, tm, abi, size, dyn = 0;
@@ -360,7 +395,7 @@ static void take_sample(struct sd_perf *p, struct pthr *th, const uint8_t *rec, 
 		if (dyn > size)
 			dyn = size;
 	}
-	int kind = id == th->id_sw ? LATEST_SWITCH : LATEST_CLOCK;
+	(void)id;
 	if (kind == LATEST_SWITCH)
 		p->st.switch_samples++;
 	else
@@ -415,8 +450,9 @@ static void drain_one(struct sd_perf *p, struct pthr *th)
 			rec = p->scratch;
 		}
 		if (h.type == PERF_RECORD_SAMPLE) {
-			take_sample(p, th, rec, h.size);
-		} else if (h.type == PERF_RECORD_LOST && h.size >= sizeof(h) + 16) {
+			take_sample(p, th, rec, h.size, LATEST_CLOCK);
+		} else if (h.type == PERF_RECORD_LOST && h.size >= sizeof(h) + 16 &&
+			   p->lost_records) {
 			uint64_t lost;
 			memcpy(&lost, rec + sizeof(h) + 8, 8);
 			p->st.lost += lost;
@@ -426,6 +462,53 @@ static void drain_one(struct sd_perf *p, struct pthr *th)
 		tail += h.size;
 	}
 	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+/* Copy LEN bytes at ring offset OFF of a ring of SIZE data bytes. */
+static void ring_copy(uint8_t *dst, const uint8_t *data, uint64_t size, uint64_t off, size_t len)
+{
+	off %= size;
+	size_t first = off + len > size ? (size_t)(size - off) : len;
+	memcpy(dst, data + off, first);
+	if (first < len)
+		memcpy(dst + first, data, len - first);
+}
+
+/* The latest switch sample of TH, if one arrived since the last look. The
+ * kernel writes backwards from data_head: the newest record starts there.
+ * It is read without pausing the ring: a record written meanwhile lands
+ * below it, and the copy only counts when fewer bytes than the ring's
+ * size minus the record were written while copying. */
+static void read_switch(struct sd_perf *p, struct pthr *th)
+{
+	if (!th->sw_ring)
+		return;
+	struct perf_event_mmap_page *mp = (struct perf_event_mmap_page *)(void *)th->sw_ring;
+	const uint8_t *data = th->sw_ring + p->page;
+	uint64_t size = th->sw_ring_len - p->page;
+	for (int attempt = 0; attempt < 4; attempt++) {
+		uint64_t h1 = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+		if (h1 == th->sw_head)
+			return; /* nothing new (0: nothing ever) */
+		struct perf_event_header h;
+		ring_copy((uint8_t *)&h, data, size, h1, sizeof(h));
+		if (h.size < sizeof(h) || h.size > size)
+			return;
+		if (h.size > p->scratch_cap) {
+			free(p->scratch);
+			p->scratch = sd_xmalloc(h.size);
+			p->scratch_cap = h.size;
+		}
+		ring_copy(p->scratch, data, size, h1, h.size);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		uint64_t h2 = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+		if (h1 - h2 + h.size > size)
+			continue; /* overwritten while copying: the newer one */
+		th->sw_head = h1;
+		if (h.type == PERF_RECORD_SAMPLE)
+			take_sample(p, th, p->scratch, h.size, LATEST_SWITCH);
+		return;
+	}
 }
 
 void perf_drain(struct sd_perf *p)
@@ -472,7 +555,7 @@ struct sd_perf *perf_new(struct sd_target *t, const struct sd_perf_opts *o, stru
 	if (o)
 		p->o = *o;
 	if (!p->o.period_ns)
-		p->o.period_ns = 50000000;
+		p->o.period_ns = 12500000;
 	if (!p->o.stack_copy)
 		p->o.stack_copy = DEFAULT_STACK_COPY;
 	p->o.stack_copy &= ~(size_t)7; /* the kernel wants a multiple of 8 */
@@ -484,16 +567,22 @@ struct sd_perf *perf_new(struct sd_target *t, const struct sd_perf_opts *o, stru
 		return NULL;
 	}
 	free(tids);
-	/* Room for several samples between two drains: CPU-bound threads
-	 * sharing a CPU are preempted every few milliseconds, each switch a
-	 * sample. Less per thread when there are many (locked memory). */
+	/* Room for several task-clock samples between two drains (one per
+	 * interval of CPU time). Less per thread when there are many (it is
+	 * locked memory). */
 	if (!p->o.ring_kb)
-		p->o.ring_kb = ntids <= 32 ? 256 : ntids <= 256 ? 128 : 64;
+		p->o.ring_kb = ntids <= 256 ? 128 : 64;
 	/* A power of two pages, at least two samples' worth. */
 	size_t want = p->o.ring_kb * 1024, ring = p->page;
 	while (ring < want)
 		ring <<= 1;
 	p->o.ring_kb = ring / 1024;
+	/* Room for two switch samples and the one being written. */
+	want = 3 * (p->o.stack_copy + 512);
+	ring = p->page;
+	while (ring < want)
+		ring <<= 1;
+	p->sw_ring_kb = ring / 1024;
 	raise_fd_limit(ntids * 2 + ntids / 2 + 256);
 	if (thr_sync(p, 1, err) < 0) {
 		perf_free(p);
@@ -519,6 +608,8 @@ void perf_stats_add(const struct sd_perf *p, struct sd_perf_stats *st)
 	st->clock_samples += p->st.clock_samples;
 	st->switch_samples += p->st.switch_samples;
 	st->lost += p->st.lost;
+	for (size_t i = 0; i < p->n; i++)
+		st->lost += thr_lost(p, &p->v[i]);
 	st->throttled += p->st.throttled;
 	st->seeded += p->st.seeded;
 	st->unwinds += p->st.unwinds;
@@ -550,7 +641,9 @@ static void thr_state(struct sd_perf *p, struct pthr *th)
 	set_str(&th->wchan, NULL);
 	if (th->kind == LATEST_CLOCK || (long)th->regs.rax != -38) {
 		th->state = 'R';
-		th->running = th->kind == LATEST_CLOCK;
+		/* Preempted or on a CPU: running, as the ptrace engine (which
+		 * cannot tell them apart either) says. */
+		th->running = 1;
 		return;
 	}
 	th->state = 'S';
@@ -580,6 +673,43 @@ static void thr_unwind(struct sd_perf *p, struct sd_snapshot *s, struct sd_threa
 	st->nframes = 0;
 	st->unwind_stop = NULL;
 	unwind_thread(p->t->unw, s, st, max_frames);
+	if (st->unwind_stop && st->nframes == 2 && (st->frames[1].flags & SD_FRAME_FP) &&
+	    th->stack_len >= 8) {
+		/* No unwind info at the sampled pc, and the frame pointer led
+		 * nowhere. A switch sample catches this often where ptrace
+		 * rarely does: glibc's clone3 ends its FDE before the syscall,
+		 * and the parent is preempted right after it, one `ret` from
+		 * its caller. Try the pc as a leaf (return address at the
+		 * stack pointer); keep that only when it unwinds cleanly. */
+		struct sd_frame f0 = st->frames[0];
+		uint64_t ret;
+		memcpy(&ret, th->stack, 8);
+		st->regs.rip = ret;
+		st->regs.rsp = th->regs.rsp + 8;
+		st->stack = th->stack + 8;
+		st->stack_base = th->regs.rsp + 8;
+		st->stack_len = th->stack_len - 8;
+		struct sd_frame *keep = st->frames;
+		size_t nkeep = st->nframes;
+		const char *keep_stop = st->unwind_stop;
+		st->frames = NULL;
+		st->nframes = 0;
+		st->unwind_stop = NULL;
+		unwind_thread(p->t->unw, s, st, max_frames ? max_frames - 1 : 0);
+		if (!st->unwind_stop && st->nframes >= 2) {
+			*snapshot_add_frame(st) = f0; /* then move it first */
+			memmove(st->frames + 1, st->frames, (st->nframes - 1) * sizeof(*st->frames));
+			st->frames[0] = f0;
+			st->frames[1].flags &= ~(unsigned)SD_FRAME_EXACT;
+			free(keep);
+		} else {
+			free(st->frames);
+			st->frames = keep;
+			st->nframes = nkeep;
+			st->unwind_stop = keep_stop;
+		}
+		st->regs = th->regs;
+	}
 	st->stack = NULL;
 	st->stack_len = 0;
 	st->stack_in_arena = 0;
@@ -679,6 +809,8 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so,
 	if (thr_sync(p, 0, err) < 0)
 		return NULL;
 	perf_drain(p); /* threads opened just now */
+	for (size_t i = 0; i < p->n; i++)
+		read_switch(p, &p->v[i]);
 	int maps_fresh = 0;
 	if (!p->t->maps.n || t0 - p->t->maps_ns > 1000000000ull) {
 		if (target_refresh(p->t, err) < 0)

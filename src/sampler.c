@@ -54,7 +54,11 @@ struct sd_sampler *sampler_new(struct sd_target *t, const struct sd_snap_opts *s
 	s->engine = o->engine == SD_ENGINE_AUTO ? SD_ENGINE_PERF : o->engine;
 	if (s->engine == SD_ENGINE_PERF) {
 		struct sd_perf_opts po = {
-		    .period_ns = o->interval_us * 1000,
+		    /* A quarter of the tick: a thread that wakes and runs
+		     * shows its new stack within a quarter of an interval
+		     * of CPU time. Samples cost in proportion to the CPU
+		     * the target uses, not to its threads. */
+		    .period_ns = o->interval_us * 250 > 100000 ? o->interval_us * 250 : 100000,
 		    .stack_copy = o->stack_copy,
 		    .ring_kb = o->ring_kb,
 		};
