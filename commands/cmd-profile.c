@@ -413,7 +413,12 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		smps[i] = tv[i].smp;
 	/* perf: a tick is the latest sample of each thread, so the first
 	 * one comes an interval after the events were opened. */
+	uint64_t last_tick = start;
 	if (nperf) {
+		/* Ticks at start + k intervals, k = 1..N: N ticks cover
+		 * (start, start + N intervals], the duration asked. */
+		if (end_ns)
+			end_ns += interval_ns / 2;
 		next = start + interval_ns;
 		if (end_ns && next > end_ns)
 			next = end_ns;
@@ -454,8 +459,10 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			snapshot_free(s);
 			took = 1;
 		}
-		if (took)
+		if (took) {
 			prof->samples++;
+			last_tick = sd_now_ns();
+		}
 		now = sd_now_ns();
 		prof->duration_us = (now - start) / 1000;
 		if (progress && now - last_progress > 250000000ull) {
@@ -493,6 +500,10 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	prof->duration_us = (stop - start) / 1000;
 	if (!interrupted_early(prof, interval_us) && prof->duration_us < prof->samples * interval_us)
 		prof->duration_us = prof->samples * interval_us;
+	/* perf: each tick closes the interval before it; the run covered up
+	 * to the last one. */
+	if (nperf && !interrupted_early(prof, interval_us) && prof->samples)
+		prof->duration_us = (last_tick - start) / 1000;
 	double cpu = cpu_seconds() - cpu0;
 	if (progress)
 		fprintf(ctx->err, "\r\033[K");

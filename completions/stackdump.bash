@@ -164,11 +164,14 @@ _stackdump()
 			compopt -o filenames 2>/dev/null
 			COMPREPLY=($(compgen -d -- "$cur"))
 			return ;;
+		--engine)
+			COMPREPLY=($(compgen -W "auto perf ptrace" -- "$cur"))
+			return ;;
 		-t|--tid|-n|--name|--max-frames|--stack-bytes|--timeout|-e|--every|--for|-c|--count|--max-disk|-w|--when|-b|--burst)
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --pid-of --every --for --count --out --max-disk --compress --follow --when --burst --quiet --verbose --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --pid-of --every --for --count --out --max-disk --compress --follow --when --burst --quiet --verbose --engine --help" -- "$cur"))
 		else
 			_stackdump_pids "$cur"
 		fi

@@ -10,6 +10,7 @@
 #include <fnmatch.h>
 #include <linux/perf_event.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -876,7 +877,22 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so,
 				*snapshot_add_frame(st) = th->frames[k];
 		}
 	}
-	s->unwind_us = (sd_now_ns() - t1) / 1000;
+	uint64_t t2 = sd_now_ns();
+	s->unwind_us = (t2 - t1) / 1000;
+	if (!so->no_symbols) {
+		for (size_t i = 0; i < s->nthreads; i++) {
+			struct sd_thread *st = &s->threads[i];
+			symbols_thread(p->t->sym, s, st, so->no_inline, so->no_source);
+			/* --max-frames counts the frames shown, inline ones too. */
+			if (so->max_frames && st->nframes > so->max_frames) {
+				char msg[64];
+				st->nframes = so->max_frames;
+				snprintf(msg, sizeof(msg), "stopped at --max-frames %u", so->max_frames);
+				st->unwind_stop = strpool_intern(s->pool, msg);
+			}
+		}
+		s->symbolize_us = (sd_now_ns() - t2) / 1000;
+	}
 	analyze_snapshot(p->t, s);
 	target_snapshot_modules(p->t, s);
 	s->capture_us = (t1 - t0) / 1000;

@@ -7,7 +7,8 @@
 # lost samples counted and shown; perf_event_open refused by a seccomp
 # filter (auto falls back and says why once, --engine perf fails with exit
 # 2); SIGKILL of stackdump mid-profile leaves the target running, untraced
-# and holding no perf event.
+# and holding no perf event; record with --engine perf (the saved format
+# names the engine; record's default stays ptrace).
 import json
 import os
 import signal
@@ -16,7 +17,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sdtest  # noqa: E402
+from recordlib import check_recording, record, tempdir  # noqa: E402
 from fixture import path_of, start  # noqa: E402
 from sdtest import contains, eq, ok  # noqa: E402
 
@@ -133,7 +136,10 @@ def test_thread_born_and_exiting():
         eq(p.returncode, 0, err)
         doc = json.loads(out)
         sdtest.assert_running(fx.pid)
-    late = [st for st in doc["stacks"] if any(t["name"] == "late" for t in st["threads"])]
+    # By stack, not by name: thread names come from a cache read once a
+    # second, and the new thread names itself after it starts.
+    late = [st for st in doc["stacks"]
+            if any(f["function"] == "late_main" for f in st["frames"])]
     n = sum(st["count"] for st in late)
     # One second of life at 20 Hz: about 20 ticks (the run lasts 4 s).
     ok(8 <= n <= 30, "late thread in %d ticks" % n)
@@ -311,6 +317,37 @@ def test_sigkill_leaves_nothing():
         # And it can be sampled again at once.
         doc = profile_json(fx.pid, "--engine", "perf", "-c", "2")
         eq(doc["thread_samples"], 10)
+
+
+def test_record_engines():
+    d = tempdir("perf")
+    with start("fx-busy", blocked=1) as fx:
+        r = record(fx.pid, "--every", "100ms", "--count", "6", "--engine", "perf",
+                   "--out", d)
+        eq(r.rc, 0, r.err)
+        sdtest.assert_running(fx.pid)
+    snaps = check_recording(d)
+    eq(len(snaps), 6)
+    for s in snaps:
+        eq(s["engine"], "perf")
+        eq(len(s["threads"]), 3)
+        by = {t["name"]: t for t in s["threads"]}
+        # Symbolized as record's snapshots always are.
+        eq([f["function"] for f in by["spinner"]["frames"]][:2], ["spin_hot", "spinner_main"])
+        ok(any(f["function"] == "sleep_cold" for f in by["sleeper"]["frames"]),
+           by["sleeper"]["frames"])
+    d2 = tempdir("ptrace")
+    with start("fx-busy", blocked=1) as fx:
+        r = record(fx.pid, "--every", "100ms", "--count", "2", "--out", d2)
+        eq(r.rc, 0, r.err)
+    for s in check_recording(d2):
+        eq(s["engine"], "ptrace")
+    d3 = tempdir("noperf")
+    with start("fx-busy", blocked=1) as fx:
+        r = noperf("EPERM", "record", str(fx.pid), "--every", "100ms", "--count", "2",
+                   "--engine", "perf", "--out", d3)
+        eq(r.returncode, 2, r.stderr)
+        contains(r.stderr, "perf_event_open refused")
 
 
 if __name__ == "__main__":
