@@ -849,11 +849,15 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so,
 		for (size_t k = 0; k < th->nframes; k++)
 			*snapshot_add_frame(st) = th->frames[k];
 		st->unwind_stop = th->unwind_stop ? strpool_intern(s->pool, th->unwind_stop) : NULL;
-		st->have_regs = 1;
+		/* Blocked in a call whose number could not be confirmed: the
+		 * registers would read as "on a CPU" to the classifier (no
+		 * call number in them), so it gets the state letter only and
+		 * the thread counts as asleep, unclassified. */
+		st->have_regs = !(th->kind == LATEST_SWITCH && th->state != 'R' && !th->syscall_known);
 		st->regs = th->regs;
 		st->state = th->state;
 		st->running = th->running;
-		st->syscall_known = th->syscall_known || th->kind != LATEST_SEED;
+		st->syscall_known = th->syscall_known || (th->kind != LATEST_SEED && th->state == 'R');
 		st->syscall_nr = th->syscall_nr;
 		memcpy(st->syscall_args, th->syscall_args, sizeof(st->syscall_args));
 		st->wchan = th->wchan ? strpool_intern(s->pool, th->wchan) : NULL;
