@@ -674,10 +674,10 @@ static void thr_unwind(struct sd_perf *p, struct sd_snapshot *s, struct sd_threa
 	st->nframes = 0;
 	st->unwind_stop = NULL;
 	unwind_thread(p->t->unw, s, st, max_frames);
-	if (st->unwind_stop && st->nframes == 2 && (st->frames[1].flags & SD_FRAME_FP) &&
-	    th->stack_len >= 8) {
+	if (st->unwind_stop && st->nframes >= 1 && st->nframes <= 2 &&
+	    (st->nframes == 1 || (st->frames[1].flags & SD_FRAME_FP)) && th->stack_len >= 8) {
 		/* No unwind info at the sampled pc, and the frame pointer led
-		 * nowhere. A switch sample catches this often where ptrace
+		 * nowhere (or was refused). A switch sample catches this often where ptrace
 		 * rarely does: glibc's clone3 ends its FDE before the syscall,
 		 * and the parent is preempted right after it, one `ret` from
 		 * its caller. Try the pc as a leaf (return address at the
