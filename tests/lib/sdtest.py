@@ -176,6 +176,21 @@ def assert_running(pid):
         raise AssertionError("threads left stopped: %r" % bad)
 
 
+def perf_fds(pid):
+    """How many perf event descriptors process PID holds (0 when gone)."""
+    n = 0
+    try:
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                if os.readlink("/proc/%d/fd/%s" % (pid, fd)) == "anon_inode:[perf_event]":
+                    n += 1
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return n
+
+
 def main(ns, needs_ptrace=True, tools=()):
     """Runs the test_* functions of NS (those whose names contain one of
     the command-line arguments, if any) and exits: 0 when all passed, 1 on
