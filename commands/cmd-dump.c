@@ -15,12 +15,34 @@ static const struct cmd_option dump_options[] = {
 	{"format", 'f', "FORMAT", "output format: text or json", CMPL_CHOICES, "text json"},
 	{"verbose", 'v', NULL, "show timings (pause, unwind, symbolize) and cache statistics",
 	 CMPL_NONE, NULL},
+	{"group", 'g', NULL, "merge threads with identical stacks (a count, names, TIDs)",
+	 CMPL_NONE, NULL},
+	{"no-group", 0, NULL, "one stack per thread, even at a terminal", CMPL_NONE, NULL},
 	{0},
 };
 
 static int use_color(struct cmd_ctx *ctx)
 {
 	return ctx->color;
+}
+
+/* Threads above which a dump to a terminal is grouped unless told not to:
+ * a page of stacks is still readable one by one, a pool is not. */
+#define GROUP_AUTO_THREADS 64
+
+/* Group the threads of S? --group/--no-group, then `set group`, then the
+ * default: grouped at a terminal for a large process, never in a pipe
+ * (scripts keep one stack per thread). */
+static int want_group(struct cmd_ctx *ctx, const struct sd_snapshot *s)
+{
+	if (cmd_flag(ctx, "group"))
+		return 1;
+	if (cmd_flag(ctx, "no-group"))
+		return 0;
+	int st = ctx->session ? ctx->session->settings.group : -1;
+	if (st >= 0)
+		return st;
+	return isatty(fileno(ctx->out)) && s->nthreads > GROUP_AUTO_THREADS;
 }
 
 static const char *format_of(struct cmd_ctx *ctx)
@@ -43,6 +65,7 @@ static void emit(struct cmd_ctx *ctx, struct sd_target *t, struct sd_snapshot *s
 		       (ctx->session && ctx->session->settings.no_source);
 	ro.color = use_color(ctx);
 	ro.verbose = cmd_flag(ctx, "verbose");
+	ro.group = want_group(ctx, s);
 	struct strbuf sb;
 	strbuf_init(&sb);
 	format_text_snapshot(&sb, s, &ro);
@@ -90,6 +113,8 @@ static int dump_loaded(struct cmd_ctx *ctx, const pid_t *sel, size_t nsel, const
 	for (size_t i = 0; i < l->nthreads; i++)
 		if (selected(&l->threads[i], sel, nsel, glob))
 			view.threads[view.nthreads++] = l->threads[i];
+	if (view.nthreads < l->nthreads)
+		view.threads_total = l->nthreads;
 	int rc = EXIT_OK;
 	if (!view.nthreads) {
 		cmd_error(ctx, "no thread of the loaded snapshot matches the selection");
@@ -224,6 +249,10 @@ const struct cmd_entry cmd_dump_entry = {
 	.description =
 	    "Freezes every thread (PTRACE_SEIZE + PTRACE_INTERRUPT), copies registers and a\n"
 	    "stack window, lets the process run again, then unwinds and symbolizes offline.\n"
+	    "With --group, threads with identical stacks are shown once, with their count,\n"
+	    "names and TIDs compressed (worker-1..200); at a terminal this is the default for\n"
+	    "a process of more than 64 threads (--no-group, or 'set group off' in the shell,\n"
+	    "turns it off); output to a pipe or a file is grouped only when asked.\n"
 	    "Exit status: 0 all threads shown, 1 partial (a thread or a process could not\n"
 	    "be read), 2 failure, 64 usage error.",
 	.options = dump_options,

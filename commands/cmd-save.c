@@ -50,7 +50,7 @@ static int save_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	strbuf_addf(&sb, "\" (%zu threads) to ", s->nthreads);
 	strbuf_add_escaped(&sb, path);
 	strbuf_addf(&sb, " (%llu bytes%s)\n", (unsigned long long)bytes, compress ? ", gzip" : "");
-	cmd_write(ctx, sb.buf, sb.len);
+	cmd_status(ctx, "%s", sb.buf);
 	strbuf_release(&sb);
 	return EXIT_OK;
 }

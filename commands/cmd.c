@@ -112,6 +112,15 @@ void cmd_print(struct cmd_ctx *ctx, const char *fmt, ...)
 	va_end(ap);
 }
 
+void cmd_status(struct cmd_ctx *ctx, const char *fmt, ...)
+{
+	va_list ap;
+	fflush(ctx->out);
+	va_start(ap, fmt);
+	vfprintf(ctx->err, fmt, ap);
+	va_end(ap);
+}
+
 void cmd_error(struct cmd_ctx *ctx, const char *fmt, ...)
 {
 	va_list ap;
@@ -474,6 +483,7 @@ void cmd_session_init(struct cmd_session *s)
 	memset(s, 0, sizeof(*s));
 	s->settings.max_frames = ~0u;
 	s->settings.color = -1;
+	s->settings.group = -1;
 }
 
 void cmd_session_release(struct cmd_session *s)

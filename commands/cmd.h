@@ -75,6 +75,7 @@ struct cmd_settings {
 	unsigned max_frames;
 	const char *format;  /* default format or NULL */
 	int color;           /* -1 auto, 0 off, 1 on */
+	int group;           /* dump grouped: -1 auto, 0 off, 1 on */
 };
 
 /* Targets attached in the shell. */
@@ -130,6 +131,10 @@ int cmd_flag(const struct cmd_ctx *ctx, const char *name);
 /* Output helpers. */
 void cmd_print(struct cmd_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cmd_error(struct cmd_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A status line ("attached to ...", "wrote ..."): on the error stream, so
+ * that stdout carries only the output asked for, in every mode (-c,
+ * scripts, pipes). */
+void cmd_status(struct cmd_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cmd_write(struct cmd_ctx *ctx, const char *s, size_t n);
 
 /* Help text of one command. */

@@ -6,6 +6,7 @@
 
 #include "analyze.h"
 #include "format.h"
+#include "group.h"
 
 #define C_RESET "\033[0m"
 #define C_BOLD "\033[1m"
@@ -76,6 +77,11 @@ void format_text_wait(struct strbuf *out, const struct sd_snapshot *s, const str
 	const struct sd_wait *w = &th->wait;
 	int owned = w->owner_known && w->owner > 0;
 	const struct sd_thread *o = owned ? snapshot_find_thread(s, w->owner) : NULL;
+	const char *oname = o ? o->name : NULL;
+	/* A holder outside a --name/--tid selection is still named. */
+	for (size_t i = 0; owned && !o && i < s->noutside; i++)
+		if (s->outside[i].tid == w->owner)
+			oname = s->outside[i].name;
 	if (w->kind == SD_WAIT_JOIN && owned) {
 		/* The address of a join wait is the joined thread's tid
 		 * field: the thread says more. */
@@ -92,9 +98,9 @@ void format_text_wait(struct strbuf *out, const struct sd_snapshot *s, const str
 		if (owned)
 			strbuf_addf(out, " held by %d", (int)w->owner);
 	}
-	if (o && o->name) {
+	if (oname) {
 		strbuf_adds(out, " \"");
-		strbuf_add_escaped(out, o->name);
+		strbuf_add_escaped(out, oname);
 		strbuf_adds(out, "\"");
 	}
 	if (w->note) {
@@ -109,12 +115,24 @@ static int is_lock_wait(enum sd_wait_kind k)
 	return k >= SD_WAIT_MUTEX && k <= SD_WAIT_FUTEX;
 }
 
+/* The part of a thread header after the name: state letter, then what
+ * the thread does or waits for. */
+static void thread_state(struct strbuf *out, const struct sd_snapshot *s,
+			 const struct sd_thread *th, const struct sd_render_opts *o);
+
 void format_text_thread_header(struct strbuf *out, const struct sd_snapshot *s,
 			       const struct sd_thread *th, const struct sd_render_opts *o)
 {
 	strbuf_addf(out, "%sThread %d \"", col(o, C_BOLD), (int)th->tid);
 	strbuf_add_escaped(out, th->name ? th->name : "");
-	strbuf_addf(out, "\"%s %c", col(o, C_RESET), th->state ? th->state : '?');
+	strbuf_addf(out, "\"%s", col(o, C_RESET));
+	thread_state(out, s, th, o);
+}
+
+static void thread_state(struct strbuf *out, const struct sd_snapshot *s,
+			 const struct sd_thread *th, const struct sd_render_opts *o)
+{
+	strbuf_addf(out, " %c", th->state ? th->state : '?');
 	if (th->status != SD_THREAD_OK) {
 		strbuf_addf(out, " %s", col(o, C_WARN));
 		strbuf_add_escaped(out, th->error ? th->error : "unreadable");
@@ -142,13 +160,23 @@ void format_text_thread_header(struct strbuf *out, const struct sd_snapshot *s,
 		strbuf_addf(out, " [paused %.2f ms]", (double)th->pause_us / 1000.0);
 }
 
-void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
-			  const struct sd_render_opts *o)
+/* The process line; NGROUPS > 0 adds the number of distinct stacks. */
+static void process_header(struct strbuf *out, const struct sd_snapshot *s,
+			   const struct sd_render_opts *o, size_t ngroups)
 {
 	strbuf_addf(out, "%sPID %d (", col(o, C_BOLD), (int)s->pid);
 	strbuf_add_escaped(out, s->comm ? s->comm : "?");
-	strbuf_addf(out, ")%s %zu thread%s, paused %.2f ms%s", col(o, C_RESET), s->nthreads,
-		    s->nthreads == 1 ? "" : "s", (double)s->pause_us / 1000.0,
+	strbuf_addf(out, ")%s %zu", col(o, C_RESET), s->nthreads);
+	/* A selection says what it was taken from: "60 of 201 threads". */
+	if (s->threads_total > s->nthreads)
+		strbuf_addf(out, " of %zu", s->threads_total);
+	strbuf_addf(out, " thread%s", (s->threads_total > s->nthreads ? s->threads_total
+								   : s->nthreads) == 1
+					  ? ""
+					  : "s");
+	if (ngroups)
+		strbuf_addf(out, ", %zu distinct stack%s", ngroups, ngroups == 1 ? "" : "s");
+	strbuf_addf(out, ", paused %.2f ms%s", (double)s->pause_us / 1000.0,
 		    s->per_thread ? " (per thread)" : "");
 	if (s->state == 'T' || s->state == 't')
 		strbuf_adds(out, ", process is stopped (left stopped)");
@@ -166,6 +194,16 @@ void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
 			    "  capture %.2f ms (%.1f KiB of stack), unwind %.2f ms, symbolize %.2f ms\n",
 			    (double)s->capture_us / 1000.0, (double)s->stack_bytes / 1024.0,
 			    (double)s->unwind_us / 1000.0, (double)s->symbolize_us / 1000.0);
+}
+
+void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
+			  const struct sd_render_opts *o)
+{
+	if (o && o->group) {
+		format_text_grouped(out, s, o);
+		return;
+	}
+	process_header(out, s, o, 0);
 	for (size_t i = 0; i < s->nthreads; i++) {
 		const struct sd_thread *th = &s->threads[i];
 		format_text_thread_header(out, s, th, o);
@@ -178,4 +216,39 @@ void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
 		if (i + 1 < s->nthreads)
 			strbuf_adds(out, "\n");
 	}
+}
+
+/* Names and TIDs of a group are cut after this many bytes: the header of
+ * a 1,000-thread pool stays one line. */
+#define GROUP_LIST_MAX 72
+
+void format_text_grouped(struct strbuf *out, const struct sd_snapshot *s,
+			 const struct sd_render_opts *o)
+{
+	struct sd_grouping g;
+	group_snapshot(s, &g);
+	process_header(out, s, o, g.n);
+	for (size_t k = 0; k < g.n; k++) {
+		const struct sd_group *gr = &g.v[k];
+		const struct sd_thread *th = &s->threads[gr->idx[0]];
+		if (gr->n == 1) {
+			format_text_thread_header(out, s, th, o);
+		} else {
+			strbuf_addf(out, "%s%zu threads \"", col(o, C_BOLD), gr->n);
+			group_names(out, s, gr, GROUP_LIST_MAX);
+			strbuf_addf(out, "\"%s", col(o, C_RESET));
+			thread_state(out, s, th, o);
+			strbuf_adds(out, "\n  TIDs ");
+			group_tids(out, s, gr, GROUP_LIST_MAX);
+		}
+		strbuf_adds(out, "\n");
+		for (size_t f = 0; f < th->nframes; f++)
+			format_text_frame(out, f, &th->frames[f], o);
+		if (th->unwind_stop && th->status == SD_THREAD_OK)
+			strbuf_addf(out, "  %s-- unwinding stopped: %s%s\n", col(o, C_WARN),
+				    th->unwind_stop, col(o, C_RESET));
+		if (k + 1 < g.n)
+			strbuf_adds(out, "\n");
+	}
+	group_release(&g);
 }
