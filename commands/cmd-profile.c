@@ -28,6 +28,8 @@ static const struct cmd_option profile_options[] = {
 	{"off-cpu", 0, NULL, "only samples of threads off CPU (blocked, sleeping)", CMPL_NONE, NULL},
 	{"no-idle", 0, NULL, "hide threads idling in epoll_wait, poll, accept, condvars, sleep...",
 	 CMPL_NONE, NULL},
+	{"idle", 0, NULL, "svg: keep idle threads (the flame graph hides them by default)",
+	 CMPL_NONE, NULL},
 	{"group-threads", 'g', NULL, "count worker-1..worker-N as one family worker-*", CMPL_NONE,
 	 NULL},
 	{"by-address", 0, NULL, "merge stacks by address, not by function", CMPL_NONE, NULL},
@@ -274,6 +276,19 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		rc = EXIT_USAGE;
 		goto out;
 	}
+	/* A flame graph is for a browser: refused on a terminal before any
+	 * sampling, like pprof, rather than XML on the screen after it. */
+	if (!strcmp(format, "svg") && !outpath && isatty(fileno(ctx->out))) {
+		cmd_error(ctx, "profile: an SVG flame graph is for a browser: write it with -o "
+			       "FILE.svg (or redirect stdout)");
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if (cmd_flag(ctx, "idle") && cmd_flag(ctx, "no-idle")) {
+		cmd_error(ctx, "profile: --idle and --no-idle exclude each other");
+		rc = EXIT_USAGE;
+		goto out;
+	}
 
 	/* Processes: PIDs or names, and every process named by --pid-of. */
 	for (int i = 0; i < argc; i++) {
@@ -336,7 +351,9 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	profile_opts_init(&po);
 	po.by_address = cmd_flag(ctx, "by-address");
 	po.group_threads = cmd_flag(ctx, "group-threads");
-	po.no_idle = cmd_flag(ctx, "no-idle");
+	/* The flame graph of a server is mostly threads asleep waiting for
+	 * work: hidden there unless --idle asks for them. */
+	po.no_idle = cmd_flag(ctx, "no-idle") || (!strcmp(format, "svg") && !cmd_flag(ctx, "idle"));
 	po.cpu = cmd_flag(ctx, "on-cpu") ? SD_CPU_ON : cmd_flag(ctx, "off-cpu") ? SD_CPU_OFF
 										 : SD_CPU_ALL;
 	po.locks = locks;

@@ -166,7 +166,7 @@ def test_svg_well_formed():
     with start("fx-hot") as fx, tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "p.svg")
         r = sdtest.run("profile", fx.pid, "-c", "10", "-r", "50", "-f", "svg", "-o", path,
-                       "--title", "hot <&> test")
+                       "--title", "hot <&> test", "--idle")
         eq(r.rc, 0, r.err)
         contains(r.err, "wrote %s" % path)
         root = ET.parse(path).getroot()
@@ -202,7 +202,8 @@ def test_svg_script_behaviour():
         return
     with start("fx-hot") as fx, tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "p.svg")
-        r = sdtest.run("profile", fx.pid, "-c", "10", "-r", "50", "-f", "svg", "-o", path)
+        r = sdtest.run("profile", fx.pid, "-c", "10", "-r", "50", "-f", "svg", "-o", path,
+                       "--idle")
         eq(r.rc, 0, r.err)
         p = subprocess.run([node, os.path.join(sdtest.HERE, "flamegraph_dom.js"), path,
                             "hot_a_main", "^hot_a"], capture_output=True, text=True,
