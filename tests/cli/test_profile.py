@@ -488,9 +488,19 @@ def test_top_command():
     for name in ("hot-a-1", "hot-a-2", "hot-a-3", "hot-b"):
         sdtest.matches(r.out, r"^\s+\d+\s+%s\s+(running|runnable)\s+100%%\s+hot_%s$" % (
             name, name[4]))
+    # main idles in pause(): folded, and its samples left out of the
+    # functions by default; --idle counts them.
+    contains(r.out, "... 1 idle thread (waiting for work)\n")
+    sdtest.matches(r.out, r"^\s*75\.0%\s+75\.0%\s+hot_a$")
+    sdtest.matches(r.out, r"^\s*0\.0%\s+100\.0%\s+start_thread$")
+    ok("\033[" not in r.out, "no terminal codes on a pipe")
+    with start("fx-hot") as fx:
+        r = sdtest.run("top", fx.pid, "--count", "1", "--refresh", "200ms", "--rate", "20",
+                       "--idle")
+    eq(r.rc, 0, r.err)
     sdtest.matches(r.out, r"^\s*60\.0%\s+60\.0%\s+hot_a$")
     sdtest.matches(r.out, r"^\s*0\.0%\s+80\.0%\s+start_thread$")
-    ok("\033[" not in r.out, "no terminal codes on a pipe")
+    sdtest.matches(r.out, r"^\s+%d\s+fx-hot\s+pause\s+0%%\s+__libc_pause$" % fx.pid)
 
 
 if __name__ == "__main__":
