@@ -141,6 +141,9 @@ void cmd_write(struct cmd_ctx *ctx, const char *s, size_t n);
 void cmd_help_command(struct strbuf *sb, const struct cmd_entry *e);
 /* The overview of all commands. */
 void cmd_help_overview(struct strbuf *sb);
+/* Help of the shell itself (`help shell`, `stackdump shell --help`): how
+ * to start it, what a line may hold, keys, then the commands. */
+void cmd_help_shell(struct strbuf *sb);
 
 /* Resolve a PID or a process name (unique) into a PID; prints errors. */
 pid_t cmd_resolve_pid(struct cmd_ctx *ctx, const char *arg);

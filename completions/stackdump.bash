@@ -62,7 +62,7 @@ _stackdump()
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "-h --help -V --version -c --completion --tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --format --verbose" -- "$cur"))
+			COMPREPLY=($(compgen -W "-h --help -V --version -c --completion --tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --format --verbose --group --no-group" -- "$cur"))
 		else
 			_stackdump_commands
 			_stackdump_pids "$cur"
@@ -135,7 +135,7 @@ _stackdump()
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --rate --interval --duration --count --pid-of --on-cpu --off-cpu --no-idle --group-threads --by-address --locks --format --output --limit --min-percent --title --quiet --verbose --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --rate --interval --duration --count --pid-of --on-cpu --off-cpu --no-idle --idle --group-threads --by-address --locks --format --output --limit --min-percent --title --quiet --verbose --help" -- "$cur"))
 		else
 			_stackdump_pids "$cur"
 		fi
@@ -210,11 +210,14 @@ _stackdump()
 		;;
 	top)
 		case $prev in
+		-s|--sort)
+			COMPREPLY=($(compgen -W "cpu name tid" -- "$cur"))
+			return ;;
 		-t|--tid|-n|--name|--max-frames|--stack-bytes|--timeout|-r|--rate|--refresh|-d|--duration|-c|--count|-l|--limit)
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --rate --refresh --duration --count --no-idle --limit --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --rate --refresh --duration --count --idle --sort --limit --help" -- "$cur"))
 		else
 			_stackdump_pids "$cur"
 		fi
@@ -228,7 +231,7 @@ _stackdump()
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --format --verbose --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --format --verbose --group --no-group --help" -- "$cur"))
 		else
 			_stackdump_pids "$cur"
 		fi
