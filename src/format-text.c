@@ -11,8 +11,10 @@
 #define C_RESET "\033[0m"
 #define C_BOLD "\033[1m"
 #define C_DIM "\033[2m"
-#define C_FUNC "\033[33m"
+#define C_OWN "\033[1;33m"  /* a function of the program itself */
 #define C_WARN "\033[31m"
+#define C_LOCK "\033[1;31m" /* waiting for a lock someone holds */
+#define C_IDLE "\033[36m"   /* waiting for work (condvar) */
 
 static const char *col(const struct sd_render_opts *o, const char *c)
 {
@@ -39,7 +41,11 @@ void format_text_frame(struct strbuf *out, size_t idx, const struct sd_frame *f,
 	strbuf_addf(out, "  #%-3zu 0x%016" PRIx64 " ", idx, f->pc);
 	if (f->flags & SD_FRAME_INLINED)
 		strbuf_adds(out, "[inlined] ");
-	strbuf_adds(out, col(o, C_FUNC));
+	/* The program's own frames stand out from the libraries' ones: that
+	 * is where a reader starts. */
+	int own = o && o->main_module && f->module && !strcmp(f->module, o->main_module);
+	if (own)
+		strbuf_adds(out, col(o, C_OWN));
 	if (f->function) {
 		strbuf_add_escaped(out, f->function);
 		if (!(f->flags & SD_FRAME_DEBUGINFO) && f->symoff)
@@ -140,8 +146,10 @@ static void thread_state(struct strbuf *out, const struct sd_snapshot *s,
 		return;
 	}
 	if (is_lock_wait(th->wait.kind) && th->wait.kind != SD_WAIT_FUTEX) {
-		strbuf_adds(out, " waiting for ");
+		int idle = th->wait.kind == SD_WAIT_CONDVAR || th->wait.kind == SD_WAIT_RUST_CONDVAR;
+		strbuf_addf(out, " %swaiting for ", col(o, idle ? C_IDLE : C_LOCK));
 		format_text_wait(out, s, th);
+		strbuf_adds(out, col(o, C_RESET));
 	} else {
 		const char *st = analyze_state_text(th);
 		if (*st)
@@ -196,10 +204,25 @@ static void process_header(struct strbuf *out, const struct sd_snapshot *s,
 			    (double)s->unwind_us / 1000.0, (double)s->symbolize_us / 1000.0);
 }
 
-void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
-			  const struct sd_render_opts *o)
+/* O with the program's module named, for the colour of its frames. */
+static struct sd_render_opts with_main(const struct sd_snapshot *s, const struct sd_render_opts *o)
 {
-	if (o && o->group) {
+	struct sd_render_opts r = {0};
+	if (o)
+		r = *o;
+	if (!r.main_module && s->exe) {
+		const char *b = strrchr(s->exe, '/');
+		r.main_module = b ? b + 1 : s->exe;
+	}
+	return r;
+}
+
+void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
+			  const struct sd_render_opts *o0)
+{
+	struct sd_render_opts ro = with_main(s, o0);
+	const struct sd_render_opts *o = &ro;
+	if (o->group) {
 		format_text_grouped(out, s, o);
 		return;
 	}
@@ -223,8 +246,10 @@ void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
 #define GROUP_LIST_MAX 72
 
 void format_text_grouped(struct strbuf *out, const struct sd_snapshot *s,
-			 const struct sd_render_opts *o)
+			 const struct sd_render_opts *o0)
 {
+	struct sd_render_opts ro = with_main(s, o0);
+	const struct sd_render_opts *o = &ro;
 	struct sd_grouping g;
 	group_snapshot(s, &g);
 	process_header(out, s, o, g.n);

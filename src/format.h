@@ -14,6 +14,9 @@ struct sd_render_opts {
 	int color;       /* ANSI colours */
 	int verbose;     /* timings, per-thread pause, build-ids */
 	int group;       /* threads with identical stacks shown once */
+	const char *main_module; /* with color: frames of this module (the
+				  * program) stand out; NULL: the snapshot's
+				  * executable */
 };
 
 /* Append the text rendering of S to OUT. */

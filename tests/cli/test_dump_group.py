@@ -110,5 +110,23 @@ def test_shell_set_group_and_auto_at_a_terminal():
         sdtest.assert_running(fx.pid)
 
 
+def test_colour_marks_lock_waits_and_the_programs_own_frames():
+    with pool() as fx:
+        r = sdtest.run("-c", "set color on; dump --no-source -n http-1", fx.pid)
+        sdtest.eq(r.rc, 0, r)
+        out = r.out
+        # A lock wait in bold red, an idle condvar wait in cyan.
+        sdtest.contains(out, '"http-1"\033[0m S \033[1;31mwaiting for mutex ')
+        # The program's frames in bold yellow, the libraries' plain.
+        sdtest.contains(out, "\033[1;33mhttp_serve\033[0m")
+        sdtest.matches(out, r"\] futex_wait\033\[0m")
+        sdtest.ok("\033[1;33m___pthread_mutex_lock" not in out, out)
+        r = sdtest.run("-c", "set color on; dump --no-source -n worker-1", fx.pid)
+        sdtest.contains(r.out, " S \033[36mwaiting for condvar ")
+        # NO_COLOR and pipes stay plain.
+        r = sdtest.run("dump", "--no-source", "-n", "http-1", fx.pid)
+        sdtest.ok("\033[" not in r.out, r.out)
+
+
 if __name__ == "__main__":
     sdtest.main(globals())

@@ -395,7 +395,7 @@ def test_shell_save_and_load():
     eq(read_snap(pz)["threads"], s["threads"])
     r = sdtest.run("-c", "load %s" % pz)
     eq(r.rc, 0, r.err)
-    contains(r.out, "loaded %s: pid %d \"fx-mutex\", 4 threads" % (pz, s["pid"]))
+    contains(r.err, "loaded %s: pid %d \"fx-mutex\", 4 threads" % (pz, s["pid"]))
     r = sdtest.run("-c", "save %s" % p)
     eq(r.rc, 2)
     contains(r.err, "no snapshot to save")
