@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../src/analyze.h"
+#include "../src/locks.h"
 #include "../src/profile.h"
 #include "cmd.h"
 
@@ -152,8 +153,7 @@ static int state_rank(const struct sd_thread *x, int idle)
 		return 1;
 	if (idle)
 		return 6;
-	if (x->wait.kind >= SD_WAIT_MUTEX && x->wait.kind != SD_WAIT_CONDVAR &&
-	    x->wait.kind != SD_WAIT_RUST_CONDVAR)
+	if (x->wait.kind >= SD_WAIT_MUTEX && !locks_is_idle(x->wait.kind))
 		return 2;
 	if (x->wait.kind == SD_WAIT_DISK)
 		return 3;

@@ -7,6 +7,7 @@
 #include "analyze.h"
 #include "format.h"
 #include "group.h"
+#include "locks.h"
 
 #define C_RESET "\033[0m"
 #define C_BOLD "\033[1m"
@@ -96,6 +97,8 @@ void format_text_wait(struct strbuf *out, const struct sd_snapshot *s, const str
 		strbuf_addf(out, "%s", sd_wait_kind_name(w->kind));
 		if (w->address)
 			strbuf_addf(out, " 0x%" PRIx64, w->address);
+		else if (w->kind == SD_WAIT_MONITOR)
+			strbuf_adds(out, " (which one is not known)");
 		if (w->symbol) {
 			strbuf_adds(out, " <");
 			strbuf_add_escaped(out, w->symbol);
@@ -113,6 +116,38 @@ void format_text_wait(struct strbuf *out, const struct sd_snapshot *s, const str
 		strbuf_adds(out, " (");
 		strbuf_add_escaped(out, w->note);
 		strbuf_adds(out, ")");
+	}
+}
+
+/* The jstack-style lines under frame IDX of TH (IDX -1: the holds no
+ * frame was found for, after the last frame): what that frame holds. */
+void format_text_holds(struct strbuf *out, const struct sd_thread *th, long idx,
+		       const struct sd_render_opts *o)
+{
+	for (size_t i = 0; i < th->nholds; i++) {
+		const struct sd_hold *h = &th->holds[i];
+		int frame = h->frame >= 0 && (size_t)h->frame < th->nframes ? h->frame : -1;
+		if (frame != idx)
+			continue;
+		strbuf_addf(out, "  %s        - ", col(o, C_DIM));
+		if (h->evidence != SD_EVIDENCE_STACK)
+			strbuf_adds(out, "holds ");
+		else if (h->ncandidates > 1)
+			strbuf_addf(out, "may hold (inferred, one of %zu candidates) ",
+				    h->ncandidates);
+		else
+			strbuf_adds(out, "holds (inferred) ");
+		strbuf_addf(out, "%s 0x%" PRIx64, locks_kind_name(h->kind), h->address);
+		if (h->symbol) {
+			strbuf_adds(out, " <");
+			strbuf_add_escaped(out, h->symbol);
+			strbuf_adds(out, ">");
+		}
+		if (h->mode)
+			strbuf_addf(out, " for %s", !strcmp(h->mode, "read") ? "reading" : "writing");
+		if (frame < 0)
+			strbuf_adds(out, " (no frame holds a reference to it)");
+		strbuf_addf(out, "%s\n", col(o, C_RESET));
 	}
 }
 
@@ -145,18 +180,19 @@ static void thread_state(struct strbuf *out, const struct sd_snapshot *s,
 		strbuf_adds(out, col(o, C_RESET));
 		return;
 	}
-	if (is_lock_wait(th->wait.kind) && th->wait.kind != SD_WAIT_FUTEX) {
-		int idle = th->wait.kind == SD_WAIT_CONDVAR || th->wait.kind == SD_WAIT_RUST_CONDVAR;
-		strbuf_addf(out, " %swaiting for ", col(o, idle ? C_IDLE : C_LOCK));
+	int plain = th->wait.kind == SD_WAIT_FUTEX || th->wait.kind == SD_WAIT_IDLE;
+	if (is_lock_wait(th->wait.kind) && !plain) {
+		strbuf_addf(out, " %swaiting for ",
+			    col(o, locks_is_idle(th->wait.kind) ? C_IDLE : C_LOCK));
 		format_text_wait(out, s, th);
 		strbuf_adds(out, col(o, C_RESET));
 	} else {
 		const char *st = analyze_state_text(th);
 		if (*st)
 			strbuf_addf(out, " %s", st);
-		if (th->wait.kind == SD_WAIT_FUTEX && th->wait.address)
+		if (plain && th->wait.address)
 			strbuf_addf(out, " 0x%" PRIx64, th->wait.address);
-		if (th->wait.kind == SD_WAIT_FUTEX && th->wait.note) {
+		if (plain && th->wait.note) {
 			strbuf_adds(out, " (");
 			strbuf_add_escaped(out, th->wait.note);
 			strbuf_adds(out, ")");
@@ -231,8 +267,11 @@ void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
 		const struct sd_thread *th = &s->threads[i];
 		format_text_thread_header(out, s, th, o);
 		strbuf_adds(out, "\n");
-		for (size_t k = 0; k < th->nframes; k++)
+		for (size_t k = 0; k < th->nframes; k++) {
 			format_text_frame(out, k, &th->frames[k], o);
+			format_text_holds(out, th, (long)k, o);
+		}
+		format_text_holds(out, th, -1, o);
 		if (th->unwind_stop && th->status == SD_THREAD_OK)
 			strbuf_addf(out, "  %s-- unwinding stopped: %s%s\n", col(o, C_WARN),
 				    th->unwind_stop, col(o, C_RESET));
@@ -267,8 +306,11 @@ void format_text_grouped(struct strbuf *out, const struct sd_snapshot *s,
 			group_tids(out, s, gr, GROUP_LIST_MAX);
 		}
 		strbuf_adds(out, "\n");
-		for (size_t f = 0; f < th->nframes; f++)
+		for (size_t f = 0; f < th->nframes; f++) {
 			format_text_frame(out, f, &th->frames[f], o);
+			format_text_holds(out, th, (long)f, o);
+		}
+		format_text_holds(out, th, -1, o);
 		if (th->unwind_stop && th->status == SD_THREAD_OK)
 			strbuf_addf(out, "  %s-- unwinding stopped: %s%s\n", col(o, C_WARN),
 				    th->unwind_stop, col(o, C_RESET));

@@ -33,7 +33,8 @@ char timeline_letter(const struct sd_thread *th)
 	case SD_WAIT_STOPPED: return 'T';
 	case SD_WAIT_ZOMBIE: return 'Z';
 	case SD_WAIT_CONDVAR:
-	case SD_WAIT_RUST_CONDVAR: return 'C';
+	case SD_WAIT_RUST_CONDVAR:
+	case SD_WAIT_IDLE: return 'C';
 	case SD_WAIT_MUTEX:
 	case SD_WAIT_RWLOCK_READ:
 	case SD_WAIT_RWLOCK_WRITE:
@@ -41,6 +42,7 @@ char timeline_letter(const struct sd_thread *th)
 	case SD_WAIT_JOIN:
 	case SD_WAIT_RUST_MUTEX:
 	case SD_WAIT_RUST_RWLOCK:
+	case SD_WAIT_MONITOR:
 	case SD_WAIT_FUTEX: return 'L';
 	default: break;
 	}

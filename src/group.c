@@ -29,6 +29,16 @@ static int same_thread(const struct sd_thread *a, const struct sd_thread *b)
 		return 0;
 	if (a->state == 'D' && !same_str(a->wchan, b->wchan))
 		return 0;
+	/* What a thread holds is printed under its frames: a holder is
+	 * never merged with the threads that only look like it. */
+	if (a->nholds != b->nholds)
+		return 0;
+	for (size_t k = 0; k < a->nholds; k++)
+		if (a->holds[k].address != b->holds[k].address ||
+		    a->holds[k].frame != b->holds[k].frame ||
+		    a->holds[k].evidence != b->holds[k].evidence ||
+		    a->holds[k].ncandidates != b->holds[k].ncandidates)
+			return 0;
 	for (size_t k = 0; k < a->nframes; k++) {
 		const struct sd_frame *x = &a->frames[k], *y = &b->frames[k];
 		if (x->pc != y->pc || x->flags != y->flags || x->line != y->line ||
@@ -51,6 +61,7 @@ static uint64_t thread_key(const struct sd_thread *th)
 	MIX(th->wait.address);
 	MIX(th->wait.owner);
 	MIX(th->syscall_nr);
+	MIX(th->nholds);
 	for (size_t k = 0; k < th->nframes; k++)
 		MIX(th->frames[k].pc);
 #undef MIX

@@ -8,7 +8,8 @@
 #include "snapshot.h"
 #include "util.h"
 
-/* One set of threads with the same status, state, wait and frames. */
+/* One set of threads with the same status, state, wait, frames and held
+ * locks. */
 struct sd_group {
 	size_t *idx; /* indices into the snapshot's threads, in snapshot order */
 	size_t n;
@@ -21,8 +22,8 @@ struct sd_grouping {
 
 /* Group the threads of S into G (which the caller releases with
  * group_release). Two threads are grouped when their status, state
- * letter, wait (kind, lock address, owner), syscall and every frame (pc,
- * function, file:line, flags) are the same. Groups come largest first;
+ * letter, wait (kind, lock address, owner), syscall, every frame (pc,
+ * function, file:line, flags) and the locks they hold are the same. Groups come largest first;
  * groups of the same size keep the order of their first thread. */
 void group_snapshot(const struct sd_snapshot *s, struct sd_grouping *g);
 /* Free what group_snapshot allocated in G; G may be zeroed or released. */
