@@ -351,49 +351,43 @@ static void find_stuck(const struct sd_snapshot *const *s, size_t n, struct sd_f
 		return;
 	}
 	size_t start = f->n;
+	/* The wait letter of each stuck finding (by index from START):
+	 * threads stuck on the same thing over the same snapshots make one
+	 * finding. */
+	char *letter = sd_xcalloc(nv + 1, 1);
 	for (size_t j = 0; j < nv; j++) {
 		const struct srun *r = &v[j];
 		if (!r->th || r->best_last - r->best_first + 1 < need)
 			continue;
 		if (in_deadlock(f, r->pid, r->tid))
 			continue;
-		const struct sd_snapshot *sl = s[r->best_last];
-		/* Threads stuck on the same thing over the same snapshots
-		 * make one finding. */
+		char c = wait_letter(r->th);
 		struct sd_finding *x = NULL;
 		for (size_t i = start; i < f->n && !x; i++)
 			if (f->v[i].pid == r->pid && f->v[i].address == r->th->wait.address &&
 			    f->v[i].holder == r->th->wait.owner && f->v[i].first == r->best_first &&
-			    f->v[i].last == r->best_last &&
-			    (wait_letter(r->th) == 'L') == (f->v[i].count == 'L'))
+			    f->v[i].last == r->best_last && letter[i - start] == c)
 				x = &f->v[i];
 		if (!x) {
+			letter[f->n - start] = c;
 			x = add(f, cap, SD_FINDING_STUCK);
 			x->pid = r->pid;
 			x->address = r->th->wait.address;
 			x->holder = r->th->wait.owner;
-			x->count = (uint64_t)wait_letter(r->th);
 			set_span(x, s, r->best_first, r->best_last,
 				 r->best_last - r->best_first + 1);
-			struct strbuf t;
-			strbuf_init(&t);
-			struct sd_render_opts ro = {0};
-			strbuf_adds(&t, "stuck: ");
-			/* Filled in below once the threads are counted. */
-			format_text_thread_header(&t, sl, r->th, &ro);
-			x->title = strbuf_detach(&t);
 		}
 		add_tid(x, r->tid);
 		struct strbuf d;
 		strbuf_init(&d);
 		if (x->detail)
 			strbuf_adds(&d, x->detail);
-		who(&d, sl, r->tid);
+		who(&d, s[r->best_last], r->tid);
 		strbuf_adds(&d, "\n");
 		free(x->detail);
 		x->detail = strbuf_detach(&d);
 	}
-	/* A title for several threads: what they wait for, not one header. */
+	/* The title says what they wait for, once the threads are counted. */
 	for (size_t i = start; i < f->n; i++) {
 		struct sd_finding *x = &f->v[i];
 		const struct sd_snapshot *sl = s[x->last];
@@ -404,7 +398,7 @@ static void find_stuck(const struct sd_snapshot *const *s, size_t n, struct sd_f
 		struct strbuf t;
 		strbuf_init(&t);
 		strbuf_addf(&t, "stuck: %zu thread%s ", x->ntids, x->ntids == 1 ? "" : "s");
-		if (th && x->count == 'L') {
+		if (th && letter[i - start] == 'L') {
 			strbuf_adds(&t, "waiting for ");
 			format_text_wait(&t, sl, th);
 		} else {
@@ -413,10 +407,9 @@ static void find_stuck(const struct sd_snapshot *const *s, size_t n, struct sd_f
 				strbuf_addf(&t, " (wchan %s)", th->wchan);
 		}
 		strbuf_addf(&t, ", same stack for %.1f s", x->t1 - x->t0);
-		free(x->title);
 		x->title = strbuf_detach(&t);
-		x->count = 0;
 	}
+	free(letter);
 	free(v);
 }
 
