@@ -235,9 +235,11 @@ static void process_header(struct strbuf *out, const struct sd_snapshot *s,
 			    (double)(s->detach_us - s->memcopy_us) / 1000.0);
 	if (o && o->verbose)
 		strbuf_addf(out,
-			    "  capture %.2f ms (%.1f KiB of stack), unwind %.2f ms, symbolize %.2f ms\n",
+			    "  capture %.2f ms (%.1f KiB of stack), unwind %.2f ms, symbolize %.2f ms, "
+			    "lock inference %.2f ms\n",
 			    (double)s->capture_us / 1000.0, (double)s->stack_bytes / 1024.0,
-			    (double)s->unwind_us / 1000.0, (double)s->symbolize_us / 1000.0);
+			    (double)s->unwind_us / 1000.0, (double)s->symbolize_us / 1000.0,
+			    (double)s->infer_us / 1000.0);
 }
 
 /* O with the program's module named, for the colour of its frames. */
