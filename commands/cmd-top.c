@@ -15,10 +15,12 @@
 #include "../src/analyze.h"
 #include "../src/locks.h"
 #include "../src/profile.h"
+#include "../src/sampler.h"
 #include "cmd.h"
 
 enum {
 	TOP_RATE = SNAP_OPT__COUNT,
+	TOP_ENGINE,
 	TOP_REFRESH,
 	TOP_DURATION,
 	TOP_COUNT,
@@ -38,6 +40,10 @@ static const struct cmd_option top_options[] = {
 		      .max = 10000,
 		      .def = "10",
 		      .hint = "samples per second, 0.1 to 10000"},
+	[TOP_ENGINE] = OPT_CHOICE("engine", 'e', "ENGINE",
+				  "auto (perf events where permitted, else ptrace), perf or ptrace "
+				  "(default auto)",
+				  "auto perf ptrace", "auto"),
 	[TOP_REFRESH] = {.name = "refresh",
 			 .arg = "DURATION",
 			 .help = "time between screens (default 1s)",
@@ -227,9 +233,12 @@ static void screen(struct strbuf *sb, struct sd_profile *p, const struct sd_targ
 	strbuf_adds(sb, tty ? "\033[H" : "\n");
 	strbuf_addf(sb, "stackdump top: %d \"", (int)t->pid);
 	strbuf_add_escaped(sb, t->info.comm);
-	strbuf_addf(sb, "\"  %.1f s, %llu samples (%.1f Hz), longest pause %.2f ms", elapsed,
-		    (unsigned long long)p->samples, elapsed > 0 ? (double)p->samples / elapsed : 0.0,
+	strbuf_addf(sb, "\"  %.1f s, %llu samples (%.1f Hz), engine %s, longest pause %.2f ms",
+		    elapsed, (unsigned long long)p->samples,
+		    elapsed > 0 ? (double)p->samples / elapsed : 0.0, p->engine ? p->engine : "ptrace",
 		    (double)p->max_pause_us / 1000.0);
+	if (p->lost_samples)
+		strbuf_addf(sb, ", %llu samples lost", (unsigned long long)p->lost_samples);
 	eol(sb, tty);
 	size_t live = 0, running = 0, nidle_threads = 0;
 	for (size_t i = 0; i < nth; i++)
@@ -360,37 +369,37 @@ static void keys_stop(struct keys *k)
 	k->on = 0;
 }
 
-/* Wait until the monotonic time NEXT (ns), or a key. Returns the key, 0 at
- * the deadline, -1 when interrupted. */
-static int keys_wait(struct keys *k, uint64_t next)
+/* Wait until the monotonic time NEXT (ns), or a key, draining the
+ * sampler's buffers meanwhile. Returns the key, 0 at the deadline, -1 when
+ * interrupted. */
+static int keys_wait(struct keys *k, struct sd_sampler *smp, uint64_t next)
 {
 	for (;;) {
 		uint64_t now = sd_now_ns();
 		if (now >= next)
 			return 0;
+		if (cmd_interrupted)
+			return -1;
 		if (!k->on) {
-			struct timespec ts = {(time_t)(next / 1000000000ull),
-					      (long)(next % 1000000000ull)};
-			int r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
-			return r == EINTR ? -1 : 0;
+			sampler_sleep_until(&smp, 1, next);
+			continue;
 		}
 		struct pollfd pfd = {.fd = STDIN_FILENO, .events = POLLIN};
-		int ms = (int)((next - now + 999999) / 1000000);
-		int r = poll(&pfd, 1, ms);
-		if (r < 0)
-			return errno == EINTR ? -1 : 0;
-		if (r == 0)
-			continue;
-		unsigned char c;
-		ssize_t n = read(STDIN_FILENO, &c, 1);
-		if (n == 1)
-			return c;
-		if (n == 0) {
-			keys_stop(k); /* end of input: no more keys */
+		int r = poll(&pfd, 1, 0);
+		if (r < 0 && errno != EINTR)
+			keys_stop(k);
+		if (r > 0) {
+			unsigned char c;
+			ssize_t n = read(STDIN_FILENO, &c, 1);
+			if (n == 1)
+				return c;
+			if (n == 0 || (errno != EINTR && errno != EAGAIN))
+				keys_stop(k); /* end of input or an error: no more keys */
 			continue;
 		}
-		if (errno != EINTR && errno != EAGAIN)
-			keys_stop(k);
+		/* A key waits at most this long to be seen. */
+		uint64_t slice = now + 50000000ull;
+		sampler_sleep_until(&smp, 1, slice < next ? slice : next);
 	}
 }
 
@@ -406,6 +415,7 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	so.light_discover = 1; /* a sample needs no wchan or switch counts */
 	int rc = EXIT_USAGE;
 	struct sd_target *t = ctx->target.t;
+	struct sd_sampler *smp = NULL;
 	struct sd_profile *p = NULL;
 	struct tthread *th = NULL;
 	size_t nth = 0, thcap = 0;
@@ -429,6 +439,22 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	p = profile_new(&po);
 	uint64_t interval_ns = (uint64_t)(1e9 / rate);
 	p->interval_us = interval_ns / 1000;
+	struct sd_sampler_opts smo = {.engine = SD_ENGINE_AUTO, .interval_us = p->interval_us};
+	sd_engine_parse(cmd_str(ctx, TOP_ENGINE), &smo.engine); /* a checked choice */
+	{
+		struct sd_error err = {0};
+		smp = sampler_new(t, &so, &smo, &err);
+		if (!smp) {
+			cmd_error(ctx, "%s", err.msg);
+			profile_free(p);
+			free(tids);
+			return EXIT_FAIL;
+		}
+		if (sampler_fallback(smp))
+			cmd_error(ctx, "perf engine not available, sampling with ptrace: %s",
+				  sampler_fallback(smp));
+		p->engine = strpool_intern(p->pool, sd_engine_name(sampler_engine(smp)));
+	}
 	int tty = isatty(fileno(ctx->out));
 	uint64_t start = sd_now_ns(), next = start, next_screen = start + refresh_us * 1000;
 	uint64_t end = duration_us ? start + duration_us * 1000 : 0;
@@ -440,9 +466,14 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		cmd_print(ctx, "\033[?25l\033[H\033[2J");
 	keys_start(&keys, ctx);
 	int redraw = 0;
+	/* perf: a tick is each thread's latest sample; wait for the first. */
+	if (sampler_engine(smp) == SD_ENGINE_PERF) {
+		next = start + interval_ns;
+		sampler_sleep_until(&smp, 1, next);
+	}
 	while (!cmd_interrupted) {
 		struct sd_error err = {0};
-		struct sd_snapshot *s = target_snapshot(t, &so, &err);
+		struct sd_snapshot *s = sampler_take(smp, &err);
 		if (!s) {
 			if (!target_alive(t))
 				cmd_error(ctx, "process %d exited", (int)t->pid);
@@ -454,6 +485,12 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		sd_grow(&groups, &gcap, s->nthreads + 1, sizeof(*groups));
 		profile_add_snapshot(p, t, s, groups);
 		p->samples++;
+		{
+			struct sd_perf_stats ps = {0};
+			sampler_stats_add(smp, &ps);
+			p->lost_samples = ps.lost;
+			p->throttled = ps.throttled;
+		}
 		for (size_t i = 0; i < nth; i++)
 			th[i].seen = 0;
 		sd_grow(&idle, &idlecap, p->nstacks + 1, sizeof(*idle));
@@ -531,7 +568,7 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		next += interval_ns;
 		if (next < now)
 			next = now;
-		int key = keys_wait(&keys, next);
+		int key = keys_wait(&keys, smp, next);
 		if (key == 'q' || key == 'Q')
 			break;
 		/* A key changes the view at once; sampling goes on. */
@@ -554,6 +591,7 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	cmd_interrupted = 0;
 	free(groups);
 	free(idle);
+	sampler_free(smp);
 	profile_free(p);
 	free(th);
 	free(tids);
