@@ -423,6 +423,8 @@ static void promote(struct pthr *th, uint64_t at)
 		make_latest(th, &th->pend[k++]);
 	if (!k && th->kind == LATEST_NONE && th->npend && th->opened_ns <= at)
 		make_latest(th, &th->pend[k++]);
+	if (!k)
+		return;
 	memmove(th->pend, th->pend + k, (th->npend - k) * sizeof(*th->pend));
 	th->npend -= k;
 }
@@ -811,7 +813,8 @@ static void thr_unwind(struct sd_perf *p, struct sd_snapshot *s, struct sd_threa
 	st->stack_in_arena = 0;
 	free(th->frames);
 	th->frames = sd_xmalloc((st->nframes ? st->nframes : 1) * sizeof(*th->frames));
-	memcpy(th->frames, st->frames, st->nframes * sizeof(*th->frames));
+	if (st->nframes)
+		memcpy(th->frames, st->frames, st->nframes * sizeof(*th->frames));
 	th->nframes = st->nframes;
 	set_str(&th->unwind_stop, st->unwind_stop);
 	th->frames_gen = th->gen;
@@ -859,7 +862,8 @@ static int seed(struct sd_perf *p, const struct sd_snap_opts *so, uint64_t *paus
 		th->regs = st->regs;
 		free(th->frames);
 		th->frames = sd_xmalloc((st->nframes ? st->nframes : 1) * sizeof(*th->frames));
-		memcpy(th->frames, st->frames, st->nframes * sizeof(*th->frames));
+		if (st->nframes)
+			memcpy(th->frames, st->frames, st->nframes * sizeof(*th->frames));
 		th->nframes = st->nframes;
 		set_str(&th->unwind_stop, st->unwind_stop);
 		th->frames_gen = th->gen;
