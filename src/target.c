@@ -103,14 +103,19 @@ fail:
 	return NULL;
 }
 
+static void mods_array_free(struct sd_tmod *mods, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		elfcache_put(mods[i].elf);
+		free(mods[i].path);
+		free(mods[i].name_buf);
+	}
+	free(mods);
+}
+
 static void mods_release(struct sd_target *t)
 {
-	for (size_t i = 0; i < t->nmods; i++) {
-		elfcache_put(t->mods[i].elf);
-		free(t->mods[i].path);
-		free(t->mods[i].name_buf);
-	}
-	free(t->mods);
+	mods_array_free(t->mods, t->nmods);
 	t->mods = NULL;
 	t->nmods = 0;
 }
@@ -284,7 +289,15 @@ static int cmp_mod(const void *a, const void *b)
 
 static void build_modules(struct sd_target *t)
 {
-	mods_release(t);
+	/* The old modules are released only once the new ones hold their
+	 * files: an ELF still mapped keeps its cache entry, so a module that
+	 * did not change keeps the very sd_elf the symbolizer's libdwfl
+	 * session points at (freeing and reopening it would leave libdwfl a
+	 * dangling pointer for the modules it keeps across a refresh). */
+	struct sd_tmod *old = t->mods;
+	size_t nold = t->nmods;
+	t->mods = NULL;
+	t->nmods = 0;
 	size_t cap = 0;
 	for (size_t i = 0; i < t->maps.n; i++) {
 		const struct sd_map *m = &t->maps.v[i];
@@ -335,7 +348,16 @@ static void build_modules(struct sd_target *t)
 			    (o->offset == first->offset && o->start < first->start))
 				first = o;
 		}
-		if (vdso) {
+		struct sd_tmod *same = NULL;
+		for (size_t k = 0; k < nold && vdso && !same; k++)
+			if (old[k].is_vdso && old[k].elf && old[k].start == m->start &&
+			    old[k].end == m->end)
+				same = &old[k];
+		if (same) {
+			/* The vdso of a process never changes: keep the image. */
+			mod->elf = same->elf;
+			same->elf = NULL;
+		} else if (vdso) {
 			size_t len = m->end - m->start;
 			uint8_t *buf = sd_xmalloc(len);
 			ssize_t n = capture_read(t->pid, m->start, buf, len);
@@ -351,6 +373,7 @@ static void build_modules(struct sd_target *t)
 			range_from_loads(mod);
 	}
 	sd_sort(t->mods, t->nmods, sizeof(*t->mods), cmp_mod);
+	mods_array_free(old, nold);
 	t->generation++;
 }
 
