@@ -216,6 +216,13 @@ void elfcache_put(struct sd_elf *e)
 	free(e);
 }
 
+struct sd_elf *elfcache_ref(struct sd_elf *e)
+{
+	if (e)
+		e->refs++;
+	return e;
+}
+
 const struct sd_dwcfi *elfcache_debug_frame(struct sd_elf *e)
 {
 	if (!e)

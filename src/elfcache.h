@@ -45,6 +45,8 @@ struct sd_elf *elfcache_open(const char *path, struct sd_error *err);
 struct sd_elf *elfcache_from_memory(const char *name, const void *bytes, size_t len,
 				    struct sd_error *err);
 void elfcache_put(struct sd_elf *e);
+/* Another reference to E (returned), dropped with elfcache_put(). */
+struct sd_elf *elfcache_ref(struct sd_elf *e);
 
 /* Parse the headers of an image already in memory. Returns 0 or -EINVAL.
  * Exposed for fuzzing and unit tests. */

@@ -175,9 +175,12 @@ void symbols_sync(struct sd_symbols *s)
 		Dwfl_Module *dm = dwfl_report_module(s->dwfl, m->path, m->start, m->end);
 		if (!dm)
 			continue;
+		/* The current image, also for a module libdwfl kept from the
+		 * last report but has not opened yet: the one it was reported
+		 * with may be gone. */
 		void **ud;
 		dwfl_module_info(dm, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
-		if (ud && !*ud)
+		if (ud)
 			*ud = m->elf;
 		m->dwmod = dm;
 	}

@@ -100,14 +100,19 @@ fail:
 	return NULL;
 }
 
+static void mods_free(struct sd_tmod *mods, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		elfcache_put(mods[i].elf);
+		free(mods[i].path);
+		free(mods[i].name_buf);
+	}
+	free(mods);
+}
+
 static void mods_release(struct sd_target *t)
 {
-	for (size_t i = 0; i < t->nmods; i++) {
-		elfcache_put(t->mods[i].elf);
-		free(t->mods[i].path);
-		free(t->mods[i].name_buf);
-	}
-	free(t->mods);
+	mods_free(t->mods, t->nmods);
 	t->mods = NULL;
 	t->nmods = 0;
 }
@@ -229,7 +234,14 @@ static int cmp_mod(const void *a, const void *b)
 
 static void build_modules(struct sd_target *t)
 {
-	mods_release(t);
+	/* The previous modules keep their images referenced until the new
+	 * ones are made: an unchanged file is then the same image (the cache
+	 * finds it), and so is an unchanged vdso, whose pointers the symbols
+	 * session handed to libdwfl for modules it keeps across reports. */
+	struct sd_tmod *old = t->mods;
+	size_t nold = t->nmods;
+	t->mods = NULL;
+	t->nmods = 0;
 	size_t cap = 0;
 	for (size_t i = 0; i < t->maps.n; i++) {
 		const struct sd_map *m = &t->maps.v[i];
@@ -284,7 +296,11 @@ static void build_modules(struct sd_target *t)
 			size_t len = m->end - m->start;
 			uint8_t *buf = sd_xmalloc(len);
 			ssize_t n = capture_read(t->pid, m->start, buf, len);
-			if (n == (ssize_t)len)
+			for (size_t k = 0; k < nold && n == (ssize_t)len && !mod->elf; k++)
+				if (old[k].is_vdso && old[k].elf && old[k].elf->size == len &&
+				    !memcmp(old[k].elf->data, buf, len))
+					mod->elf = elfcache_ref(old[k].elf);
+			if (n == (ssize_t)len && !mod->elf)
 				mod->elf = elfcache_from_memory("[vdso]", buf, len, NULL);
 			free(buf);
 		} else {
@@ -296,6 +312,7 @@ static void build_modules(struct sd_target *t)
 			range_from_loads(mod);
 	}
 	sd_sort(t->mods, t->nmods, sizeof(*t->mods), cmp_mod);
+	mods_free(old, nold);
 	t->generation++;
 }
 
