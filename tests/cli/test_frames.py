@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # Frames as gdb shows them, on every toolchain production binaries come
 # from: fx-frames built with gcc, clang (DWARF 5), gcc split DWARF, gcc LTO,
-# and fx-frames-rs built with rustc -O -g. gdb is the oracle (eu-stack asks
+# gcc + dwz, and fx-frames-rs built with rustc -O -g; Go's fx-go against
+# gdb and `go tool addr2line`. gdb is the oracle (eu-stack asks
 # libdw the same questions we used to, so it fails where we failed): for
 # every thread, the frames gdb places in the fixture's own source appear in
 # our output with the same file:line, in the same order, inline frames
@@ -151,6 +152,15 @@ def test_lto():
     queue = mine[names["queue"][0]]
     i = [f[0] for f in queue].index("shop::audit(long)")
     ok(not queue[i + 1][3], "shop::audit is not inlined: %r" % queue)
+
+
+def test_dwz():
+    """dwz -m: names and types moved to an alt file, reached through
+    DW_FORM_GNU_ref_alt from partial units."""
+    mine, names = compare_with_gdb("fx-frames-dwz", CXX_SOURCES, 4,
+                                   ("ledger", "lambda", "queue"))
+    fns = [f[0] for f in mine[names["ledger"][0]]]
+    ok(any("shop::Ledger::post<int>" in f for f in fns), fns)
 
 
 def test_rust_release():
