@@ -9,6 +9,7 @@
 # included, under the same function.
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -292,6 +293,49 @@ def test_jit_perf_map():
     eq(fr[i + 1]["module"], "[anonymous]", fr)
     eq(fr[i + 1]["function"], "jit_stub_loop", fr)
     eq(fr[i + 2]["function"], "jit_main", fr)
+
+
+def node_jit_frames(*node_opts):
+    """Frames of node's main thread over dumps taken until one has frames
+    in anonymous memory (JIT code); every frame seen is returned."""
+    node = shutil.which("node")
+    ok(node, "node not found (the test needs it)")
+    script = os.path.join(os.path.dirname(__file__), "..", "fixtures", "fx-node.js")
+    seen = []
+    with start(node, *node_opts, script) as fx:
+        try:
+            for _ in range(60):
+                r = sdtest.run("--format", "json", "--tid", fx.pid, fx.pid)
+                eq(r.rc, 0, r)
+                fr = r.json()["threads"][0]["frames"]
+                seen += fr
+                if any(f["module"] == "[anonymous]" for f in fr):
+                    break
+        finally:
+            try:
+                os.unlink("/tmp/perf-%d.map" % fx.pid)
+            except FileNotFoundError:
+                pass
+    # JIT code is never node's own: no frame of module node has an offset
+    # the size of an address (the module once spanned the gap between
+    # node's two mappings of itself, JIT code included).
+    for f in seen:
+        if f["module"] == "node":
+            ok(int(f["offset"], 16) < 1 << 32, f)
+    jit = [f for f in seen if f["module"] == "[anonymous]"]
+    ok(jit, "no frame in JIT code in 60 dumps")
+    return jit
+
+
+def test_node_jit_anonymous():
+    jit = node_jit_frames()
+    eq({f["function"] for f in jit}, {None})
+
+
+def test_node_jit_perf_map():
+    jit = node_jit_frames("--perf-basic-prof")
+    names = [f["function"] for f in jit]
+    ok(any(n and n.startswith("JS:") and "fx-node.js" in n for n in names), names)
 
 
 def test_io_uring_worker_labelled():
