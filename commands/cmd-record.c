@@ -19,11 +19,10 @@
 #include "../src/locks.h"
 #include "../src/procfs.h"
 #include "../src/snapio.h"
+#include "../src/triggers.h"
 #include "../src/version.h"
 #include "cmd.h"
 
-#define NR_FUTEX 202
-#define NR_RESTART_SYSCALL 219
 
 enum {
 	REC_PID_OF = SNAP_OPT__COUNT,
@@ -94,38 +93,6 @@ static const struct cmd_option record_options[] = {
 	{0},
 };
 
-enum trig_kind { TRIG_PARKED, TRIG_CPU, TRIG_STUCK, TRIG_DEADLOCK };
-
-struct trigger {
-	enum trig_kind kind;
-	double threshold;   /* parked count or CPU percent */
-	uint64_t dur_us;    /* stuck */
-	char text[64];      /* as given, for reasons */
-	int armed;          /* fires again only after it was false */
-};
-
-/* One thread as /proc shows it between snapshots. */
-struct tobs {
-	pid_t tid;
-	char state;
-	int running;        /* syscall file says "running" */
-	long nr;            /* syscall, -1 when none */
-	uint64_t arg0;
-	int futex;          /* asleep in a futex wait */
-	uint64_t vol, nonvol;
-};
-
-/* A thread that might be stuck: how long it has looked the same. */
-struct stuck_ent {
-	pid_t tid;
-	uint64_t since_us;
-	struct tobs last;
-	uint64_t ref_hash;  /* its stack in a snapshot at half the duration */
-	int have_ref;
-	int done;           /* fired, or found idle: wait until it changes */
-	int seen;
-};
-
 struct rec {
 	struct cmd_ctx *ctx;
 	struct strbuf out, zout; /* the snapshot being written, reused */
@@ -134,8 +101,7 @@ struct rec {
 	long count;
 	int compress, follow, quiet, verbose, burst;
 	const char *every_text, *max_disk_text;
-	struct trigger trig[8];
-	int ntrig;
+	struct sd_triggers trig;
 	struct sd_snap_opts opts;
 
 	struct sd_target *t;
@@ -149,11 +115,6 @@ struct rec {
 	uint64_t seq;
 	int warned_big;
 
-	uint64_t cpu_ticks, cpu_us;
-	int cpu_have;
-	struct stuck_ent *stuck;
-	size_t nstuck, stuckcap;
-	char *dl_prev, *dl_probed;
 
 	const char *stop_why;
 	int rc;
@@ -309,11 +270,10 @@ static int man_open(struct rec *r)
 	json_t *o = json_object();
 	json_object_set_new(o, "every", r->every_text ? json_string(r->every_text) : json_null());
 	json_object_set_new(o, "when", json_null());
-	if (r->ntrig) {
+	if (r->trig.n) {
 		struct strbuf sb;
 		strbuf_init(&sb);
-		for (int i = 0; i < r->ntrig; i++)
-			strbuf_addf(&sb, "%s%s", i ? "," : "", r->trig[i].text);
+		triggers_describe(&r->trig, &sb);
 		json_object_set_new(o, "when", json_string(sb.buf));
 		strbuf_release(&sb);
 		json_object_set_new(o, "burst", json_integer(r->burst));
@@ -370,111 +330,18 @@ static int proc_alive(pid_t pid)
 	return st && st != 'Z' && st != 'X';
 }
 
-static uint64_t status_num(const char *text, const char *key)
-{
-	const char *p = strstr(text, key);
-	return p ? strtoull(p + strlen(key), NULL, 10) : 0;
-}
-
-/* Read every thread of the target: state, syscall, and when CTX the
- * context switch counts. Threads that vanish meanwhile are skipped. */
-static size_t observe(pid_t pid, int ctx, struct tobs **out)
-{
-	pid_t *tids = NULL;
-	size_t n = 0, k = 0;
-	*out = NULL;
-	if (procfs_list_tids(pid, &tids, &n, NULL) < 0)
-		return 0;
-	struct tobs *v = sd_xcalloc(n ? n : 1, sizeof(*v));
-	for (size_t i = 0; i < n; i++) {
-		char path[96], *text;
-		struct tobs *o = &v[k];
-		memset(o, 0, sizeof(*o));
-		o->tid = tids[i];
-		o->nr = -1;
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tids[i]);
-		if (sd_read_file(path, &text, 4096) < 0)
-			continue;
-		procfs_parse_stat(text, &o->state, NULL, NULL, NULL, NULL, NULL);
-		free(text);
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tids[i]);
-		if (sd_read_file(path, &text, 4096) >= 0) {
-			struct sd_taskinfo ti;
-			memset(&ti, 0, sizeof(ti));
-			if (procfs_parse_syscall(text, &ti) == 0) {
-				o->running = ti.running;
-				o->nr = ti.syscall_nr;
-				o->arg0 = ti.syscall_args[0];
-			}
-			free(text);
-		}
-		int sleeping = o->state == 'S' || o->state == 'D';
-		if (sleeping && o->nr == NR_FUTEX) {
-			o->futex = 1;
-		} else if (sleeping && o->nr == NR_RESTART_SYSCALL) {
-			/* A timed futex wait interrupted by an earlier snapshot
-			 * comes back as restart_syscall; so does a sleep. */
-			snprintf(path, sizeof(path), "/proc/%d/task/%d/wchan", (int)pid, (int)tids[i]);
-			if (sd_read_file(path, &text, 256) >= 0) {
-				o->futex = !strncmp(text, "futex", 5);
-				free(text);
-			}
-		}
-		if (ctx) {
-			snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid,
-				 (int)tids[i]);
-			if (sd_read_file(path, &text, 1 << 16) < 0)
-				continue;
-			o->vol = status_num(text, "\nvoluntary_ctxt_switches:");
-			o->nonvol = status_num(text, "\nnonvoluntary_ctxt_switches:");
-			free(text);
-		}
-		k++;
-	}
-	free(tids);
-	*out = v;
-	return k;
-}
-
-static int proc_cpu_ticks(pid_t pid, uint64_t *ticks)
-{
-	char path[64], *text;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (sd_read_file(path, &text, 4096) < 0)
-		return -1;
-	uint64_t u = 0, s = 0;
-	int r = procfs_parse_stat(text, NULL, NULL, NULL, &u, &s, NULL);
-	free(text);
-	*ticks = u + s;
-	return r;
-}
-
 /* ---- snapshots ---------------------------------------------------------- */
 
-/* The first deadlock lock analysis found in S: writes
- * "123 "a" -> 124 "b" -> 123" into DESC and returns its length (0: none). */
-static size_t find_cycle(const struct sd_snapshot *s, struct strbuf *desc)
+/* After a snapshot of ours: the stuck candidates' counts move on. */
+static void stuck_rebaseline(struct rec *r)
 {
-	struct sd_lockgraph *g = locks_graph(s);
-	size_t n = 0;
-	if (g->ndeadlocks) {
-		const struct sd_deadlock *d = &g->deadlocks[0];
-		for (size_t k = 0; k < d->n; k++) {
-			const struct sd_thread *th = snapshot_find_thread(s, d->edges[k].tid);
-			strbuf_addf(desc, "%d \"", (int)d->edges[k].tid);
-			strbuf_add_escaped(desc, th ? th->name : "");
-			strbuf_adds(desc, "\" -> ");
-		}
-		strbuf_addf(desc, "%d", (int)d->edges[0].tid);
-		n = d->n;
-		if (g->ndeadlocks > 1)
-			strbuf_addf(desc, " (and %zu more cycles)", g->ndeadlocks - 1);
-	}
-	locks_graph_free(g);
-	return n;
+	if (!r->trig.nstuck)
+		return;
+	struct sd_tobs *v;
+	size_t n = procfs_observe(r->pid, 1, &v);
+	triggers_rebaseline(&r->trig, v, n);
+	free(v);
 }
-
-static void stuck_rebaseline(struct rec *r);
 
 /* Take a snapshot without saving it (a trigger's confirmation). NULL after
  * a note when it failed. */
@@ -662,325 +529,26 @@ static int take(struct rec *r, const char *reason, struct sd_snapshot *pre)
 
 /* ---- triggers ----------------------------------------------------------- */
 
-static int parse_when(struct rec *r, const char *spec)
+static struct sd_snapshot *probe_cb(void *arg)
 {
-	char *copy = sd_xstrdup(spec), *save = NULL;
-	int rc = 0;
-	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		while (*tok == ' ')
-			tok++;
-		size_t l = strlen(tok);
-		while (l && tok[l - 1] == ' ')
-			tok[--l] = '\0';
-		if (r->ntrig == (int)(sizeof(r->trig) / sizeof(r->trig[0]))) {
-			cmd_error(r->ctx, "record: too many --when conditions");
-			rc = -1;
-			break;
-		}
-		struct trigger *t = &r->trig[r->ntrig];
-		memset(t, 0, sizeof(*t));
-		t->armed = 1;
-		snprintf(t->text, sizeof(t->text), "%s", tok);
-		const char *ge = strstr(tok, ">=");
-		char *end;
-		if (!strcmp(tok, "deadlock")) {
-			t->kind = TRIG_DEADLOCK;
-		} else if (ge && !strncmp(tok, "parked", 6) && ge == tok + 6) {
-			long v = strtol(ge + 2, &end, 10);
-			if (end == ge + 2 || *end || v < 1 || v > 1000000)
-				goto bad;
-			t->kind = TRIG_PARKED;
-			t->threshold = (double)v;
-		} else if (ge && !strncmp(tok, "cpu", 3) && ge == tok + 3) {
-			double v = strtod(ge + 2, &end);
-			if (end == ge + 2 || (*end && strcmp(end, "%")) || !(v > 0) || v > 100000)
-				goto bad;
-			t->kind = TRIG_CPU;
-			t->threshold = v;
-		} else if (ge && !strncmp(tok, "stuck", 5) && ge == tok + 5) {
-			if (sd_parse_duration(ge + 2, &t->dur_us) < 0 || t->dur_us < 100000)
-				goto bad;
-			t->kind = TRIG_STUCK;
-		} else {
-			goto bad;
-		}
-		r->ntrig++;
-		continue;
-	bad:
-		cmd_error(r->ctx,
-			  "record: invalid --when condition '%s' (expected parked>=N, deadlock, "
-			  "cpu>=PERCENT or stuck>=DURATION, e.g. --when 'parked>=8,stuck>=10s')",
-			  tok);
-		rc = -1;
-		break;
-	}
-	free(copy);
-	if (rc == 0 && !r->ntrig) {
-		cmd_error(r->ctx, "record: --when needs a condition");
-		rc = -1;
-	}
-	return rc;
+	return probe(arg);
 }
 
-static int has_trig(const struct rec *r, enum trig_kind k)
-{
-	for (int i = 0; i < r->ntrig; i++)
-		if (r->trig[i].kind == k)
-			return 1;
-	return 0;
-}
-
-static int stuck_candidate(const struct tobs *o)
-{
-	return (o->state == 'R' && o->running) || o->futex || o->state == 'D';
-}
-
-/* Is O still in the same place as LAST, with no voluntary switch? */
-static int stuck_same(const struct tobs *last, const struct tobs *o)
-{
-	if (o->vol != last->vol)
-		return 0;
-	if (o->running != last->running || o->futex != last->futex || o->state != last->state)
-		return 0;
-	if (o->futex && o->nr == NR_FUTEX && last->nr == NR_FUTEX && o->arg0 != last->arg0)
-		return 0;
-	return 1;
-}
-
-static struct stuck_ent *stuck_find(struct rec *r, pid_t tid)
-{
-	for (size_t i = 0; i < r->nstuck; i++)
-		if (r->stuck[i].tid == tid)
-			return &r->stuck[i];
-	return NULL;
-}
-
-/* After one of our own snapshots: every thread stopped for it counts one
- * voluntary switch more (and timed futex waits come back as
- * restart_syscall). Take the new counts without restarting the clocks. */
-static void stuck_rebaseline(struct rec *r)
-{
-	if (!r->nstuck)
-		return;
-	struct tobs *v;
-	size_t n = observe(r->pid, 1, &v);
-	for (size_t i = 0; i < n; i++) {
-		struct stuck_ent *e = stuck_find(r, v[i].tid);
-		if (e && stuck_candidate(&v[i]) && v[i].futex == e->last.futex)
-			e->last = v[i];
-		else if (e)
-			e->last.vol = v[i].vol;
-	}
-	free(v);
-}
-
-/* Update the stuck candidates from a fresh observation. */
-static void stuck_update(struct rec *r, const struct tobs *v, size_t n, uint64_t now)
-{
-	for (size_t i = 0; i < r->nstuck; i++)
-		r->stuck[i].seen = 0;
-	for (size_t i = 0; i < n; i++) {
-		const struct tobs *o = &v[i];
-		struct stuck_ent *e = stuck_find(r, o->tid);
-		if (!stuck_candidate(o))
-			continue;
-		if (!e) {
-			sd_grow(&r->stuck, &r->stuckcap, r->nstuck + 1, sizeof(*r->stuck));
-			e = &r->stuck[r->nstuck++];
-			memset(e, 0, sizeof(*e));
-			e->tid = o->tid;
-			e->since_us = now;
-			e->last = *o;
-		} else if (!stuck_same(&e->last, o)) {
-			e->since_us = now;
-			e->have_ref = 0;
-			e->done = 0;
-			e->last = *o;
-		}
-		e->seen = 1;
-	}
-	size_t k = 0;
-	for (size_t i = 0; i < r->nstuck; i++)
-		if (r->stuck[i].seen)
-			r->stuck[k++] = r->stuck[i];
-	r->nstuck = k;
-}
-
-/* Is the thread's wait an idle one (a pool worker on its condition
- * variable) rather than being stuck? */
-static int idle_wait(const struct sd_snapshot *s, pid_t tid)
-{
-	const struct sd_thread *th = snapshot_find_thread(s, tid);
-	return th && locks_is_idle(th->wait.kind);
-}
-
-/* Check the stuck candidates, confirming with snapshots: one at half the
- * duration records each candidate's stack, one at the full duration must
- * show the same stack. Returns 1 (REASON filled, *SNAP the confirming
- * snapshot) when a thread is stuck. */
-static int check_stuck(struct rec *r, const struct trigger *tg, uint64_t now, struct strbuf *reason,
-		       struct sd_snapshot **snap)
-{
-	int need = 0;
-	for (size_t i = 0; i < r->nstuck; i++) {
-		struct stuck_ent *e = &r->stuck[i];
-		uint64_t age = now - e->since_us;
-		if (!e->done && ((!e->have_ref && age >= tg->dur_us / 2) ||
-				 (e->have_ref && age >= tg->dur_us)))
-			need = 1;
-	}
-	if (!need)
-		return 0;
-	struct sd_snapshot *s = probe(r);
-	if (!s)
-		return 0;
-	int fired = 0;
-	for (size_t i = 0; i < r->nstuck; i++) {
-		struct stuck_ent *e = &r->stuck[i];
-		uint64_t age = now - e->since_us;
-		if (e->done)
-			continue;
-		uint64_t h = snapshot_stack_hash(snapshot_find_thread(s, e->tid));
-		if (idle_wait(s, e->tid)) {
-			e->done = 1;
-			continue;
-		}
-		if (!e->have_ref && age >= tg->dur_us / 2) {
-			e->ref_hash = h;
-			e->have_ref = h != 0;
-		} else if (e->have_ref && age >= tg->dur_us) {
-			if (h && h == e->ref_hash) {
-				const struct sd_thread *th = snapshot_find_thread(s, e->tid);
-				e->done = 1;
-				if (!fired) {
-					strbuf_addf(reason,
-						    "%s: thread %d \"", tg->text, (int)e->tid);
-					strbuf_add_escaped(reason, th->name);
-					strbuf_addf(reason,
-						    "\" had the same stack and no voluntary context "
-						    "switch for %.1fs (%s)",
-						    (double)age / 1e6,
-						    e->last.futex	       ? "parked in futex"
-						    : e->last.state == 'D' ? "uninterruptible"
-									   : "running");
-				}
-				fired++;
-			} else {
-				e->since_us = now;
-				e->have_ref = 0;
-			}
-		}
-	}
-	if (fired > 1)
-		strbuf_addf(reason, " (+%d more)", fired - 1);
-	if (fired)
-		*snap = s;
-	else
-		snapshot_free(s);
-	return fired > 0;
-}
-
-/* Evaluate every condition once. Returns 1 to fire, with REASON and maybe a
- * confirming snapshot in *SNAP. */
+/* Observe the process and evaluate every condition once. Returns 1 to
+ * fire, with REASON and maybe a confirming snapshot in *SNAP. */
 static int check_triggers(struct rec *r, struct strbuf *reason, struct sd_snapshot **snap)
 {
-	uint64_t now = sd_now_us();
-	struct tobs *v = NULL;
-	size_t n = 0;
-	int need_obs = has_trig(r, TRIG_PARKED) || has_trig(r, TRIG_STUCK) ||
-		       has_trig(r, TRIG_DEADLOCK);
-	if (need_obs)
-		n = observe(r->pid, has_trig(r, TRIG_STUCK), &v);
-	if (has_trig(r, TRIG_STUCK))
-		stuck_update(r, v, n, now);
-	int fire = 0;
-	*snap = NULL;
-	for (int i = 0; i < r->ntrig; i++) {
-		struct trigger *tg = &r->trig[i];
-		int cond = 0;
-		struct strbuf why;
-		strbuf_init(&why);
-		strbuf_adds(&why, "");
-		switch (tg->kind) {
-		case TRIG_PARKED: {
-			size_t parked = 0;
-			for (size_t k = 0; k < n; k++)
-				parked += v[k].futex;
-			cond = (double)parked >= tg->threshold;
-			strbuf_addf(&why, "%s: %zu threads parked in futex waits", tg->text, parked);
-			break;
-		}
-		case TRIG_CPU: {
-			uint64_t ticks;
-			if (proc_cpu_ticks(r->pid, &ticks) < 0)
-				break;
-			if (r->cpu_have && now > r->cpu_us) {
-				double hz = (double)sysconf(_SC_CLK_TCK);
-				double pct = (double)(ticks - r->cpu_ticks) / hz /
-					     ((double)(now - r->cpu_us) / 1e6) * 100.0;
-				cond = pct >= tg->threshold;
-				strbuf_addf(&why, "%s: process at %.0f%% of one core", tg->text, pct);
-			}
-			r->cpu_ticks = ticks;
-			r->cpu_us = now;
-			r->cpu_have = 1;
-			break;
-		}
-		case TRIG_STUCK:
-			if (!*snap)
-				cond = check_stuck(r, tg, now, &why, snap);
-			break;
-		case TRIG_DEADLOCK: {
-			/* Only a set of parked threads that stayed the same
-			 * between two checks can be a deadlock; look at each
-			 * such set once. */
-			struct strbuf sig;
-			strbuf_init(&sig);
-			strbuf_adds(&sig, ""); /* never NULL, even with no thread parked */
-			for (size_t k = 0; k < n; k++)
-				if (v[k].futex)
-					strbuf_addf(&sig, "%d:%" PRIx64 " ", (int)v[k].tid,
-						    v[k].nr == NR_FUTEX ? v[k].arg0 : 0);
-			int stable = sig.len && r->dl_prev && !strcmp(sig.buf, r->dl_prev);
-			int probed = r->dl_probed && !strcmp(sig.buf, r->dl_probed);
-			if (stable && !probed) {
-				free(r->dl_probed);
-				r->dl_probed = sd_xstrdup(sig.buf);
-				struct sd_snapshot *s = *snap ? *snap : probe(r);
-				struct strbuf cyc;
-				strbuf_init(&cyc);
-				size_t len = s ? find_cycle(s, &cyc) : 0;
-				if (len) {
-					cond = 1;
-					strbuf_addf(&why, "deadlock: %zu threads in a cycle: %s", len,
-						    cyc.buf);
-					*snap = s;
-				} else if (s && s != *snap) {
-					snapshot_free(s);
-				}
-				strbuf_release(&cyc);
-			}
-			if (probed)
-				cond = !tg->armed; /* the same deadlock: stay disarmed */
-			free(r->dl_prev);
-			r->dl_prev = strbuf_detach(&sig);
-			break;
-		}
-		}
-		if (cond && tg->armed) {
-			if (fire)
-				strbuf_adds(reason, "; ");
-			strbuf_add(reason, why.buf, why.len);
-			fire = 1;
-		}
-		tg->armed = !cond;
-		strbuf_release(&why);
-	}
+	struct sd_observation obs = {.now_us = sd_now_us(),
+				     .clk_tck = (double)sysconf(_SC_CLK_TCK)};
+	struct sd_tobs *v = NULL;
+	if (triggers_has(&r->trig, SD_TRIG_PARKED) || triggers_has(&r->trig, SD_TRIG_STUCK) ||
+	    triggers_has(&r->trig, SD_TRIG_DEADLOCK))
+		obs.nthreads = procfs_observe(r->pid, triggers_has(&r->trig, SD_TRIG_STUCK), &v);
+	obs.threads = v;
+	if (triggers_has(&r->trig, SD_TRIG_CPU))
+		obs.have_cpu = procfs_cpu_ticks(r->pid, &obs.cpu_ticks) == 0;
+	int fire = triggers_check(&r->trig, &obs, probe_cb, r, reason, snap);
 	free(v);
-	if (!fire && *snap) {
-		snapshot_free(*snap);
-		*snap = NULL;
-	}
 	return fire;
 }
 
@@ -1144,12 +712,17 @@ static int parse_options(struct rec *r, int argc, char **argv, pid_t **tids)
 		cmd_error(ctx, "record: --out DIR is required (where the snapshots go)");
 		return -1;
 	}
-	if ((v = cmd_str(ctx, REC_WHEN)) && parse_when(r, v) < 0)
-		return -1;
+	if ((v = cmd_str(ctx, REC_WHEN))) {
+		struct sd_error err = {0};
+		if (triggers_parse(&r->trig, v, &err) < 0) {
+			cmd_error(ctx, "record: %s", err.msg);
+			return -1;
+		}
+	}
 	r->every_text = cmd_str(ctx, REC_EVERY);
 	if (r->every_text) {
 		r->every_us = cmd_num(ctx, REC_EVERY);
-	} else if (r->ntrig) {
+	} else if (r->trig.n) {
 		r->every_us = 1000000;
 		r->every_text = "1s";
 	} else {
@@ -1164,7 +737,7 @@ static int parse_options(struct rec *r, int argc, char **argv, pid_t **tids)
 		r->max_disk_text = cmd_str(ctx, REC_MAX_DISK);
 	}
 	r->burst = (int)cmd_num(ctx, REC_BURST);
-	if (cmd_has(ctx, REC_BURST) && !r->ntrig) {
+	if (cmd_has(ctx, REC_BURST) && !r->trig.n) {
 		cmd_error(ctx, "record: --burst needs --when (a burst is what a trigger "
 			       "takes)");
 		return -1;
@@ -1272,11 +845,10 @@ static int record_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	sigdelset(&unblocked, SIGUSR1);
 
 	struct strbuf a;
-	if (r.ntrig) {
+	if (r.trig.n) {
 		struct strbuf w;
 		strbuf_init(&w);
-		for (int i = 0; i < r.ntrig; i++)
-			strbuf_addf(&w, "%s%s", i ? "," : "", r.trig[i].text);
+		triggers_describe(&r.trig, &w);
 		note(&r,
 		     "watching %d \"%s\" for %s (checked every %s, burst %d) into %s; kill -USR1 "
 		     "%d takes a snapshot now",
@@ -1317,7 +889,7 @@ static int record_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			gone = t == 1;
 		}
 		if (!gone && now >= next) {
-			if (!r.ntrig) {
+			if (!r.trig.n) {
 				char reason[64];
 				snprintf(reason, sizeof(reason), "every %s", r.every_text);
 				int t = take(&r, reason, NULL);
@@ -1383,8 +955,7 @@ static int record_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			}
 			/* Look at the new process right away. */
 			next = sd_now_us();
-			r.cpu_have = 0;
-			r.nstuck = 0;
+			triggers_reset(&r.trig);
 			continue;
 		}
 		if (r.count && r.taken >= r.count)
@@ -1415,11 +986,9 @@ static int record_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	sigaction(SIGUSR1, &old_usr1, NULL);
 	json_decref(r.man);
 	close(lockfd);
-	free(r.stuck);
+	triggers_release(&r.trig);
 	strbuf_release(&r.out);
 	strbuf_release(&r.zout);
-	free(r.dl_prev);
-	free(r.dl_probed);
 	target_free(r.t);
 	free(tids);
 	return r.rc;

@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -154,7 +155,7 @@ static void wait_text_live(struct strbuf *sb, const struct row *r)
 		strbuf_adds(sb, name);
 	else
 		strbuf_addf(sb, "syscall %ld", ti->syscall_nr);
-	if (ti->syscall_nr == 202)
+	if (ti->syscall_nr == SYS_futex)
 		strbuf_addf(sb, " 0x%" PRIx64, ti->syscall_args[0]);
 }
 

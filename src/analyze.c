@@ -5,12 +5,10 @@
 #include "analyze.h"
 
 #include <string.h>
+#include <sys/syscall.h>
 
 #include "locks.h"
 #include "procfs.h"
-
-#define NR_FUTEX 202
-#define NR_RESTART 219
 
 /* What rax holds while a thread is stopped inside a blocking syscall that
  * the kernel will restart: the syscall has not returned. Anything else
@@ -30,7 +28,7 @@ int analyze_in_syscall(const struct sd_thread *th)
 	return th->have_regs && (long)th->regs.orig_rax >= 0 && syscall_pending(th);
 }
 
-/* A restart_syscall (219) is the continuation of an interrupted timed
+/* A restart_syscall is the continuation of an interrupted timed
  * wait: futex, but also clock_nanosleep or poll. The original arguments
  * are still in the registers; take it for a futex wait only when they read
  * as one (an aligned address, a wait operation) and wchan does not name
@@ -78,7 +76,7 @@ static void classify(struct sd_thread *th)
 	if (th->have_regs) {
 		in_syscall = (long)th->regs.orig_rax >= 0 && syscall_pending(th);
 		if ((long)th->regs.orig_rax >= 0 && !in_syscall &&
-		    (th->syscall_nr == NR_FUTEX || th->syscall_nr == NR_RESTART)) {
+		    (th->syscall_nr == SYS_futex || th->syscall_nr == SYS_restart_syscall)) {
 			/* Woken (or timed out) just before the freeze. */
 			w->kind = SD_WAIT_RUNNABLE;
 			w->note = "futex wait just returned";
@@ -94,8 +92,8 @@ static void classify(struct sd_thread *th)
 			w->kind = SD_WAIT_RUNNING;
 		return;
 	}
-	if (th->syscall_nr == NR_FUTEX ||
-	    (th->syscall_nr == NR_RESTART && restart_is_futex(th))) {
+	if (th->syscall_nr == SYS_futex ||
+	    (th->syscall_nr == SYS_restart_syscall && restart_is_futex(th))) {
 		w->kind = SD_WAIT_FUTEX;
 		w->address = th->syscall_args[0];
 		return;
@@ -132,7 +130,7 @@ const char *analyze_state_text(const struct sd_thread *th)
 	case SD_WAIT_NONE: return "";
 	default: break;
 	}
-	if (th->syscall_nr == NR_RESTART && th->nframes && th->frames[0].function) {
+	if (th->syscall_nr == SYS_restart_syscall && th->nframes && th->frames[0].function) {
 		/* restart_syscall hides the interrupted wait; the libc wrapper
 		 * it sits in names it (exported names need no debug info). */
 		static const struct {

@@ -55,7 +55,5 @@ json_t *format_json_locks(const struct sd_snapshot *s, const struct sd_lockgraph
 			  const struct sd_parked *parked, size_t nparked, size_t nsnaps,
 			  double span);
 
-/* Find a thread of S by TID (NULL if none). */
-const struct sd_thread *snapshot_find_thread(const struct sd_snapshot *s, pid_t tid);
 
 #endif

@@ -90,7 +90,7 @@ static json_t *jhex(uint64_t v)
 static inline void app(struct strbuf *sb, const char *p, size_t n)
 {
 	if (sb->len + n + 1 > sb->cap)
-		sd_grow(&sb->buf, &sb->cap, sb->len + n + 1, 1);
+		strbuf_grow(sb, n);
 	memcpy(sb->buf + sb->len, p, n);
 	sb->len += n;
 	sb->buf[sb->len] = '\0';
@@ -668,8 +668,7 @@ static void dump_into(struct strbuf *sb, const struct sd_snapshot *s,
 	size_t per = 64;
 	for (size_t i = 0; i < s->nthreads; i++)
 		per += 256 + 320 * s->threads[i].nframes;
-	strbuf_add(sb, "", 0);
-	sd_grow(&sb->buf, &sb->cap, per + (head ? strlen(head) : 2), 1);
+	strbuf_grow(sb, per + (head ? strlen(head) : 2));
 	/* head is "{...}": reopen it for the threads. */
 	if (head && strlen(head) > 2) {
 		strbuf_add(sb, head, strlen(head) - 1);
@@ -740,7 +739,7 @@ int snapio_gzip_buf(const void *in, size_t len, struct strbuf *out, struct sd_er
 		return sd_error_set(err, ENOMEM, "cannot compress: zlib failed to start");
 	uLong bound = deflateBound(&zs, (uLong)len);
 	out->len = 0;
-	sd_grow(&out->buf, &out->cap, bound + 64, 1);
+	strbuf_grow(out, bound + 64);
 	zs.next_in = (Bytef *)in;
 	zs.avail_in = (uInt)len;
 	zs.next_out = (Bytef *)out->buf;

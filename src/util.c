@@ -87,21 +87,35 @@ void sd_grow(void *arr, size_t *cap, size_t need, size_t size)
 	*cap = n;
 }
 
+/* What an empty strbuf points to, so that buf is never NULL. Never written:
+ * a strbuf with cap 0 owns no memory and allocates before its first byte. */
+static char strbuf_empty[1];
+
 void strbuf_init(struct strbuf *sb)
 {
-	sb->buf = NULL;
+	sb->buf = strbuf_empty;
 	sb->len = sb->cap = 0;
 }
 
 void strbuf_release(struct strbuf *sb)
 {
-	free(sb->buf);
+	if (sb->cap)
+		free(sb->buf);
 	strbuf_init(sb);
+}
+
+void strbuf_grow(struct strbuf *sb, size_t extra)
+{
+	if (sb->len + extra + 1 <= sb->cap)
+		return;
+	if (!sb->cap)
+		sb->buf = NULL; /* strbuf_empty, or a zeroed struct */
+	sd_grow(&sb->buf, &sb->cap, sb->len + extra + 1, 1);
 }
 
 static void strbuf_reserve(struct strbuf *sb, size_t extra)
 {
-	sd_grow(&sb->buf, &sb->cap, sb->len + extra + 1, 1);
+	strbuf_grow(sb, extra);
 }
 
 void strbuf_add(struct strbuf *sb, const char *s, size_t n)
@@ -140,7 +154,7 @@ void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
 
 char *strbuf_detach(struct strbuf *sb)
 {
-	char *b = sb->buf ? sb->buf : sd_xstrdup("");
+	char *b = sb->cap ? sb->buf : sd_xstrdup("");
 	strbuf_init(sb);
 	return b;
 }

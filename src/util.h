@@ -37,12 +37,16 @@ char *sd_xstrdup(const char *s);
  * elements; *CAP is updated. */
 void sd_grow(void *arr, size_t *cap, size_t need, size_t size);
 
-/* A growable string. */
+/* A growable string. After strbuf_init, buf is never NULL: an empty
+ * strbuf holds "" (owning no memory until the first byte is added), so
+ * sb.buf can be passed to printf or strcmp at any time. */
 struct strbuf {
 	char *buf;
 	size_t len, cap;
 };
 void strbuf_init(struct strbuf *sb);
+/* Make room for EXTRA more bytes (and the NUL) without adding them. */
+void strbuf_grow(struct strbuf *sb, size_t extra);
 void strbuf_release(struct strbuf *sb);
 void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
