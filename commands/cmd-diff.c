@@ -124,7 +124,7 @@ static int diff_exec(struct cmd_ctx *ctx, int argc, char **argv)
 				bad = 1;
 		}
 		if (bad) {
-			cmd_error(ctx, "cannot write %s: %s", outpath, strerror(errno ? errno : EIO));
+			cmd_error(ctx, "cannot write %s: %s", outpath, sd_strerror(errno ? errno : EIO));
 			rc = EXIT_FAIL;
 		}
 	} else {

@@ -323,7 +323,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	if (outpath) {
 		out = fopen(outpath, "wb");
 		if (!out) {
-			cmd_error(ctx, "cannot write %s: %s", outpath, strerror(errno));
+			cmd_error(ctx, "cannot write %s: %s", outpath, sd_strerror(errno));
 			rc = EXIT_FAIL;
 			goto out;
 		}
@@ -451,7 +451,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			bad = 1;
 		out = NULL;
 		if (bad) {
-			cmd_error(ctx, "cannot write %s: %s", outpath, strerror(errno ? errno : EIO));
+			cmd_error(ctx, "cannot write %s: %s", outpath, sd_strerror(errno ? errno : EIO));
 			free(buf);
 			rc = EXIT_FAIL;
 			goto out;

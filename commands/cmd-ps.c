@@ -66,7 +66,7 @@ static int ps_exec(struct cmd_ctx *ctx, int argc, char **argv)
 
 	DIR *d = opendir("/proc");
 	if (!d) {
-		cmd_error(ctx, "ps: cannot read /proc: %s (is procfs mounted?)", strerror(errno));
+		cmd_error(ctx, "ps: cannot read /proc: %s (is procfs mounted?)", sd_strerror(errno));
 		return EXIT_FAIL;
 	}
 	pid_t *pids = NULL;

@@ -73,7 +73,7 @@ int procfs_read_maps(pid_t pid, struct sd_maps *maps, struct sd_error *err)
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	ssize_t n = sd_read_file(path, &text, 64u << 20);
 	if (n < 0)
-		return sd_error_set(err, (int)-n, "cannot read %s: %s", path, strerror((int)-n));
+		return sd_error_set(err, (int)-n, "cannot read %s: %s", path, sd_strerror((int)-n));
 	int r = procfs_parse_maps(text, maps);
 	free(text);
 	if (r < 0)
@@ -173,7 +173,7 @@ int procfs_proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long *flags,
 	if (n < 0) {
 		if (n == -ENOENT || n == -ESRCH)
 			return sd_error_set(err, ESRCH, "no such process: %d", (int)pid);
-		return sd_error_set(err, (int)-n, "cannot read %s: %s", path, strerror((int)-n));
+		return sd_error_set(err, (int)-n, "cannot read %s: %s", path, sd_strerror((int)-n));
 	}
 	int r = procfs_parse_stat(text, state, ppid, flags, NULL, NULL, NULL);
 	free(text);
@@ -481,7 +481,7 @@ int procfs_list_tids(pid_t pid, pid_t **tids, size_t *n, struct sd_error *err)
 		int e = errno;
 		if (e == ENOENT)
 			return sd_error_set(err, ESRCH, "no such process: %d", (int)pid);
-		return sd_error_set(err, e, "cannot list %s: %s", path, strerror(e));
+		return sd_error_set(err, e, "cannot list %s: %s", path, sd_strerror(e));
 	}
 	pid_t *v = NULL;
 	size_t len = 0, cap = 0;

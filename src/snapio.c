@@ -59,16 +59,6 @@ void snapio_meta_from_proc(struct snapio_meta *m, pid_t pid, struct sd_snapshot 
 	}
 }
 
-/* strerror() in lowercase, as our messages are. */
-static const char *errtext(int e)
-{
-	static __thread char buf[128];
-	snprintf(buf, sizeof(buf), "%s", strerror(e));
-	if (buf[0] >= 'A' && buf[0] <= 'Z' && (buf[1] < 'A' || buf[1] > 'Z'))
-		buf[0] = (char)(buf[0] - 'A' + 'a');
-	return buf;
-}
-
 /* ---- writing ---------------------------------------------------------- */
 
 static json_t *jhex(uint64_t v)
@@ -926,7 +916,7 @@ fail:
 	if (fd >= 0)
 		close(fd);
 	unlink(tmp.buf);
-	sd_error_set(err, -rc, "cannot %s %s: %s%s", what, path, errtext(-rc), errno_hint(-rc));
+	sd_error_set(err, -rc, "cannot %s %s: %s%s", what, path, sd_strerror(-rc), errno_hint(-rc));
 	strbuf_release(&tmp);
 	strbuf_release(&dir);
 	strbuf_release(&zbuf);
@@ -948,13 +938,13 @@ int snapio_read_file(const char *path, char **out, size_t *len, struct sd_error 
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		int e = errno;
-		return sd_error_set(err, e, "cannot open %s: %s", path, errtext(e));
+		return sd_error_set(err, e, "cannot open %s: %s", path, sd_strerror(e));
 	}
 	struct stat st;
 	if (fstat(fd, &st) < 0) {
 		int e = errno;
 		close(fd);
-		return sd_error_set(err, e, "cannot read %s: %s", path, errtext(e));
+		return sd_error_set(err, e, "cannot read %s: %s", path, sd_strerror(e));
 	}
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
@@ -988,7 +978,7 @@ int snapio_read_file(const char *path, char **out, size_t *len, struct sd_error 
 			int e = errno;
 			free(buf);
 			close(fd);
-			return sd_error_set(err, e, "cannot read %s: %s", path, errtext(e));
+			return sd_error_set(err, e, "cannot read %s: %s", path, sd_strerror(e));
 		}
 		if (r == 0)
 			break;
@@ -1897,7 +1887,7 @@ int snapio_list_dir(const char *dir, char ***names, size_t *n, size_t *missing,
 		DIR *d = opendir(dir);
 		if (!d) {
 			int e = errno;
-			return sd_error_set(err, e, "cannot read directory %s: %s", dir, errtext(e));
+			return sd_error_set(err, e, "cannot read directory %s: %s", dir, sd_strerror(e));
 		}
 		struct dirent *de;
 		while ((de = readdir(d))) {

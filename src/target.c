@@ -274,7 +274,7 @@ int target_refresh(struct sd_target *t, struct sd_error *err)
 	if (n < 0) {
 		if (n == -ENOENT || n == -ESRCH)
 			return sd_error_set(err, ESRCH, "process %d exited", (int)t->pid);
-		return sd_error_set(err, (int)-n, "cannot read %s: %s", path, strerror((int)-n));
+		return sd_error_set(err, (int)-n, "cannot read %s: %s", path, sd_strerror((int)-n));
 	}
 	uint64_t h = sd_hash(text, (size_t)n, 0);
 	if (h == t->maps_hash && t->maps.n) {
@@ -641,7 +641,7 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 				mark_failed(s, th, SD_THREAD_EXITED, "exited during the snapshot");
 			else if (tr->state == SD_TRACEE_FAILED && th->status == SD_THREAD_OK) {
 				char why[128];
-				snprintf(why, sizeof(why), "could not be traced: %s", strerror(tr->err));
+				snprintf(why, sizeof(why), "could not be traced: %s", sd_strerror(tr->err));
 				mark_failed(s, th, SD_THREAD_ERROR, why);
 			}
 			else if (!th->have_regs && th->status == SD_THREAD_OK)

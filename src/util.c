@@ -314,3 +314,16 @@ uint64_t sd_hash(const void *p, size_t n, uint64_t seed)
 	}
 	return h;
 }
+
+const char *sd_strerror(int e)
+{
+	static __thread char buf[128];
+	/* The GNU strerror_r returns its own string or fills BUF. */
+	const char *m = strerror_r(e, buf, sizeof(buf));
+	if (m != buf)
+		snprintf(buf, sizeof(buf), "%s", m);
+	/* "No such process" but not "ENOENT"-like acronyms. */
+	if (buf[0] >= 'A' && buf[0] <= 'Z' && (buf[1] < 'A' || buf[1] > 'Z'))
+		buf[0] = (char)(buf[0] - 'A' + 'a');
+	return buf;
+}

@@ -61,6 +61,10 @@ char *strbuf_detach(struct strbuf *sb);
  * terminal. */
 void strbuf_add_escaped(struct strbuf *sb, const char *s);
 
+/* strerror() as our messages write it: lowercase ("no such process"),
+ * thread-safe; the text lives until the thread's next call. */
+const char *sd_strerror(int e);
+
 /* Read a whole small file (/proc) into a NUL-terminated heap buffer.
  * Returns the length or a negative errno. On success *OUT is always a
  * heap buffer to free, even when the length is 0. */
