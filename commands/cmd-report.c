@@ -128,7 +128,8 @@ static char state_letter(const struct sd_thread *th)
 	case SD_WAIT_STOPPED: return 'T';
 	case SD_WAIT_ZOMBIE: return 'Z';
 	case SD_WAIT_CONDVAR:
-	case SD_WAIT_RUST_CONDVAR: return 'C';
+	case SD_WAIT_RUST_CONDVAR:
+	case SD_WAIT_IDLE: return 'C';
 	case SD_WAIT_MUTEX:
 	case SD_WAIT_RWLOCK_READ:
 	case SD_WAIT_RWLOCK_WRITE:
@@ -136,6 +137,7 @@ static char state_letter(const struct sd_thread *th)
 	case SD_WAIT_JOIN:
 	case SD_WAIT_RUST_MUTEX:
 	case SD_WAIT_RUST_RWLOCK:
+	case SD_WAIT_MONITOR:
 	case SD_WAIT_FUTEX: return 'L';
 	case SD_WAIT_SYSCALL:
 	case SD_WAIT_NONE:
