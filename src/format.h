@@ -65,4 +65,8 @@ json_t *format_json_locks(const struct sd_snapshot *s, const struct sd_lockgraph
 			  double span);
 
 
+/* Append S to OUT made safe for XML text and attributes: control
+ * characters escaped by strbuf_add_escaped, then & < > " ' as entities. */
+void format_xml_escaped(struct strbuf *out, const char *s);
+
 #endif
