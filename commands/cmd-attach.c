@@ -15,9 +15,9 @@
 enum { ATTACH_ALL };
 
 static const struct cmd_option attach_options[] = {
-	[ATTACH_ALL] = OPT_FLAG("all", 'a',
-				"attach every process of that name (not only a unique one)"),
-	{0},
+    [ATTACH_ALL] =
+	OPT_FLAG("all", 'a', "attach every process of that name (not only a unique one)"),
+    {0},
 };
 
 int shell_target_index(const struct cmd_session *s, pid_t pid)

@@ -13,11 +13,11 @@
 enum { DUMP_FORMAT = SNAP_OPT__COUNT, DUMP_VERBOSE };
 
 static const struct cmd_option dump_options[] = {
-	CMD_SNAPSHOT_OPTIONS,
-	[DUMP_FORMAT] = OPT_FORMAT("output format: text or json", "text json", "text"),
-	[DUMP_VERBOSE] = OPT_FLAG("verbose", 'v',
-				  "show timings (pause, unwind, symbolize) and cache statistics"),
-	{0},
+    CMD_SNAPSHOT_OPTIONS,
+    [DUMP_FORMAT] = OPT_FORMAT("output format: text or json", "text json", "text"),
+    [DUMP_VERBOSE] =
+	OPT_FLAG("verbose", 'v', "show timings (pause, unwind, symbolize) and cache statistics"),
+    {0},
 };
 
 /* Print one snapshot in the chosen format. */

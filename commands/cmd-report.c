@@ -28,46 +28,37 @@ enum {
 };
 
 static const struct cmd_option report_options[] = {
-	[REP_FORMAT] = OPT_FORMAT("text or json: the whole report; folded, svg or pprof: the "
-				  "profile alone",
-				  "text json folded svg pprof", "text"),
-	[REP_VIEW] = OPT_CHOICE("view", 0, "VIEW",
-				"the profile in the text report: top, tree or locks (default top)",
-				"top tree locks", "top"),
-	[REP_OUTPUT] = OPT_STRING("output", 'o', "FILE", "write to FILE instead of standard output",
-				  CMPL_FILE),
-	[REP_TIMELINE_SVG] = OPT_STRING("timeline-svg", 0, "FILE",
-					"also write the timeline of thread states as an SVG chart",
-					CMPL_FILE),
-	[REP_ONLY] = OPT_STRING(
-	    "only", 0, "SECTIONS",
-	    "only these sections: summary, profile, timeline, locks, stuck (comma-separated)",
-	    CMPL_NONE),
-	[REP_LIMIT] = {.name = "limit",
-		       .short_name = 'l',
-		       .arg = "N",
-		       .help = "profile top: the N hottest stacks (default 10, 0: all)",
-		       .type = CMD_OPT_COUNT,
-		       .max = 1e9,
-		       .def = "10",
-		       .hint = "a number >= 0"},
-	[REP_MIN_PERCENT] = {.name = "min-percent",
-			     .arg = "PCT",
-			     .help = "profile tree: hide call paths under PCT% (default 0.5)",
-			     .type = CMD_OPT_REAL,
-			     .max = 100,
-			     .def = "0.5",
-			     .hint = "0 to 100"},
-	[REP_ON_CPU] = OPT_FLAG("on-cpu", 0, "profile: only threads on a CPU (state R)"),
-	[REP_OFF_CPU] = OPT_FLAG("off-cpu", 0, "profile: only threads off CPU"),
-	[REP_NO_IDLE] = OPT_FLAG(
-	    "no-idle", 0, "profile: hide threads idling (epoll_wait, poll, condvars, sleep...)"),
-	[REP_GROUP_THREADS] = OPT_FLAG("group-threads", 'g',
-				       "profile: count worker-1..worker-N as one family worker-*"),
-	[REP_BY_ADDRESS] = OPT_FLAG("by-address", 0,
-				    "profile: merge stacks by address, not by function"),
-	[REP_TITLE] = OPT_STRING("title", 0, "TEXT", "svg: the title of the flame graph", CMPL_NONE),
-	{0},
+    [REP_FORMAT] = OPT_FORMAT("text or json: the whole report; folded, svg or pprof: the "
+			      "profile alone",
+			      "text json folded svg pprof", "text"),
+    [REP_VIEW] = OPT_CHOICE("view", 0, "VIEW",
+			    "the profile in the text report: top, tree or locks (default top)",
+			    "top tree locks", "top"),
+    [REP_OUTPUT] =
+	OPT_STRING("output", 'o', "FILE", "write to FILE instead of standard output", CMPL_FILE),
+    [REP_TIMELINE_SVG] =
+	OPT_STRING("timeline-svg", 0, "FILE",
+		   "also write the timeline of thread states as an SVG chart", CMPL_FILE),
+    [REP_ONLY] = OPT_STRING(
+	"only", 0, "SECTIONS",
+	"only these sections: summary, profile, timeline, locks, stuck (comma-separated)",
+	CMPL_NONE),
+    [REP_LIMIT] =
+	OPT_COUNT("limit", 'l', "N", "profile top: the N hottest stacks (default 10, 0: all)", 0,
+		  1e9, "10", "a number >= 0"),
+    [REP_MIN_PERCENT] =
+	OPT_REAL("min-percent", 0, "PCT", "profile tree: hide call paths under PCT% (default 0.5)",
+		 0, 100, "0.5", "0 to 100"),
+    [REP_ON_CPU] = OPT_FLAG("on-cpu", 0, "profile: only threads on a CPU (state R)"),
+    [REP_OFF_CPU] = OPT_FLAG("off-cpu", 0, "profile: only threads off CPU"),
+    [REP_NO_IDLE] = OPT_FLAG("no-idle", 0,
+			     "profile: hide threads idling (epoll_wait, poll, condvars, sleep...)"),
+    [REP_GROUP_THREADS] =
+	OPT_FLAG("group-threads", 'g', "profile: count worker-1..worker-N as one family worker-*"),
+    [REP_BY_ADDRESS] =
+	OPT_FLAG("by-address", 0, "profile: merge stacks by address, not by function"),
+    [REP_TITLE] = OPT_STRING("title", 0, "TEXT", "svg: the title of the flame graph", CMPL_NONE),
+    {0},
 };
 
 /* Load PATH into the series; a file that cannot be read is reported and

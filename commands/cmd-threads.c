@@ -20,8 +20,8 @@
 enum { THREADS_FORMAT };
 
 static const struct cmd_option threads_options[] = {
-	[THREADS_FORMAT] = OPT_FORMAT("output format: text or json", "text json", "text"),
-	{0},
+    [THREADS_FORMAT] = OPT_FORMAT("output format: text or json", "text json", "text"),
+    {0},
 };
 
 /* CPU time of each thread at the last look at a process, so that the next

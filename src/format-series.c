@@ -73,7 +73,7 @@ void format_series_summary(const struct sd_series *r, struct strbuf *sb)
 }
 
 void format_series_profile(const struct sd_series *r, struct strbuf *sb, const char *view,
-			 const struct sd_prender *ro)
+			   const struct sd_prender *ro)
 {
 	struct sd_profile *p = r->prof;
 	strbuf_addf(sb, "Profile: %llu thread stacks in %zu snapshots, %zu distinct",
@@ -139,8 +139,9 @@ void format_series_locks(const struct sd_series *r, struct strbuf *sb)
 			strbuf_add_escaped(sb, l->symbol);
 			strbuf_adds(sb, ">");
 		}
-		strbuf_addf(sb, ": waited for in %zu of %zu snapshots, at most %zu waiters (%.1f on "
-				"average when waited for)\n",
+		strbuf_addf(sb,
+			    ": waited for in %zu of %zu snapshots, at most %zu waiters (%.1f on "
+			    "average when waited for)\n",
 			    in, r->n, maxw, in ? (double)sumw / (double)in : 0.0);
 		strbuf_adds(sb, "    waiters: ");
 		for (size_t k = 0; k < r->n; k++)
@@ -172,7 +173,8 @@ void format_series_locks(const struct sd_series *r, struct strbuf *sb)
 			const struct sd_deadlock *d = &g->deadlocks[i];
 			strbuf_addf(sb, "\n  deadlock in snapshot %zu: ", k + 1);
 			for (size_t e = 0; e < d->n; e++) {
-				const struct sd_thread *th = snapshot_find_thread(s, d->edges[e].tid);
+				const struct sd_thread *th =
+				    snapshot_find_thread(s, d->edges[e].tid);
 				strbuf_addf(sb, "%d \"", (int)d->edges[e].tid);
 				strbuf_add_escaped(sb, th ? th->name : "");
 				strbuf_addf(sb, "\" -> %s", locks_kind_name(d->edges[e].kind));
@@ -199,7 +201,8 @@ void format_series_stuck(const struct sd_series *r, struct strbuf *sb)
 	}
 	const struct sd_series_thread **rows;
 	size_t cnt = series_stuck(r, &rows);
-	strbuf_addf(sb, "Threads with the same stack in all %zu snapshots: %zu (lock waits first)\n",
+	strbuf_addf(sb,
+		    "Threads with the same stack in all %zu snapshots: %zu (lock waits first)\n",
 		    r->n, cnt);
 	for (size_t i = 0; i < cnt; i++) {
 		const struct sd_series_thread *t = rows[i];
@@ -250,7 +253,8 @@ json_t *format_series_json(const struct sd_series *r, unsigned sections)
 			json_object_set_new(e, "name", format_json_str(t->name));
 			json_t *sts = json_array();
 			for (size_t k = 0; k < r->n; k++)
-				json_array_append_new(sts, json_string(series_state_name(t->states[k])));
+				json_array_append_new(sts,
+						      json_string(series_state_name(t->states[k])));
 			json_object_set_new(e, "states", sts);
 			json_array_append_new(tl, e);
 		}
@@ -270,8 +274,8 @@ json_t *format_series_json(const struct sd_series *r, unsigned sections)
 			json_t *w = json_array(), *h = json_array();
 			for (size_t k = 0; k < r->n; k++) {
 				json_array_append_new(w, json_integer((json_int_t)v[i].waiters[k]));
-				json_array_append_new(h, v[i].holder[k] ? json_integer(v[i].holder[k])
-									: json_null());
+				json_array_append_new(
+				    h, v[i].holder[k] ? json_integer(v[i].holder[k]) : json_null());
 			}
 			json_object_set_new(e, "waiters", w);
 			json_object_set_new(e, "holder", h);
@@ -286,8 +290,8 @@ json_t *format_series_json(const struct sd_series *r, unsigned sections)
 				json_t *e = json_object(), *tids = json_array();
 				json_object_set_new(e, "snapshot", json_integer((json_int_t)k + 1));
 				for (size_t j = 0; j < g->deadlocks[i].n; j++)
-					json_array_append_new(tids,
-							      json_integer(g->deadlocks[i].edges[j].tid));
+					json_array_append_new(
+					    tids, json_integer(g->deadlocks[i].edges[j].tid));
 				json_object_set_new(e, "threads", tids);
 				json_array_append_new(dls, e);
 			}
@@ -305,7 +309,8 @@ json_t *format_series_json(const struct sd_series *r, unsigned sections)
 			json_object_set_new(e, "pid", json_integer(t->pid));
 			json_object_set_new(e, "tid", json_integer(t->tid));
 			json_object_set_new(e, "name", format_json_str(t->name));
-			json_object_set_new(e, "state", json_string(series_state_name(t->states[0])));
+			json_object_set_new(e, "state",
+					    json_string(series_state_name(t->states[0])));
 			const struct sd_thread *th = series_thread_in(r, r->n - 1, t);
 			json_t *fr = json_array();
 			for (size_t f = 0; th && f < th->nframes; f++) {
@@ -360,11 +365,12 @@ void format_series_svg(const struct sd_series *r, struct strbuf *sb)
 			while (e < r->n && t->states[e] == t->states[k])
 				e++;
 			if (t->states[k] != '.') {
-				strbuf_addf(sb,
-					    "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
-					    "fill=\"%s\"><title>",
-					    label_w + cell * (double)k, y + 2, cell * (double)(e - k),
-					    row_h - 3, series_state_color(t->states[k]));
+				strbuf_addf(
+				    sb,
+				    "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
+				    "fill=\"%s\"><title>",
+				    label_w + cell * (double)k, y + 2, cell * (double)(e - k),
+				    row_h - 3, series_state_color(t->states[k]));
 				strbuf_addf(sb, "%d ", (int)t->tid);
 				format_xml_escaped(sb, t->name);
 				strbuf_addf(sb, ": %s in snapshots %zu-%zu</title></rect>\n",
@@ -379,7 +385,8 @@ void format_series_svg(const struct sd_series *r, struct strbuf *sb)
 		strbuf_addf(sb,
 			    "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\" "
 			    "stroke=\"#888\"/><text x=\"%d\" y=\"%d\">%s</text>\n",
-			    lx, ly, series_state_color(*c), lx + 16, ly + 10, series_state_name(*c));
+			    lx, ly, series_state_color(*c), lx + 16, ly + 10,
+			    series_state_name(*c));
 		lx += 16 + 8 * (int)strlen(series_state_name(*c)) + 14;
 	}
 	strbuf_adds(sb, "</svg>\n");

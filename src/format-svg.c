@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format.h"
 #include "profile.h"
 
 #define SVG_WIDTH 1200.0

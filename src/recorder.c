@@ -220,8 +220,9 @@ static void drop_oldest(struct sd_recorder *r)
 	json_t *d = json_object_get(r->man, "dropped");
 	json_object_set_new(d, "count",
 			    json_integer(json_integer_value(json_object_get(d, "count")) + 1));
-	json_object_set_new(d, "bytes", json_integer(json_integer_value(json_object_get(d, "bytes")) +
-						     (json_int_t)sz));
+	json_object_set_new(
+	    d, "bytes",
+	    json_integer(json_integer_value(json_object_get(d, "bytes")) + (json_int_t)sz));
 	json_t *last = json_object_get(d, "last");
 	if (!json_is_array(last)) {
 		last = json_array();
@@ -366,8 +367,9 @@ static int take(struct sd_recorder *r, const char *reason, struct sd_snapshot *p
 		if (need > r->max_disk && !r->warned_big) {
 			char a[32];
 			sd_human_bytes(a, sizeof(a), len);
-			note(r, "one snapshot (%s) is larger than --max-disk %s: keeping only the "
-				"newest",
+			note(r,
+			     "one snapshot (%s) is larger than --max-disk %s: keeping only the "
+			     "newest",
 			     a, r->max_disk_text);
 			r->warned_big = 1;
 		}
@@ -404,7 +406,8 @@ static int take(struct sd_recorder *r, const char *reason, struct sd_snapshot *p
 		snapshot_free(s);
 		note(r, "%s; stopping (the %zu snapshots already in %s are intact)", err.msg,
 		     json_array_size(snaps), r->dir);
-		r->stop_why = err.code == ENOSPC || err.code == EDQUOT ? "disk full" : "cannot write";
+		r->stop_why =
+		    err.code == ENOSPC || err.code == EDQUOT ? "disk full" : "cannot write";
 		r->status = SD_REC_FAILED;
 		return -1;
 	}
@@ -591,10 +594,11 @@ static int lock_dir(struct sd_recorder *r, struct sd_error *err)
 		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
 		buf[n > 0 ? n : 0] = '\0';
 		close(fd);
-		return sd_error_set(err, EBUSY,
-				    "another recording (stackdump pid %ld) is writing into %s: stop "
-				    "it or choose another --out",
-				    strtol(buf, NULL, 10), r->dir);
+		return sd_error_set(
+		    err, EBUSY,
+		    "another recording (stackdump pid %ld) is writing into %s: stop "
+		    "it or choose another --out",
+		    strtol(buf, NULL, 10), r->dir);
 	}
 	char buf[32];
 	int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
@@ -772,7 +776,8 @@ enum sd_recorder_status recorder_run(struct sd_recorder *r)
 			if (target_gone(r, end, r->io.wake) < 0) {
 				if (!r->stop_why) {
 					r->stop_why = stopping(r) ? "interrupted" : "--for elapsed";
-					r->status = stopping(r) ? SD_REC_INTERRUPTED : SD_REC_TARGET_GONE;
+					r->status =
+					    stopping(r) ? SD_REC_INTERRUPTED : SD_REC_TARGET_GONE;
 				}
 				break;
 			}
@@ -800,8 +805,9 @@ enum sd_recorder_status recorder_run(struct sd_recorder *r)
 	char sz[32];
 	sd_human_bytes(sz, sizeof(sz), r->bytes_written);
 	double wall = (double)(sd_now_us() - start) / 1e6, cpu = (cpu_ms() - cpu0) / 1e3;
-	note(r, "%ld snapshots (%s) written to %s in %.1fs, using %.2fs of CPU (%.1f%% of one "
-		 "core); stopped: %s",
+	note(r,
+	     "%ld snapshots (%s) written to %s in %.1fs, using %.2fs of CPU (%.1f%% of one "
+	     "core); stopped: %s",
 	     r->taken, sz, r->dir, wall, cpu, wall > 0 ? 100.0 * cpu / wall : 0.0,
 	     r->stop_why ? r->stop_why : "done");
 

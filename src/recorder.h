@@ -17,26 +17,26 @@
 
 /* What to record and how. Strings are borrowed for the recorder's life. */
 struct sd_recorder_opts {
-	const char *dir;           /* where the snapshots and manifest.json go */
-	uint64_t every_us;         /* schedule, or how often conditions are checked */
-	const char *every_text;    /* as given, for the manifest and messages */
-	uint64_t for_us;           /* stop after this long (0: never) */
-	long count;                /* stop after this many snapshots (0: never) */
-	uint64_t max_disk;         /* bytes kept in dir at most (0: no limit) */
+	const char *dir;	   /* where the snapshots and manifest.json go */
+	uint64_t every_us;	   /* schedule, or how often conditions are checked */
+	const char *every_text;	   /* as given, for the manifest and messages */
+	uint64_t for_us;	   /* stop after this long (0: never) */
+	long count;		   /* stop after this many snapshots (0: never) */
+	uint64_t max_disk;	   /* bytes kept in dir at most (0: no limit) */
 	const char *max_disk_text; /* as given */
-	int compress;              /* gzip each file */
-	int follow;                /* wait for a new process of the same name */
-	int verbose;               /* a note with the CPU cost of each snapshot */
-	int burst;                 /* snapshots per firing of a condition */
+	int compress;		   /* gzip each file */
+	int follow;		   /* wait for a new process of the same name */
+	int verbose;		   /* a note with the CPU cost of each snapshot */
+	int burst;		   /* snapshots per firing of a condition */
 	struct sd_snap_opts snap;  /* how each snapshot is taken */
 };
 
 /* One snapshot written, for the caller's progress line. */
 struct sd_recorder_saved {
-	const char *file;   /* name in the directory */
-	double time;        /* wall-clock time of the snapshot */
+	const char *file; /* name in the directory */
+	double time;	  /* wall-clock time of the snapshot */
 	size_t nthreads;
-	uint64_t bytes;     /* on disk */
+	uint64_t bytes;	    /* on disk */
 	const char *reason; /* why it was taken */
 	int partial;
 };
@@ -50,15 +50,15 @@ struct sd_recorder_io {
 	void *arg;
 	volatile sig_atomic_t *interrupted; /* set: stop at the next check */
 	volatile sig_atomic_t *snap_now;    /* set: take a snapshot at once (reset here) */
-	const sigset_t *wake;               /* the signal mask while sleeping (ppoll) */
+	const sigset_t *wake;		    /* the signal mask while sleeping (ppoll) */
 };
 
 /* How a recording ended. */
 enum sd_recorder_status {
-	SD_REC_DONE = 0,     /* --count or --for reached */
-	SD_REC_TARGET_GONE,  /* the target exited (and was not followed) */
-	SD_REC_FAILED,       /* cannot attach, disk full...: what was written is intact */
-	SD_REC_INTERRUPTED,  /* *io.interrupted was set */
+	SD_REC_DONE = 0,    /* --count or --for reached */
+	SD_REC_TARGET_GONE, /* the target exited (and was not followed) */
+	SD_REC_FAILED,	    /* cannot attach, disk full...: what was written is intact */
+	SD_REC_INTERRUPTED, /* *io.interrupted was set */
 };
 
 struct sd_recorder;

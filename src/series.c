@@ -109,7 +109,6 @@ const char *series_state_color(char c)
 	}
 }
 
-
 static int cmp_time(const void *a, const void *b)
 {
 	const struct sd_series_snap *x = a, *y = b;
@@ -252,7 +251,8 @@ size_t series_stuck(const struct sd_series *r, const struct sd_series_thread ***
 	return n;
 }
 
-const struct sd_thread *series_thread_in(const struct sd_series *r, size_t k, const struct sd_series_thread *t)
+const struct sd_thread *series_thread_in(const struct sd_series *r, size_t k,
+					 const struct sd_series_thread *t)
 {
 	if (r->v[k].s->pid != t->pid)
 		return NULL;

@@ -27,9 +27,9 @@ struct sd_series_snap {
 struct sd_series_thread {
 	pid_t pid, tid;
 	const char *name; /* latest name, pool string of some snapshot */
-	char *states;     /* one state letter per snapshot, '.' when absent */
-	uint64_t *hash;   /* stack hash per snapshot, 0 when absent */
-	size_t first;     /* first snapshot it is in */
+	char *states;	  /* one state letter per snapshot, '.' when absent */
+	uint64_t *hash;	  /* stack hash per snapshot, 0 when absent */
+	size_t first;	  /* first snapshot it is in */
 };
 
 /* A lock seen in some snapshot: address, kind, and per snapshot its
@@ -38,7 +38,7 @@ struct sd_series_lock {
 	uint64_t addr;
 	const char *symbol;
 	enum sd_wait_kind kind;
-	pid_t *holder;   /* per snapshot, 0 none/unknown */
+	pid_t *holder;	 /* per snapshot, 0 none/unknown */
 	size_t *waiters; /* per snapshot */
 };
 

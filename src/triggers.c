@@ -187,8 +187,8 @@ static int check_stuck(struct sd_triggers *t, const struct sd_trigger *tg, uint6
 	for (size_t i = 0; i < t->nstuck; i++) {
 		struct sd_stuck_ent *e = &t->stuck[i];
 		uint64_t age = now - e->since_us;
-		if (!e->done && ((!e->have_ref && age >= tg->dur_us / 2) ||
-				 (e->have_ref && age >= tg->dur_us)))
+		if (!e->done &&
+		    ((!e->have_ref && age >= tg->dur_us / 2) || (e->have_ref && age >= tg->dur_us)))
 			need = 1;
 	}
 	if (!need)
@@ -215,15 +215,17 @@ static int check_stuck(struct sd_triggers *t, const struct sd_trigger *tg, uint6
 				const struct sd_thread *th = snapshot_find_thread(s, e->tid);
 				e->done = 1;
 				if (!fired) {
-					strbuf_addf(reason, "%s: thread %d \"", tg->text, (int)e->tid);
+					strbuf_addf(reason, "%s: thread %d \"", tg->text,
+						    (int)e->tid);
 					strbuf_add_escaped(reason, th->name);
-					strbuf_addf(reason,
-						    "\" had the same stack and no voluntary context "
-						    "switch for %.1fs (%s)",
-						    (double)age / 1e6,
-						    e->last.futex	       ? "parked in futex"
-						    : e->last.state == 'D' ? "uninterruptible"
-									   : "running");
+					strbuf_addf(
+					    reason,
+					    "\" had the same stack and no voluntary context "
+					    "switch for %.1fs (%s)",
+					    (double)age / 1e6,
+					    e->last.futex	   ? "parked in futex"
+					    : e->last.state == 'D' ? "uninterruptible"
+								   : "running");
 				}
 				fired++;
 			} else {
@@ -323,17 +325,20 @@ int triggers_check(struct sd_triggers *t, const struct sd_observation *obs, sd_p
 			for (size_t k = 0; k < obs->nthreads; k++)
 				parked += obs->threads[k].futex != 0;
 			cond = (double)parked >= tg->threshold;
-			strbuf_addf(&why, "%s: %zu threads parked in futex waits", tg->text, parked);
+			strbuf_addf(&why, "%s: %zu threads parked in futex waits", tg->text,
+				    parked);
 			break;
 		}
 		case SD_TRIG_CPU:
 			if (!obs->have_cpu)
 				break;
 			if (t->cpu_have && now > t->cpu_us && obs->cpu_ticks >= t->cpu_ticks) {
-				double pct = (double)(obs->cpu_ticks - t->cpu_ticks) / obs->clk_tck /
-					     ((double)(now - t->cpu_us) / 1e6) * 100.0;
+				double pct = (double)(obs->cpu_ticks - t->cpu_ticks) /
+					     obs->clk_tck / ((double)(now - t->cpu_us) / 1e6) *
+					     100.0;
 				cond = pct >= tg->threshold;
-				strbuf_addf(&why, "%s: process at %.0f%% of one core", tg->text, pct);
+				strbuf_addf(&why, "%s: process at %.0f%% of one core", tg->text,
+					    pct);
 			}
 			t->cpu_ticks = obs->cpu_ticks;
 			t->cpu_us = now;

@@ -21,18 +21,18 @@ struct sd_trigger {
 	enum sd_trig_kind kind;
 	double threshold; /* parked count or CPU percent */
 	uint64_t dur_us;  /* stuck */
-	char text[64];    /* as given, for reasons */
-	int armed;        /* fires again only after it was false */
+	char text[64];	  /* as given, for reasons */
+	int armed;	  /* fires again only after it was false */
 };
 
 /* What the recorder saw at one check. */
 struct sd_observation {
 	const struct sd_tobs *threads;
 	size_t nthreads;
-	uint64_t now_us;     /* monotonic */
-	uint64_t cpu_ticks;  /* utime + stime of the process */
-	int have_cpu;        /* cpu_ticks is valid */
-	double clk_tck;      /* ticks per second */
+	uint64_t now_us;    /* monotonic */
+	uint64_t cpu_ticks; /* utime + stime of the process */
+	int have_cpu;	    /* cpu_ticks is valid */
+	double clk_tck;	    /* ticks per second */
 };
 
 /* A thread that might be stuck: how long it has looked the same. */
@@ -42,7 +42,7 @@ struct sd_stuck_ent {
 	struct sd_tobs last;
 	uint64_t ref_hash; /* its stack in a snapshot at half the duration */
 	int have_ref;
-	int done;          /* fired, or found idle: wait until it changes */
+	int done; /* fired, or found idle: wait until it changes */
 	int seen;
 };
 

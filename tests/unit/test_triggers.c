@@ -77,8 +77,8 @@ static struct sd_snapshot *probe(void *arg)
 }
 
 /* One check; returns whether it fired, REASON's text in WHY (if given). */
-static int check(struct sd_triggers *t, const struct sd_observation *o, struct prober *p,
-		 char *why, size_t whysz)
+static int check(struct sd_triggers *t, const struct sd_observation *o, struct prober *p, char *why,
+		 size_t whysz)
 {
 	struct strbuf reason;
 	strbuf_init(&reason);
@@ -122,8 +122,8 @@ static void test_parse(void **state)
 static void test_parse_errors(void **state)
 {
 	(void)state;
-	const char *bad[] = {"parked>8",  "parked>=0", "load>=3",   "cpu>=",
-			     "cpu>=-5",   "stuck>=1ms", "stuck>=x",  "parked>=1x"};
+	const char *bad[] = {"parked>8", "parked>=0",  "load>=3",  "cpu>=",
+			     "cpu>=-5",	 "stuck>=1ms", "stuck>=x", "parked>=1x"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct sd_triggers t = {0};
 		struct sd_error err = {0};
@@ -137,8 +137,9 @@ static void test_parse_errors(void **state)
 	assert_int_equal(triggers_parse(&t, ",", &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "needs a condition"));
 	triggers_release(&t);
-	assert_int_equal(triggers_parse(&t, "deadlock,deadlock,deadlock,deadlock,deadlock,"
-					    "deadlock,deadlock,deadlock,deadlock",
+	assert_int_equal(triggers_parse(&t,
+					"deadlock,deadlock,deadlock,deadlock,deadlock,"
+					"deadlock,deadlock,deadlock,deadlock",
 					&err),
 			 -EINVAL);
 	assert_non_null(strstr(err.msg, "too many"));
@@ -166,7 +167,7 @@ static void test_parked_fires_once_and_rearms(void **state)
 	assert_int_equal(check(&t, &o, &p, NULL, 0), 0);
 	o = obs_of(two, 3, 4000000);
 	assert_int_equal(check(&t, &o, &p, NULL, 0), 1); /* re-armed */
-	assert_int_equal(p.calls, 0); /* counting needs no snapshot */
+	assert_int_equal(p.calls, 0);			 /* counting needs no snapshot */
 	triggers_release(&t);
 }
 
@@ -218,7 +219,7 @@ static void test_stuck_confirmed_by_two_snapshots(void **state)
 	assert_int_equal(check(&t, &o, &p, NULL, 0), 0);
 	assert_int_equal(t.nstuck, 1);
 	assert_int_equal(p.calls, 0); /* too young for a snapshot */
-	o.now_us = 1000000; /* half the duration: the reference stack */
+	o.now_us = 1000000;	      /* half the duration: the reference stack */
 	assert_int_equal(check(&t, &o, &p, NULL, 0), 0);
 	assert_int_equal(p.calls, 1);
 	o.now_us = 1500000; /* nothing due */
