@@ -14,38 +14,13 @@
 
 #include "capture.h"
 #include "target.h"
+#include "unwind-mask.h"
 
 /* Not in libunwind's public headers, but exported by libunwind-generic:
  * binary search of an .eh_frame_hdr table read through access_mem. */
 extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip,
 					      unw_dyn_info_t *di, unw_proc_info_t *pi,
 					      int need_unwind_info, void *arg);
-
-/* libunwind takes its cache lock with every signal blocked, so that a
- * signal handler unwinding its own process cannot deadlock on it: two
- * sigprocmask calls around each lock, several locks per unw_step, and on
- * this kind of machine the system calls cost more than the unwinding.
- * We unwind other processes, from one thread, and no signal handler of
- * ours touches libunwind, so while unwind_thread() runs the mask is left
- * alone. Our definition takes the place of libc's for every caller of
- * sigprocmask (libunwind, readline); outside our unwinding it does what
- * libc's does (pthread_sigmask is the same call in glibc). */
-static int in_unwind;
-
-int sigprocmask(int how, const sigset_t *set, sigset_t *old)
-{
-	if (in_unwind) {
-		if (old)
-			sigemptyset(old);
-		return 0;
-	}
-	int e = pthread_sigmask(how, set, old);
-	if (e) {
-		errno = e;
-		return -1;
-	}
-	return 0;
-}
 
 struct sd_unwinder {
 	struct sd_target *target;
@@ -471,6 +446,7 @@ struct sd_unwinder *unwind_new(struct sd_target *t)
 {
 	struct sd_unwinder *u = sd_xcalloc(1, sizeof(*u));
 	u->target = t;
+	unwind_mask_install();
 	u->as = unw_create_addr_space(&accessors, 0);
 	if (u->as)
 		unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
@@ -507,9 +483,12 @@ void unwind_thread(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_th
 		th->unwind_stop = strpool_intern(snap->pool, "unwinder unavailable");
 		return;
 	}
-	in_unwind = 1;
+	/* libunwind blocks every signal around each cache lock: two system
+	 * calls per lock, several locks per step, more than the unwinding
+	 * costs. Nothing of ours unwinds in a signal handler (unwind-mask.h). */
+	unwind_mask_quiet(1);
 	unwind_walk(u, snap, th, max_frames);
-	in_unwind = 0;
+	unwind_mask_quiet(0);
 }
 
 static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_thread *th,
