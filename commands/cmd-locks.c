@@ -160,12 +160,15 @@ const struct cmd_entry cmd_locks_entry = {
 	.description =
 	    "Takes one consistent snapshot and lists, by lock and most waiters first, the\n"
 	    "lock (kind, address, symbol), its holder with its stack when the lock records\n"
-	    "one, and the waiters (stacks merged when identical). Waits are classified from\n"
-	    "the futex call and the lock memory read while frozen (libc debug info is not\n"
-	    "needed). Condvar waits are listed as idle. Then deadlocks: every cycle of the\n"
-	    "wait-for graph (mutexes, rwlock writers, joins; a thread relocking its own\n"
-	    "mutex). With --count N, takes N snapshots --interval apart and lists the threads\n"
-	    "parked on the same lock in all of them, and whether they woke up in between.\n"
+	    "one or, inferred, when one thread's stack alone keeps a reference to it (Rust\n"
+	    "std locks, rwlock readers), and the waiters (stacks merged when identical).\n"
+	    "Under each frame, what it holds. Waits are classified from the futex call and\n"
+	    "the lock memory read while frozen (libc debug info is not needed). Condvar\n"
+	    "waits and runtimes idling (Go, the JVM) are listed as idle. Then deadlocks:\n"
+	    "every cycle of the wait-for graph (mutexes, rwlock writers, joins, inferred\n"
+	    "holders; a thread relocking its own mutex). With --count N, takes N snapshots\n"
+	    "--interval apart and lists the threads parked on the same lock in all of them,\n"
+	    "and whether they woke up in between.\n"
 	    "Exit status: 0 no deadlock, 3 deadlock found, 1 partial (a thread could not be\n"
 	    "read), 2 failure, 64 usage error, 130 interrupted.",
 	.options = locks_options,

@@ -145,6 +145,7 @@ json_t *format_json_snapshot(const struct sd_snapshot *s)
 	json_object_set_new(tm, "capture_us", json_integer((json_int_t)s->capture_us));
 	json_object_set_new(tm, "unwind_us", json_integer((json_int_t)s->unwind_us));
 	json_object_set_new(tm, "symbolize_us", json_integer((json_int_t)s->symbolize_us));
+	json_object_set_new(tm, "infer_us", json_integer((json_int_t)s->infer_us));
 	json_object_set_new(tm, "stack_bytes", json_integer((json_int_t)s->stack_bytes));
 	json_object_set_new(o, "timings", tm);
 	json_t *threads = json_array();

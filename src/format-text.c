@@ -191,9 +191,11 @@ void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
 			    (double)(s->detach_us - s->memcopy_us) / 1000.0);
 	if (o && o->verbose)
 		strbuf_addf(out,
-			    "  capture %.2f ms (%.1f KiB of stack), unwind %.2f ms, symbolize %.2f ms\n",
+			    "  capture %.2f ms (%.1f KiB of stack), unwind %.2f ms, symbolize %.2f ms, "
+			    "lock inference %.2f ms\n",
 			    (double)s->capture_us / 1000.0, (double)s->stack_bytes / 1024.0,
-			    (double)s->unwind_us / 1000.0, (double)s->symbolize_us / 1000.0);
+			    (double)s->unwind_us / 1000.0, (double)s->symbolize_us / 1000.0,
+			    (double)s->infer_us / 1000.0);
 	for (size_t i = 0; i < s->nthreads; i++) {
 		const struct sd_thread *th = &s->threads[i];
 		format_text_thread_header(out, s, th, o);

@@ -3,8 +3,8 @@
 // waiters with their holders (recorded or inferred) and candidates, idle
 // condvar waits, the wait-for graph and its deadlock cycles, and threads
 // parked on the same lock across a series of snapshots.
-#include "locks.h"
 #include "locks-int.h"
+#include "locks.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -20,10 +20,10 @@ struct ilock {
 	enum sd_wait_kind kind; /* grouped: rwlock waits of both modes are one */
 	uint64_t address;
 	const char *symbol;
-	const char *mode;       /* "read", "write" or NULL (a mutex) */
-	unsigned readers;       /* read-held: how many readers the lock counts */
-	pid_t owner;            /* recorded in memory, 0 when not */
-	struct cand *cands;     /* threads holding a reference, not waiting on it */
+	const char *mode;   /* "read", "write" or NULL (a mutex) */
+	unsigned readers;   /* read-held: how many readers the lock counts */
+	pid_t owner;	    /* recorded in memory, 0 when not */
+	struct cand *cands; /* threads holding a reference, not waiting on it */
 	size_t ncands, capc;
 };
 
@@ -65,8 +65,8 @@ static int runtime_frame(const struct sd_frame *f)
 {
 	static const char *const mods[] = {"libc.so", "libstdc++.so", "libgcc_s.so", "ld-linux",
 					   "libpthread.so"};
-	static const char *const fns[] = {"std::", "core::", "alloc::", "<std::", "<core::",
-					  "<alloc::", "__rust", "syscall"};
+	static const char *const fns[] = {
+	    "std::", "core::", "alloc::", "<std::", "<core::", "<alloc::", "__rust", "syscall"};
 	if (f->module)
 		for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++)
 			if (!strncmp(f->module, mods[i], strlen(mods[i])))
@@ -235,7 +235,8 @@ static void scan(const struct sd_snapshot *s, struct ilock *locks, const struct 
 				if (v < lo || v > hi)
 					continue;
 				struct ref key = {v, 0};
-				const struct ref *r = bsearch(&key, refs, nrefs, sizeof(*refs), cmp_ref);
+				const struct ref *r =
+				    bsearch(&key, refs, nrefs, sizeof(*refs), cmp_ref);
 				if (!r)
 					continue;
 				/* Several locks never share an address, but a
@@ -257,8 +258,7 @@ static void scan(const struct sd_snapshot *s, struct ilock *locks, const struct 
 				continue;
 			for (size_t r = 0; r < nrefs; r++)
 				if (refs[r].addr == saved[i] && !waits_on(th, &locks[refs[r].lock]))
-					add_cand(&locks[refs[r].lock], s, t,
-						 frame_of_register(th));
+					add_cand(&locks[refs[r].lock], s, t, frame_of_register(th));
 		}
 	}
 }
@@ -286,8 +286,9 @@ static const char *evidence_note(struct sd_snapshot *s, const struct sd_thread *
 		snprintf(buf, sizeof(buf), "inferred: frame #%d %s holds a reference to it", frame,
 			 h->frames[frame].function ? h->frames[frame].function : "??");
 	else
-		snprintf(buf, sizeof(buf), "inferred: a register of the thread holds a reference "
-					   "to it");
+		snprintf(buf, sizeof(buf),
+			 "inferred: a register of the thread holds a reference "
+			 "to it");
 	return strpool_intern(s->pool, buf);
 }
 

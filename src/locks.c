@@ -949,5 +949,7 @@ void locks_analyze(struct sd_target *t, struct sd_snapshot *s)
 		}
 	}
 	ctx_release(&c);
+	uint64_t t0 = sd_now_ns();
 	locks_infer(s);
+	s->infer_us = (sd_now_ns() - t0) / 1000;
 }

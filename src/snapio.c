@@ -1656,6 +1656,7 @@ static int read_doc(struct rd *r, json_t *doc, struct snapio_meta *m)
 		if (get_u64(r, tm, "capture_us", &s->capture_us) < 0 ||
 		    get_u64(r, tm, "unwind_us", &s->unwind_us) < 0 ||
 		    get_u64(r, tm, "symbolize_us", &s->symbolize_us) < 0 ||
+		    get_u64(r, tm, "infer_us", &s->infer_us) < 0 ||
 		    get_u64(r, tm, "stack_bytes", &s->stack_bytes) < 0)
 			return -1;
 		rd_pop(r, old);

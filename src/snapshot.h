@@ -176,6 +176,7 @@ struct sd_snapshot {
 	int per_thread;       /* taken in per-thread mode */
 	uint64_t pause_us;    /* longest time any thread was stopped */
 	uint64_t capture_us, unwind_us, symbolize_us;
+	uint64_t infer_us;    /* lock holders inferred from the stacks (part of analyze) */
 	uint64_t seize_us, stop_us, detach_us; /* the pause, phase by phase */
 	uint64_t memcopy_us;  /* part of detach_us: the batched memory copy */
 	uint64_t stack_bytes; /* bytes copied */
