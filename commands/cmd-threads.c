@@ -247,18 +247,10 @@ static void print_table(struct cmd_ctx *ctx, const char *header, struct cells *c
 	strbuf_release(&sb);
 }
 
+/* A name or wchan for JSON: null when empty, escaped when not UTF-8. */
 static json_t *jstr(const char *s)
 {
-	if (!s || !*s)
-		return json_null();
-	struct strbuf e;
-	strbuf_init(&e);
-	strbuf_add_escaped(&e, s);
-	json_t *j = json_string(s);
-	if (!j)
-		j = json_string(e.buf);
-	strbuf_release(&e);
-	return j;
+	return s && *s ? format_json_str(s) : json_null();
 }
 
 /* threads of a loaded snapshot: no CPU%, waits as analyzed then. */
