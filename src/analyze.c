@@ -102,7 +102,7 @@ static void classify(struct sd_thread *th)
 	w->kind = SD_WAIT_SYSCALL;
 }
 
-void analyze_snapshot(struct sd_target *t, struct sd_snapshot *s)
+void analyze_snapshot(pid_t pid, struct sd_symbols *sym, struct sd_snapshot *s)
 {
 	/* Owners inferred from stacks that a loaded snapshot no longer has:
 	 * kept from when it was taken. */
@@ -125,7 +125,7 @@ void analyze_snapshot(struct sd_target *t, struct sd_snapshot *s)
 		    old.kind != SD_WAIT_FUTEX)
 			th->wait = old;
 	}
-	locks_analyze(t, s);
+	locks_analyze(pid, sym, s);
 	for (size_t i = 0; inferred && i < s->nthreads; i++) {
 		struct sd_wait *w = &s->threads[i].wait, *o = &inferred[i];
 		if (o->owner_known && !w->owner_known && w->address == o->address &&

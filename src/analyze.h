@@ -7,11 +7,12 @@
 
 #include "snapshot.h"
 
-struct sd_target;
+struct sd_symbols;
 
-/* Fill th->wait for every thread of S. T may be NULL (a loaded snapshot:
- * no data symbols can be resolved). */
-void analyze_snapshot(struct sd_target *t, struct sd_snapshot *s);
+/* Fill th->wait for every thread of S, taken of process PID whose data
+ * symbols SYM names. PID 0 and SYM NULL for a loaded snapshot (no data
+ * symbols can be resolved). */
+void analyze_snapshot(pid_t pid, struct sd_symbols *sym, struct sd_snapshot *s);
 
 /* Were TH's registers read while it sat in a blocking system call that has
  * not returned (rather than on a CPU or on its way back from one)? */

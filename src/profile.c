@@ -465,9 +465,10 @@ static uint64_t modules_signature(struct sd_profile *p, const struct sd_target *
 			break;
 		}
 	uint64_t h = 0x5d;
-	for (size_t i = 0; i < t->nmods; i++) {
-		uint64_t w[4] = {t->mods[i].start, t->mods[i].end, t->mods[i].bias,
-				 (uint64_t)(uintptr_t)t->mods[i].elf};
+	const struct sd_space *sp = &t->space;
+	for (size_t i = 0; i < sp->nmods; i++) {
+		uint64_t w[4] = {sp->mods[i].start, sp->mods[i].end, sp->mods[i].bias,
+				 (uint64_t)(uintptr_t)sp->mods[i].elf};
 		h = sd_hash(w, sizeof(w), h);
 	}
 	size_t i = 0;

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "target.h"
+#include "space.h"
 
 /* One function of a resolved address: the innermost first. */
 struct symentry {
@@ -34,7 +34,7 @@ struct symcache_slot {
 };
 
 struct sd_symbols {
-	struct sd_target *target;
+	struct sd_space *space;
 	Dwfl *dwfl;
 	struct strpool *pool;
 	struct symcache_slot *slots;
@@ -76,10 +76,10 @@ static const Dwfl_Callbacks callbacks = {
 	.debuginfo_path = &debuginfo_path,
 };
 
-struct sd_symbols *symbols_new(struct sd_target *t)
+struct sd_symbols *symbols_new(struct sd_space *sp)
 {
 	struct sd_symbols *s = sd_xcalloc(1, sizeof(*s));
-	s->target = t;
+	s->space = sp;
 	s->pool = strpool_new();
 	s->dwfl = dwfl_begin(&callbacks);
 	s->cap = 1024;
@@ -116,7 +116,7 @@ void symbols_stats(const struct sd_symbols *s, uint64_t *lookups, uint64_t *hits
 
 void symbols_sync(struct sd_symbols *s)
 {
-	struct sd_target *t = s->target;
+	struct sd_space *t = s->space;
 	if (!s->dwfl || s->synced_generation == t->generation)
 		return;
 	dwfl_report_begin(s->dwfl);
@@ -316,7 +316,7 @@ static struct symcache_slot *cache_find(struct sd_symbols *s, const struct sd_el
 void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_thread *th,
 		    int no_inline, int no_source)
 {
-	struct sd_target *t = s->target;
+	struct sd_space *t = s->space;
 	struct sd_frame *raw = th->frames;
 	size_t nraw = th->nframes;
 	th->frames = NULL;
@@ -325,7 +325,7 @@ void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_th
 	for (size_t i = 0; i < nraw; i++) {
 		struct sd_frame rf = raw[i];
 		uint64_t adj = (rf.flags & SD_FRAME_EXACT) || rf.pc == 0 ? rf.pc : rf.pc - 1;
-		struct sd_tmod *m = target_module_at(t, adj);
+		struct sd_tmod *m = space_module_at(t, adj);
 		const char *modname = m ? strpool_intern(snap->pool, m->name) : NULL;
 		uint64_t map_start = 0;
 		if (!m) {

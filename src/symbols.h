@@ -9,10 +9,10 @@
 
 #include "snapshot.h"
 
-struct sd_target;
+struct sd_space;
 struct sd_symbols;
 
-struct sd_symbols *symbols_new(struct sd_target *t);
+struct sd_symbols *symbols_new(struct sd_space *sp);
 /* NULL does nothing. Strings handed out before stay valid only in the
  * snapshots they were copied into. */
 void symbols_free(struct sd_symbols *s);

@@ -39,6 +39,7 @@ struct sd_target *target_new(pid_t pid, struct sd_error *err)
 	}
 	struct sd_target *t = sd_xcalloc(1, sizeof(*t));
 	t->pid = pid;
+	t->space.pid = pid;
 	if (procfs_procinfo(pid, &t->info, err) < 0) {
 		free(t);
 		return NULL;
@@ -90,8 +91,8 @@ struct sd_target *target_new(pid_t pid, struct sd_error *err)
 	}
 	if (mfd >= 0)
 		close(mfd);
-	t->unw = unwind_new(t);
-	t->sym = symbols_new(t);
+	t->unw = unwind_new(&t->space);
+	t->sym = symbols_new(&t->space);
 	return t;
 fail:
 	procfs_procinfo_release(&t->info);
@@ -101,14 +102,14 @@ fail:
 
 static void mods_release(struct sd_target *t)
 {
-	for (size_t i = 0; i < t->nmods; i++) {
-		elfcache_put(t->mods[i].elf);
-		free(t->mods[i].path);
-		free(t->mods[i].name_buf);
+	for (size_t i = 0; i < t->space.nmods; i++) {
+		elfcache_put(t->space.mods[i].elf);
+		free(t->space.mods[i].path);
+		free(t->space.mods[i].name_buf);
 	}
-	free(t->mods);
-	t->mods = NULL;
-	t->nmods = 0;
+	free(t->space.mods);
+	t->space.mods = NULL;
+	t->space.nmods = 0;
 }
 
 void target_free(struct sd_target *t)
@@ -118,7 +119,7 @@ void target_free(struct sd_target *t)
 	symbols_free(t->sym);
 	unwind_free(t->unw);
 	mods_release(t);
-	procfs_maps_release(&t->maps);
+	procfs_maps_release(&t->space.maps);
 	procfs_procinfo_release(&t->info);
 	free(t->names);
 	procfs_taskcache_free(t->taskcache);
@@ -199,20 +200,20 @@ static void build_modules(struct sd_target *t)
 {
 	mods_release(t);
 	size_t cap = 0;
-	for (size_t i = 0; i < t->maps.n; i++) {
-		const struct sd_map *m = &t->maps.v[i];
+	for (size_t i = 0; i < t->space.maps.n; i++) {
+		const struct sd_map *m = &t->space.maps.v[i];
 		int vdso = !strcmp(m->path, "[vdso]");
 		if (!vdso && (m->path[0] != '/' || m->perms[2] != 'x'))
 			continue;
 		/* One module per file: skip if already made. */
 		struct sd_tmod *mod = NULL;
-		for (size_t k = 0; k < t->nmods; k++)
-			if (!strcmp(t->mods[k].path, m->path) && !vdso)
-				mod = &t->mods[k];
+		for (size_t k = 0; k < t->space.nmods; k++)
+			if (!strcmp(t->space.mods[k].path, m->path) && !vdso)
+				mod = &t->space.mods[k];
 		if (mod)
 			continue;
-		sd_grow(&t->mods, &cap, t->nmods + 1, sizeof(*t->mods));
-		mod = &t->mods[t->nmods++];
+		sd_grow(&t->space.mods, &cap, t->space.nmods + 1, sizeof(*t->space.mods));
+		mod = &t->space.mods[t->space.nmods++];
 		memset(mod, 0, sizeof(*mod));
 		mod->path = sd_xstrdup(m->path);
 		mod->name = basename_of(mod->path);
@@ -230,8 +231,8 @@ static void build_modules(struct sd_target *t)
 		mod->text_end = m->end;
 		const struct sd_map *first = m;
 		/* Every mapping of the same file widens the module. */
-		for (size_t k = 0; k < t->maps.n && !vdso; k++) {
-			const struct sd_map *o = &t->maps.v[k];
+		for (size_t k = 0; k < t->space.maps.n && !vdso; k++) {
+			const struct sd_map *o = &t->space.maps.v[k];
 			if (strcmp(o->path, m->path) || o->inode != m->inode)
 				continue;
 			if (o->start < mod->start)
@@ -261,8 +262,8 @@ static void build_modules(struct sd_target *t)
 		if (mod->elf)
 			mod->bias = compute_bias(mod->elf, first);
 	}
-	sd_sort(t->mods, t->nmods, sizeof(*t->mods), cmp_mod);
-	t->generation++;
+	sd_sort(t->space.mods, t->space.nmods, sizeof(*t->space.mods), cmp_mod);
+	t->space.generation = ++t->generation;
 }
 
 int target_refresh(struct sd_target *t, struct sd_error *err)
@@ -277,12 +278,12 @@ int target_refresh(struct sd_target *t, struct sd_error *err)
 		return sd_error_set(err, (int)-n, "cannot read %s: %s", path, sd_strerror((int)-n));
 	}
 	uint64_t h = sd_hash(text, (size_t)n, 0);
-	if (h == t->maps_hash && t->maps.n) {
+	if (h == t->maps_hash && t->space.maps.n) {
 		free(text);
 		return 0;
 	}
-	procfs_maps_release(&t->maps);
-	if (procfs_parse_maps(text, &t->maps) < 0) {
+	procfs_maps_release(&t->space.maps);
+	if (procfs_parse_maps(text, &t->space.maps) < 0) {
 		free(text);
 		return sd_error_set(err, EINVAL, "cannot parse %s", path);
 	}
@@ -295,18 +296,7 @@ int target_refresh(struct sd_target *t, struct sd_error *err)
 
 struct sd_tmod *target_module_at(struct sd_target *t, uint64_t addr)
 {
-	size_t lo = 0, hi = t->nmods;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		struct sd_tmod *m = &t->mods[mid];
-		if (addr < m->start)
-			hi = mid;
-		else if (addr >= m->end)
-			lo = mid + 1;
-		else
-			return m;
-	}
-	return NULL;
+	return space_module_at(&t->space, addr);
 }
 
 /* Thread selection for a snapshot. */
@@ -441,9 +431,9 @@ static void mark_failed(struct sd_snapshot *s, struct sd_thread *th, enum sd_thr
 
 static void add_modules(struct sd_snapshot *s, struct sd_target *t)
 {
-	s->modules = sd_xcalloc(t->nmods ? t->nmods : 1, sizeof(*s->modules));
-	for (size_t i = 0; i < t->nmods; i++) {
-		struct sd_tmod *m = &t->mods[i];
+	s->modules = sd_xcalloc(t->space.nmods ? t->space.nmods : 1, sizeof(*s->modules));
+	for (size_t i = 0; i < t->space.nmods; i++) {
+		struct sd_tmod *m = &t->space.mods[i];
 		struct sd_module *sm = &s->modules[s->nmodules++];
 		sm->name = strpool_intern(s->pool, m->name);
 		sm->path = strpool_intern(s->pool, m->path);
@@ -472,7 +462,7 @@ static void capture_on_stop(struct sd_tracee *tr, void *arg)
 	/* Registers now; the memory of all threads in one batch once every
 	 * thread has stopped (a syscall per thread is what the pause is
 	 * made of). */
-	if (capture_regs(th, &cc->t->maps, cc->o->max_stack) < 0)
+	if (capture_regs(th, &cc->t->space.maps, cc->o->max_stack) < 0)
 		mark_failed(cc->s, th, SD_THREAD_EXITED, "exited during the snapshot");
 }
 
@@ -498,9 +488,9 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 	/* Samples read the maps once a second, or when the last unwind met
 	 * an address they lack; a snapshot whose unwind meets one reads
 	 * them again and unwinds once more (below). */
-	uint64_t misses = t->maps_misses;
+	uint64_t misses = t->space.maps_misses;
 	int maps_fresh = 0;
-	if (!light || !t->maps.n || sd_now_ns() - t->maps_ns > 1000000000ull) {
+	if (!light || !t->space.maps.n || sd_now_ns() - t->maps_ns > 1000000000ull) {
 		if (target_refresh(t, err) < 0)
 			return NULL;
 		maps_fresh = 1;
@@ -572,7 +562,7 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 		size_t est = 0;
 		for (size_t i = 0; i < s->nthreads; i++) {
 			const struct sd_thread *th = &s->threads[i];
-			const struct sd_map *m = th->proc_sp ? procfs_maps_find(&t->maps, th->proc_sp) : NULL;
+			const struct sd_map *m = th->proc_sp ? procfs_maps_find(&t->space.maps, th->proc_sp) : NULL;
 			/* Without a stack pointer from /proc, the share of
 			 * what the last snapshot copied. */
 			size_t w = m			       ? (size_t)(m->end - th->proc_sp) + 8192
@@ -610,7 +600,7 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 			if (tr->state != SD_TRACEE_STOPPED || th->have_regs ||
 			    th->status != SD_THREAD_OK)
 				continue;
-			if (capture_regs(th, &t->maps, o->max_stack) < 0)
+			if (capture_regs(th, &t->space.maps, o->max_stack) < 0)
 				mark_failed(s, th, SD_THREAD_EXITED, "exited during the snapshot");
 		}
 		{
@@ -669,7 +659,7 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 					    e1.code == ESRCH ? "exited during the snapshot" : e1.msg);
 				continue;
 			}
-			int cr = capture_thread(t->pid, th, &t->maps, o->max_stack, &s->stack_bytes);
+			int cr = capture_thread(t->pid, th, &t->space.maps, o->max_stack, &s->stack_bytes);
 			ptrace_thaw_one(&tr);
 			th->pause_us = (sd_now_ns() - a) / 1000;
 			if (th->pause_us > s->pause_us)
@@ -695,7 +685,7 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 		syscall_from_regs(th);
 		unwind_thread(t->unw, s, th, o->max_frames);
 	}
-	if (!maps_fresh && t->maps_misses != misses) {
+	if (!maps_fresh && t->space.maps_misses != misses) {
 		/* A new thread's stack or a library loaded since the maps
 		 * were read: read them and unwind again from the copy. */
 		if (target_refresh(t, err) < 0) {
@@ -726,7 +716,7 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 		}
 	}
 	s->symbolize_us = (sd_now_ns() - t2) / 1000;
-	analyze_snapshot(t, s);
+	analyze_snapshot(t->pid, t->sym, s);
 	add_modules(s, t);
 	t->last_stack_bytes = s->stack_bytes;
 	if (!o->keep_capture) {

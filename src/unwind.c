@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "capture.h"
-#include "target.h"
+#include "space.h"
 #include "unwind-mask.h"
 
 /* Not in libunwind's public headers, but exported by libunwind-generic:
@@ -23,7 +23,7 @@ extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip
 					      int need_unwind_info, void *arg);
 
 struct sd_unwinder {
-	struct sd_target *target;
+	struct sd_space *space;
 	unw_addr_space_t as;
 };
 
@@ -85,7 +85,7 @@ static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_
 			      int need_unwind_info, void *arg)
 {
 	struct uctx *c = arg;
-	struct sd_tmod *m = target_module_at(c->u->target, ip);
+	struct sd_tmod *m = space_module_at(c->u->space, ip);
 	if (!m || module_table(m) < 0) {
 		c->noinfo = 1;
 		return -UNW_ENOINFO;
@@ -135,7 +135,7 @@ static int read_word(struct uctx *c, uint64_t addr, unw_word_t *val)
 		memcpy(val, c->img_data + (addr - c->img_lo), 8);
 		return 0;
 	}
-	struct sd_tmod *m = target_module_at(c->u->target, addr);
+	struct sd_tmod *m = space_module_at(c->u->space, addr);
 	if (m && m->elf) {
 		uint64_t va = addr - m->bias;
 		const struct sd_load *l = elfcache_load_at(m->elf, va);
@@ -155,11 +155,11 @@ static int read_word(struct uctx *c, uint64_t addr, unw_word_t *val)
 	/* Outside the copy: the stack a signal handler on a sigaltstack
 	 * interrupted, or a window cut short. The thread is still blocked
 	 * where we saw it, so that memory has not moved: read it live. */
-	const struct sd_map *mp = procfs_maps_find(&c->u->target->maps, addr);
+	const struct sd_map *mp = procfs_maps_find(&c->u->space->maps, addr);
 	if (mp && mp->perms[0] == 'r' && mp->perms[2] != 'x' && addr + 8 <= mp->end) {
 		if (c->live_budget > 0) {
 			c->live_budget--;
-			if (capture_read(c->u->target->pid, addr, val, 8) == 8) {
+			if (capture_read(c->u->space->pid, addr, val, 8) == 8) {
 				th->live_reads++;
 				return 0;
 			}
@@ -256,11 +256,11 @@ static unw_accessors_t accessors = {
 /* Is PC the kernel's signal return trampoline (__restore_rt: mov $15,%rax;
  * syscall)? The return address into it is its first byte, so neither it
  * nor the frame the signal interrupted may be looked up at pc - 1. */
-static int is_sigreturn(struct sd_target *t, uint64_t pc)
+static int is_sigreturn(struct sd_space *t, uint64_t pc)
 {
 	static const uint8_t code[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
 	uint8_t buf[9];
-	struct sd_tmod *m = target_module_at(t, pc);
+	struct sd_tmod *m = space_module_at(t, pc);
 	if (!m || !m->elf || elfcache_read(m->elf, pc - m->bias, buf, sizeof(buf)) < 0)
 		return 0;
 	return !memcmp(buf, code, sizeof(buf));
@@ -320,10 +320,10 @@ static int read_encoded(const struct sd_elf *e, uint64_t vaddr, uint8_t enc, uin
  * table, then the range of the one FDE that may hold IP. Asked before
  * each step so that code without CFI is walked by our own frame-pointer
  * step: libunwind's guess there leaves its cursor unable to go on. */
-static int has_cfi(struct sd_target *t, uint64_t ip, int exact)
+static int has_cfi(struct sd_space *t, uint64_t ip, int exact)
 {
 	uint64_t pc = exact ? ip : ip - 1;
-	struct sd_tmod *m = target_module_at(t, pc);
+	struct sd_tmod *m = space_module_at(t, pc);
 	if (!m || module_table(m) < 0)
 		return 0;
 	const struct sd_elf *e = m->elf;
@@ -442,10 +442,10 @@ static int fp_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t as)
 	return 1;
 }
 
-struct sd_unwinder *unwind_new(struct sd_target *t)
+struct sd_unwinder *unwind_new(struct sd_space *sp)
 {
 	struct sd_unwinder *u = sd_xcalloc(1, sizeof(*u));
-	u->target = t;
+	u->space = sp;
 	unwind_mask_install();
 	u->as = unw_create_addr_space(&accessors, 0);
 	if (u->as)
@@ -530,29 +530,29 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 			f->flags |= SD_FRAME_EXACT;
 		if (from_fp)
 			f->flags |= SD_FRAME_FP;
-		int sig = is_sigreturn(u->target, ip);
+		int sig = is_sigreturn(u->space, ip);
 		if (sig)
 			f->flags |= SD_FRAME_SIGNAL | SD_FRAME_EXACT;
 		/* A stack we copied was mapped when we copied it, whatever
 		 * maps read earlier say (a thread born since). */
 		int copied = th->stack_len && sp >= th->stack_base &&
 			     sp < th->stack_base + th->stack_len;
-		if (n == 0 && !copied && !procfs_maps_find(&u->target->maps, sp)) {
-			u->target->maps_misses++;
+		if (n == 0 && !copied && !procfs_maps_find(&u->space->maps, sp)) {
+			u->space->maps_misses++;
 			char msg[96];
 			snprintf(msg, sizeof(msg), "stack pointer 0x%llx is not mapped (corrupt stack?)",
 				 (unsigned long long)sp);
 			th->unwind_stop = strpool_intern(snap->pool, msg);
 			break;
 		}
-		const struct sd_map *pm = procfs_maps_find(&u->target->maps, ip);
-		if (n > 0 && !sig && !target_module_at(u->target, ip) &&
+		const struct sd_map *pm = procfs_maps_find(&u->space->maps, ip);
+		if (n > 0 && !sig && !space_module_at(u->space, ip) &&
 		    !(pm && pm->perms[2] == 'x')) {
 			/* A return address into no executable mapping: a smashed
 			 * stack. Keep it, but do not trust what follows.
 			 * (Anonymous executable memory, e.g. JIT code, is
 			 * walked by frame pointer.) */
-			u->target->maps_misses++;
+			u->space->maps_misses++;
 			th->unwind_stop = strpool_intern(snap->pool,
 							 "return address outside any executable mapping "
 							 "(corrupt stack?)");
@@ -562,7 +562,7 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 		prev_pc = ip;
 		c.noinfo = 0;
 		c.stack_exhausted = 0;
-		if (!sig && !has_cfi(u->target, ip, exact)) {
+		if (!sig && !has_cfi(u->space, ip, exact)) {
 			/* No CFI here: follow the frame pointer ourselves and
 			 * start a fresh cursor in the caller, so CFI-based
 			 * unwinding resumes cleanly there. */

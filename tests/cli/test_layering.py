@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # The shape the tree promises: the engine (src/) includes nothing of the
 # front-end and never prints or exits (it may abort when memory runs out);
+# no engine module includes, directly or not, one that includes it back;
 # command files stay small; the binary defines no symbol of libc
 # (libunwind's signal masking is quieted through its own GOT slots
 # instead); and profile makes only a few rt_sigprocmask calls per sample,
@@ -42,6 +43,33 @@ def test_engine_includes_no_front_end_and_never_prints():
             if call.search(code):
                 bad.append("%s:%d: %s" % (os.path.basename(path), n, line.strip()))
     eq(bad, [])
+
+
+def test_no_include_cycle_between_engine_modules():
+    deps = {}
+    for path in glob.glob(os.path.join(ROOT, "src", "*.[ch]")):
+        mod = os.path.basename(path).rsplit(".", 1)[0]
+        for inc in re.findall(r'^\s*#\s*include\s*"([^"/]+)\.h"', "\n".join(lines_of(path)),
+                              re.M):
+            if inc != mod:
+                deps.setdefault(mod, set()).add(inc)
+    ok("target" in deps and "unwind" in deps.get("target", ()), deps.get("target"))
+    # Depth-first search for a back edge; the cycle is the path to it.
+    state, cycles = {}, []
+
+    def visit(m, path):
+        state[m] = 1
+        for d in sorted(deps.get(m, ())):
+            if state.get(d) == 1:
+                cycles.append(path[path.index(d):] + [d])
+            elif d not in state:
+                visit(d, path + [d])
+        state[m] = 2
+
+    for m in sorted(deps):
+        if m not in state:
+            visit(m, [m])
+    eq(cycles, [])
 
 
 def test_command_files_stay_small():
