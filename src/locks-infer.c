@@ -97,6 +97,9 @@ static int frame_of_slot(const struct sd_thread *th, uint64_t addr)
 		return -1; /* beyond the frames we could unwind */
 	while ((size_t)k + 1 < th->nframes && runtime_frame(&th->frames[k]))
 		k++;
+	/* Landed on an inline frame: its variables are its physical frame's. */
+	while ((size_t)k + 1 < th->nframes && (th->frames[k].flags & SD_FRAME_INLINED))
+		k++;
 	return k;
 }
 
