@@ -112,7 +112,7 @@ static int diff_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		FILE *f = fopen(outpath, "wb");
 		int bad = !f;
 		if (f) {
-			bad = fwrite(sb.buf ? sb.buf : "", 1, sb.len, f) != sb.len;
+			bad = fwrite(sb.buf, 1, sb.len, f) != sb.len;
 			if (fclose(f) != 0)
 				bad = 1;
 		}
@@ -121,7 +121,7 @@ static int diff_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			rc = EXIT_FAIL;
 		}
 	} else {
-		cmd_write(ctx, sb.buf ? sb.buf : "", sb.len);
+		cmd_write(ctx, sb.buf, sb.len);
 	}
 	strbuf_release(&sb);
 	profile_free(d);

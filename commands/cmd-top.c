@@ -149,7 +149,7 @@ static void screen(struct strbuf *sb, struct sd_profile *p, const struct sd_targ
 		struct strbuf nm;
 		strbuf_init(&nm);
 		strbuf_add_escaped(&nm, th[i].name);
-		strbuf_addf(sb, "%8d  %-16.16s %-18.18s %5.0f%%  ", (int)th[i].tid, nm.buf ? nm.buf : "",
+		strbuf_addf(sb, "%8d  %-16.16s %-18.18s %5.0f%%  ", (int)th[i].tid, nm.buf,
 			    th[i].state,
 			    th[i].samples ? 100.0 * (double)th[i].on_cpu / (double)th[i].samples : 0.0);
 		strbuf_release(&nm);

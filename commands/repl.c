@@ -236,7 +236,6 @@ int repl_run_line(struct cmd_ctx *ctx, const char *line)
 	int rc = last_rc;
 	struct strbuf cur;
 	strbuf_init(&cur);
-	strbuf_adds(&cur, "");
 	char q = 0;
 	const char *p = line;
 	for (;;) {

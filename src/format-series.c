@@ -108,7 +108,6 @@ void format_series_timeline(const struct sd_series *r, struct strbuf *sb)
 			const struct sd_series_thread *t = &r->th[i];
 			struct strbuf nm;
 			strbuf_init(&nm);
-			strbuf_adds(&nm, "");
 			strbuf_add_escaped(&nm, t->name ? t->name : "");
 			strbuf_addf(sb, "  %-8d %-16.16s ", (int)t->tid, nm.buf);
 			strbuf_release(&nm);
@@ -316,7 +315,6 @@ json_t *format_series_json(const struct sd_series *r, unsigned sections)
 			for (size_t f = 0; th && f < th->nframes; f++) {
 				struct strbuf l;
 				strbuf_init(&l);
-				strbuf_adds(&l, "");
 				frame_label(&l, &th->frames[f]);
 				json_array_append_new(fr, format_json_str(l.buf));
 				strbuf_release(&l);
