@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "symbols.h"
+#include "demangle.h"
 #include "util.h"
 
 struct dwunit {
@@ -299,7 +299,7 @@ static char *function_name(Dwarf_Die *die)
 		 * with a parameter list (Itanium C++) tells overloads apart,
 		 * which the DWARF name does not; Rust's mangled names lose
 		 * closure numbers and generic arguments the DWARF name keeps. */
-		char *d = symbols_demangle(linkage);
+		char *d = demangle_symbol(linkage);
 		if (!d)
 			return strdup(linkage);
 		if (linkage[1] == 'Z' && strchr(d, '('))

@@ -8,13 +8,13 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
-#include <libiberty/demangle.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "demangle.h"
 #include "dwindex.h"
 #include "space.h"
 
@@ -204,16 +204,9 @@ void symbols_sync(struct sd_symbols *s)
 	s->nmi = keep;
 }
 
-char *symbols_demangle(const char *name)
-{
-	if (!name || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
-		return NULL;
-	return cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
-}
-
 static const char *intern_demangled(struct strpool *pool, const char *name)
 {
-	char *d = symbols_demangle(name);
+	char *d = demangle_symbol(name);
 	if (!d)
 		return strpool_intern(pool, name);
 	const char *r = strpool_intern(pool, d);

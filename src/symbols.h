@@ -30,9 +30,6 @@ void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_th
 const char *symbols_data(struct sd_symbols *s, struct sd_snapshot *snap, uint64_t addr,
 			 uint64_t *off);
 
-/* Demangle C++ and Rust (legacy and v0) names; returns a heap string or
- * NULL when NAME is not mangled. */
-char *symbols_demangle(const char *name);
 
 /* Cache statistics, for -v. */
 void symbols_stats(const struct sd_symbols *s, uint64_t *lookups, uint64_t *hits);
