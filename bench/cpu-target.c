@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // CPU-bound benchmark target for profile/sampling benchmarks: N worker threads
 // spin on small work units a few frames deep and count them in per-thread
-// counters inside a mmapped file, so a script can measure throughput.
+// counters inside a mmapped file, so a script can measure throughput; and
+// optionally S more threads that sleep (the mostly-idle server shape).
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -91,31 +92,54 @@ static void *worker_main(void *p)
 	return NULL;
 }
 
+/* A sleeper: a few frames deep, asleep in the kernel for good. */
+static NOINLINE void sleep_deep(int depth)
+{
+	if (depth > 0) {
+		sleep_deep(depth - 1);
+		BARRIER();
+		return;
+	}
+	atomic_fetch_add(&g_started, 1);
+	for (;;)
+		pause();
+}
+
+static void *sleeper_main(void *p)
+{
+	(void)p;
+	pthread_setname_np(pthread_self(), "sleeper");
+	sleep_deep(6);
+	return NULL;
+}
+
 static void usage(const char *argv0)
 {
 	fprintf(stderr,
-		"usage: %s -w WORK_FILE [-n THREADS] [-d DEPTH] [-t TIMEOUT_S]\n"
+		"usage: %s -w WORK_FILE [-n THREADS] [-s SLEEPERS] [-d DEPTH] [-t TIMEOUT_S]\n"
 		"Runs THREADS (default 100) CPU-bound workers, DEPTH (default 6) frames\n"
-		"deep, counting work units into WORK_FILE; prints 'ready <pid>'.\n"
+		"deep, counting work units into WORK_FILE, and SLEEPERS (default 0)\n"
+		"threads asleep in pause(); prints 'ready <pid>'.\n"
 		"Exits after TIMEOUT_S seconds (default 3600) or when its parent dies.\n",
 		argv0);
 }
 
 int main(int argc, char **argv)
 {
-	int nthreads = 100, depth = 6, timeout_s = 3600;
+	int nthreads = 100, depth = 6, timeout_s = 3600, nsleepers = 0;
 	const char *path = NULL;
 	int opt;
-	while ((opt = getopt(argc, argv, "n:d:w:t:h")) != -1) {
+	while ((opt = getopt(argc, argv, "n:s:d:w:t:h")) != -1) {
 		switch (opt) {
 		case 'n': nthreads = atoi(optarg); break;
+		case 's': nsleepers = atoi(optarg); break;
 		case 'd': depth = atoi(optarg); break;
 		case 'w': path = optarg; break;
 		case 't': timeout_s = atoi(optarg); break;
 		default: usage(argv[0]); return opt == 'h' ? 0 : 2;
 		}
 	}
-	if (!path || nthreads < 1 || depth < 0 || timeout_s < 1) {
+	if (!path || nthreads < 1 || nsleepers < 0 || depth < 0 || timeout_s < 1) {
 		usage(argv[0]);
 		return 2;
 	}
@@ -156,7 +180,17 @@ int main(int argc, char **argv)
 		}
 		pthread_detach(th);
 	}
-	while (atomic_load(&g_started) < nthreads)
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	for (int i = 0; i < nsleepers; i++) {
+		pthread_t th;
+		int err = pthread_create(&th, &attr, sleeper_main, NULL);
+		if (err) {
+			fprintf(stderr, "pthread_create sleeper #%d: %s\n", i, strerror(err));
+			return 1;
+		}
+		pthread_detach(th);
+	}
+	while (atomic_load(&g_started) < nthreads + nsleepers)
 		usleep(1000);
 	printf("ready %d\n", (int)getpid());
 	fflush(stdout);

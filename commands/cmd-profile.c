@@ -6,12 +6,13 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../src/format-run.h"
 #include "../src/procfs.h"
 #include "../src/profile.h"
+#include "../src/sampler.h"
 #include "../src/symbols.h"
 #include "cmd.h"
 
@@ -21,6 +22,8 @@ enum {
 	PROF_DURATION,
 	PROF_COUNT,
 	PROF_PID_OF,
+	PROF_ENGINE,
+	PROF_PERF_BUFFER,
 	PROF_ON_CPU,
 	PROF_OFF_CPU,
 	PROF_NO_IDLE,
@@ -50,6 +53,14 @@ static const struct cmd_option profile_options[] = {
 			     "a number of samples, at least 1"),
     [PROF_PID_OF] =
 	OPT_STRING("pid-of", 0, "NAME", "every process named NAME, aggregated", CMPL_PID),
+    [PROF_ENGINE] = OPT_CHOICE("engine", 'e', "ENGINE",
+			       "auto (perf events where permitted, else ptrace), perf or ptrace "
+			       "(default auto)",
+			       "auto perf ptrace", "auto"),
+    [PROF_PERF_BUFFER] = OPT_SIZE("perf-buffer", 0,
+				  "perf engine: ring buffer per thread (default 128k, 64k above "
+				  "256 threads)",
+				  4096, 64 << 20, NULL, NULL),
     [PROF_ON_CPU] = OPT_FLAG("on-cpu", 0, "only samples of threads on a CPU (state R)"),
     [PROF_OFF_CPU] = OPT_FLAG("off-cpu", 0, "only samples of threads off CPU (blocked, sleeping)"),
     [PROF_NO_IDLE] = OPT_FLAG(
@@ -80,6 +91,7 @@ static const struct cmd_option profile_options[] = {
 /* A process being sampled. */
 struct ptarget {
 	struct sd_target *t;
+	struct sd_sampler *smp;
 	int owned;   /* ours to free (not the shell's) */
 	int gone;    /* exited or failed: not sampled any more */
 };
@@ -91,14 +103,6 @@ static void add_pid(pid_t **pids, size_t *n, size_t *cap, pid_t pid)
 			return;
 	sd_grow(pids, cap, *n + 1, sizeof(**pids));
 	(*pids)[(*n)++] = pid;
-}
-
-static void sleep_until(uint64_t deadline_ns)
-{
-	struct timespec ts = {(time_t)(deadline_ns / 1000000000ull),
-			      (long)(deadline_ns % 1000000000ull)};
-	/* sd_now_ns is CLOCK_MONOTONIC; EINTR (Ctrl-C) returns early. */
-	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 }
 
 /* Did the run stop before the samples' intervals were over (Ctrl-C, or a
@@ -114,76 +118,25 @@ static int interrupted_early(const struct sd_profile *p, uint64_t interval_us)
 	return 0;
 }
 
-static double cpu_seconds(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
-
-/* Render P in FORMAT into a heap buffer. */
-static int render(struct cmd_ctx *ctx, struct sd_profile *p, const char *format,
-		  const struct sd_prender *ro, uint8_t **buf, size_t *len)
-{
-	struct strbuf sb;
-	strbuf_init(&sb);
-	if (!strcmp(format, "pprof")) {
-		struct sd_error err = {0};
-		if (format_profile_pprof(p, buf, len, &err) < 0) {
-			cmd_error(ctx, "%s", err.msg);
-			return -1;
-		}
-		return 0;
-	}
-	if (!strcmp(format, "json")) {
-		cmd_json_text(&sb, format_profile_json(p));
-	} else if (!strcmp(format, "folded")) {
-		format_profile_folded(&sb, p);
-	} else if (!strcmp(format, "svg")) {
-		format_profile_svg(&sb, p, ro);
-	} else if (p->opts.locks) {
-		format_profile_locks(&sb, p, ro);
-	} else if (!strcmp(format, "tree")) {
-		format_profile_tree(&sb, p, ro);
-	} else {
-		format_profile_top(&sb, p, ro);
-	}
-	*len = sb.len;
-	*buf = (uint8_t *)strbuf_detach(&sb);
-	return 0;
-}
-
+/* profile -v: what the run cost, on stderr. */
 static void report_verbose(struct cmd_ctx *ctx, struct sd_profile *p, struct ptarget *v, size_t n,
 			   double cpu, double wall)
 {
 	uint64_t lookups = 0, hits = 0;
+	struct sd_perf_stats ps = {0};
 	for (size_t i = 0; i < n; i++) {
 		uint64_t l, h;
 		symbols_stats(v[i].t->sym, &l, &h);
 		lookups += l;
 		hits += h;
+		if (v[i].smp)
+			sampler_stats_add(v[i].smp, &ps);
 	}
-	uint64_t snaps = 0;
-	for (size_t i = 0; i < p->nprocs; i++)
-		snaps += p->procs[i].samples;
-	double per = snaps ? 1.0 / (double)snaps : 0;
-	fprintf(ctx->err,
-		"sampling: %llu samples in %.2f s (%.1f Hz), %llu thread stacks, %llu unreadable\n"
-		"per snapshot: capture %.2f ms (pause, max %.2f ms), unwind %.2f ms\n"
-		"stack cache: %llu lookups, %llu hits (%.1f%%), %zu distinct stacks symbolized in "
-		"%.1f ms\n"
-		"symbol cache: %llu lookups, %llu hits (%.1f%%)\n"
-		"stackdump CPU: %.2f s over %.2f s (%.0f%% of a core)\n",
-		(unsigned long long)p->samples, wall, wall > 0 ? (double)p->samples / wall : 0.0,
-		(unsigned long long)(p->thread_samples + p->filtered), (unsigned long long)p->lost,
-		(double)p->capture_us * per / 1000.0, (double)p->max_pause_us / 1000.0,
-		(double)p->unwind_us * per / 1000.0, (unsigned long long)p->raw_lookups,
-		(unsigned long long)p->raw_hits,
-		p->raw_lookups ? 100.0 * (double)p->raw_hits / (double)p->raw_lookups : 0.0,
-		p->nstacks, (double)p->symbolize_us / 1000.0, (unsigned long long)lookups,
-		(unsigned long long)hits, lookups ? 100.0 * (double)hits / (double)lookups : 0.0, cpu,
-		wall, wall > 0 ? 100.0 * cpu / wall : 0.0);
+	struct strbuf sb;
+	strbuf_init(&sb);
+	format_profile_costs(&sb, p, &ps, lookups, hits, cpu, wall);
+	fputs(sb.buf, ctx->err);
+	strbuf_release(&sb);
 }
 
 static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
@@ -223,6 +176,18 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	}
 	const char *format = cmd_str(ctx, PROF_FORMAT);
 	int locks = cmd_has(ctx, PROF_LOCKS);
+	struct sd_sampler_opts smo = {.engine = SD_ENGINE_AUTO};
+	sd_engine_parse(cmd_str(ctx, PROF_ENGINE), &smo.engine); /* a checked choice */
+	smo.ring_kb = (size_t)(cmd_num(ctx, PROF_PERF_BUFFER) / 1024);
+	if (locks && smo.engine == SD_ENGINE_PERF) {
+		cmd_error(ctx, "profile: --locks needs --engine ptrace (lock words are read while "
+			       "the threads are stopped)");
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	/* Lock words must be read at the instant of the stack: ptrace. */
+	if (locks)
+		smo.engine = SD_ENGINE_PTRACE;
 	if (locks && strcmp(format, "top") && strcmp(format, "tree") && strcmp(format, "json")) {
 		cmd_error(ctx, "profile: --locks gives a text or JSON report, not %s", format);
 		rc = EXIT_USAGE;
@@ -311,15 +276,56 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	prof = profile_new(&po);
 	prof->interval_us = interval_us;
 
+	/* One sampler per process; auto says once why perf could not be used. */
+	smo.interval_us = interval_us;
+	int said_fallback = 0, nperf = 0, nptrace = 0;
+	for (size_t i = 0; i < nt; i++) {
+		struct sd_error err = {0};
+		tv[i].smp = sampler_new(tv[i].t, &so, &smo, &err);
+		if (!tv[i].smp) {
+			cmd_error(ctx, "%s", err.msg);
+			rc = EXIT_FAIL;
+			goto out;
+		}
+		if (sampler_fallback(tv[i].smp) && !said_fallback) {
+			cmd_error(ctx, "perf engine not available, sampling with ptrace: %s",
+				  sampler_fallback(tv[i].smp));
+			said_fallback = 1;
+		}
+		if (sampler_engine(tv[i].smp) == SD_ENGINE_PERF)
+			nperf++;
+		else
+			nptrace++;
+	}
+	prof->engine = strpool_intern(prof->pool, nperf && nptrace ? "perf+ptrace"
+						  : nperf	    ? "perf"
+								    : "ptrace");
+
 	/* Sample. Ticks are planned on a fixed grid; when a snapshot takes
 	 * longer than the interval the missed ticks are skipped, not made up
 	 * in a burst, so the achieved rate is what the machine allows. */
 	int progress = isatty(fileno(ctx->err)) && !cmd_has(ctx, PROF_QUIET);
-	double cpu0 = cpu_seconds();
+	double cpu0 = sd_cpu_seconds();
 	uint64_t start = sd_now_ns(), next = start, last_progress = 0;
 	uint64_t interval_ns = interval_us * 1000, end_ns = duration_us ? start + duration_us * 1000 : 0;
 	size_t live = nt;
 	int fatal = 0;
+	struct sd_sampler **smps = sd_xcalloc(nt + 1, sizeof(*smps));
+	for (size_t i = 0; i < nt; i++)
+		smps[i] = tv[i].smp;
+	/* perf: a tick is the latest sample of each thread, so the first
+	 * one comes an interval after the events were opened. */
+	uint64_t last_tick = start;
+	if (nperf) {
+		/* Ticks at start + k intervals, k = 1..N: N ticks cover
+		 * (start, start + N intervals], the duration asked. */
+		if (end_ns)
+			end_ns += interval_ns / 2;
+		next = start + interval_ns;
+		if (end_ns && next > end_ns)
+			next = end_ns;
+		sampler_sleep_until(smps, nt, next);
+	}
 	while (!cmd_interrupted && live) {
 		if (count && prof->samples >= count)
 			break;
@@ -331,7 +337,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			if (tv[i].gone)
 				continue;
 			struct sd_error err = {0};
-			struct sd_snapshot *s = target_snapshot(tv[i].t, &so, &err);
+			struct sd_snapshot *s = sampler_take(tv[i].smp, &err);
 			if (!s) {
 				tv[i].gone = 1;
 				live--;
@@ -355,8 +361,10 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			snapshot_free(s);
 			took = 1;
 		}
-		if (took)
+		if (took) {
 			prof->samples++;
+			last_tick = sd_now_ns();
+		}
 		now = sd_now_ns();
 		prof->duration_us = (now - start) / 1000;
 		if (progress && now - last_progress > 250000000ull) {
@@ -378,7 +386,15 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		if (count && prof->samples >= count)
 			break;
 		if (!cmd_interrupted && live)
-			sleep_until(next);
+			sampler_sleep_until(smps, nt, next);
+	}
+	free(smps);
+	{
+		struct sd_perf_stats ps = {0};
+		for (size_t i = 0; i < nt; i++)
+			sampler_stats_add(tv[i].smp, &ps);
+		prof->lost_samples = ps.lost;
+		prof->throttled = ps.throttled;
 	}
 	uint64_t stop = sd_now_ns();
 	/* Each sample stands for one interval: N samples on time cover N
@@ -386,7 +402,11 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	prof->duration_us = (stop - start) / 1000;
 	if (!interrupted_early(prof, interval_us) && prof->duration_us < prof->samples * interval_us)
 		prof->duration_us = prof->samples * interval_us;
-	double cpu = cpu_seconds() - cpu0;
+	/* perf: each tick closes the interval before it; the run covered up
+	 * to the last one. */
+	if (nperf && !interrupted_early(prof, interval_us) && prof->samples)
+		prof->duration_us = (last_tick - start) / 1000;
+	double cpu = sd_cpu_seconds() - cpu0;
 	if (progress)
 		fprintf(ctx->err, "\r\033[K");
 	int interrupted = cmd_interrupted;
@@ -408,7 +428,9 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 
 	uint8_t *buf = NULL;
 	size_t len = 0;
-	if (render(ctx, prof, format, &ro, &buf, &len) < 0) {
+	struct sd_error rerr = {0};
+	if (format_profile_as(prof, format, &ro, &buf, &len, &rerr) < 0) {
+		cmd_error(ctx, "%s", rerr.msg);
 		rc = EXIT_FAIL;
 		goto out;
 	}
@@ -440,9 +462,11 @@ out:
 	if (out)
 		fclose(out);
 	profile_free(prof);
-	for (size_t i = 0; i < nt; i++)
+	for (size_t i = 0; i < nt; i++) {
+		sampler_free(tv[i].smp);
 		if (tv[i].owned)
 			target_free(tv[i].t);
+	}
 	free(tv);
 	free(pids);
 	free(tids);

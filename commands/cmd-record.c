@@ -24,6 +24,7 @@ enum {
 	REC_BURST,
 	REC_QUIET,
 	REC_VERBOSE,
+	REC_ENGINE,
 };
 
 static const struct cmd_option record_options[] = {
@@ -55,6 +56,10 @@ static const struct cmd_option record_options[] = {
 		  10000, "3", NULL),
     [REC_QUIET] = OPT_FLAG("quiet", 'q', "do not print a line per snapshot"),
     [REC_VERBOSE] = OPT_FLAG("verbose", 'v', "the CPU cost of each snapshot, by stage, on stderr"),
+    [REC_ENGINE] = OPT_CHOICE("engine", 0, "ENGINE",
+			      "auto (ptrace: lock words read while stopped), ptrace, or perf "
+			      "(stacks from perf samples, lock owners unknown)",
+			      "auto perf ptrace", "auto"),
     {0},
 };
 
@@ -137,6 +142,12 @@ static int parse_options(struct rec *r, int argc, char **argv, pid_t **tids)
 		return -1;
 	}
 	r->o.for_us = cmd_num(ctx, REC_FOR);
+	/* Record keeps the lock view's promise by default: lock words read
+	 * while the threads are stopped. perf only when asked. */
+	sd_engine_parse(cmd_str(ctx, REC_ENGINE), &r->o.smo.engine);
+	if (r->o.smo.engine == SD_ENGINE_AUTO)
+		r->o.smo.engine = SD_ENGINE_PTRACE;
+	r->o.smo.interval_us = r->o.every_us;
 	r->o.count = (long)cmd_num(ctx, REC_COUNT);
 	if (cmd_has(ctx, REC_MAX_DISK)) {
 		r->o.max_disk = cmd_num(ctx, REC_MAX_DISK);

@@ -35,6 +35,10 @@ struct sd_recorder {
 	const char *every_text, *max_disk_text;
 	struct sd_triggers trig;
 	struct sd_snap_opts snap;
+	struct sd_sampler_opts smo;
+	struct sd_sampler *smp; /* takes the snapshots of t */
+	const struct sd_target *smp_t;
+	int said_fallback;
 
 	struct sd_target *t;
 	pid_t pid;
@@ -258,6 +262,31 @@ static void stuck_rebaseline(struct sd_recorder *r)
 	free(v);
 }
 
+static void drop_sampler(struct sd_recorder *r)
+{
+	sampler_free(r->smp);
+	r->smp = NULL;
+	r->smp_t = NULL;
+}
+
+/* A snapshot of r->t through its sampler (made again for a new target). */
+static struct sd_snapshot *rec_snapshot(struct sd_recorder *r, struct sd_error *err)
+{
+	if (!r->smp || r->smp_t != r->t) {
+		drop_sampler(r);
+		r->smp = sampler_new(r->t, &r->snap, &r->smo, err);
+		if (!r->smp)
+			return NULL;
+		r->smp_t = r->t;
+		if (sampler_fallback(r->smp) && !r->said_fallback) {
+			note(r, "perf engine not available, recording with ptrace: %s",
+			     sampler_fallback(r->smp));
+			r->said_fallback = 1;
+		}
+	}
+	return sampler_take(r->smp, err);
+}
+
 /* Take a snapshot without saving it (a trigger's confirmation). NULL after
  * a note when it failed. */
 static struct sd_snapshot *probe(struct sd_recorder *r)
@@ -265,7 +294,7 @@ static struct sd_snapshot *probe(struct sd_recorder *r)
 	struct sd_error err = {0};
 	if (r->stop_why)
 		return NULL;
-	struct sd_snapshot *s = target_snapshot(r->t, &r->snap, &err);
+	struct sd_snapshot *s = rec_snapshot(r, &err);
 	if (!s && proc_alive(r->pid)) {
 		note(r, "snapshot failed: %s", err.msg);
 		if (err.code == EPERM || err.code == EBUSY || err.code == EINVAL) {
@@ -303,9 +332,7 @@ static void new_name(struct sd_recorder *r, double t, char *buf, size_t n)
 /* CPU time this process used, in milliseconds. */
 static double cpu_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+	return sd_cpu_seconds() * 1e3;
 }
 
 static int take(struct sd_recorder *r, const char *reason, struct sd_snapshot *pre)
@@ -314,7 +341,7 @@ static int take(struct sd_recorder *r, const char *reason, struct sd_snapshot *p
 	struct sd_snapshot *s = pre;
 	if (!s) {
 		struct sd_error err = {0};
-		s = target_snapshot(r->t, &r->snap, &err);
+		s = rec_snapshot(r, &err);
 		if (!s) {
 			if (err.code == ESRCH || !proc_alive(r->pid))
 				return 1;
@@ -332,6 +359,7 @@ static int take(struct sd_recorder *r, const char *reason, struct sd_snapshot *p
 	snapio_meta_init(&m);
 	m.reason = reason;
 	m.seq = ++r->seq;
+	m.engine = r->smp ? sd_engine_name(sampler_engine(r->smp)) : NULL;
 	if (r->t) {
 		m.ppid = r->t->info.ppid;
 		m.uid = (long)r->t->info.uid;
@@ -535,6 +563,7 @@ static int target_gone(struct sd_recorder *r, uint64_t end_us, const sigset_t *u
 		if (best) {
 			struct sd_target *t = target_new(best, &err);
 			if (t) {
+				drop_sampler(r);
 				target_free(r->t);
 				r->t = t;
 				r->pid = best;
@@ -628,6 +657,7 @@ struct sd_recorder *recorder_new(const struct sd_recorder_opts *opts, struct sd_
 	r->verbose = opts->verbose;
 	r->burst = opts->burst > 0 ? opts->burst : 1;
 	r->snap = opts->snap;
+	r->smo = opts->smo;
 	if (trig) {
 		r->trig = *trig;
 		memset(trig, 0, sizeof(*trig));
@@ -821,6 +851,7 @@ void recorder_free(struct sd_recorder *r)
 	json_decref(r->man);
 	if (r->lockfd >= 0)
 		close(r->lockfd);
+	drop_sampler(r);
 	triggers_release(&r->trig);
 	strbuf_release(&r->out);
 	strbuf_release(&r->zout);

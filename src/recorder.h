@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sampler.h"
 #include "snapshot.h"
 #include "target.h"
 #include "triggers.h"
@@ -29,6 +30,7 @@ struct sd_recorder_opts {
 	int verbose;		   /* a note with the CPU cost of each snapshot */
 	int burst;		   /* snapshots per firing of a condition */
 	struct sd_snap_opts snap;  /* how each snapshot is taken */
+	struct sd_sampler_opts smo; /* and by which engine */
 };
 
 /* One snapshot written, for the caller's progress line. */

@@ -556,7 +556,8 @@ static int read_meta(struct rd *r, json_t *doc, struct snapio_meta *m)
 {
 	long long x = 0;
 	const char *reason = NULL, *tool = NULL;
-	if (get_str(r, doc, "reason", 0, &reason) < 0 || get_str(r, doc, "tool", 0, &tool) < 0)
+	if (get_str(r, doc, "reason", 0, &reason) < 0 || get_str(r, doc, "tool", 0, &tool) < 0 ||
+	    get_str(r, doc, "engine", 0, &m->engine) < 0)
 		return -1;
 	m->reason = reason;
 	m->tool = tool;

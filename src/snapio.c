@@ -588,6 +588,8 @@ static json_t *head_json(const struct sd_snapshot *s, const struct snapio_meta *
 	json_object_set_new(o, "version", json_integer(SNAPIO_VERSION));
 	json_object_set_new(o, "tool", json_string("stackdump " STACKDUMP_VERSION));
 	json_object_set_new(o, "reason", jstr(meta->reason));
+	if (meta->engine)
+		json_object_set_new(o, "engine", json_string(meta->engine));
 	if (meta->seq)
 		json_object_set_new(o, "seq", json_integer((json_int_t)meta->seq));
 	const char *key;

@@ -767,3 +767,14 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 	t->snapshots++;
 	return s;
 }
+
+const char *target_thread_name(struct sd_target *t, pid_t tid)
+{
+	return cached_name(t, tid, sd_now_ns());
+}
+
+void target_snapshot_modules(struct sd_target *t, struct sd_snapshot *s)
+{
+	if (!s->modules)
+		add_modules(s, t);
+}

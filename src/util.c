@@ -327,3 +327,10 @@ const char *sd_strerror(int e)
 		buf[0] = (char)(buf[0] - 'A' + 'a');
 	return buf;
 }
+
+double sd_cpu_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}

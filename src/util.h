@@ -61,6 +61,10 @@ char *strbuf_detach(struct strbuf *sb);
  * terminal. */
 void strbuf_add_escaped(struct strbuf *sb, const char *s);
 
+/* CPU time this process has used (all threads, user and system), in
+ * seconds. */
+double sd_cpu_seconds(void);
+
 /* strerror() as our messages write it: lowercase ("no such process"),
  * thread-safe; the text lives until the thread's next call. */
 const char *sd_strerror(int e);

@@ -292,7 +292,8 @@ def test_pprof_inline_lines():
 
 def wait_sampled(pid, sampler):
     """Waits until SAMPLER has frozen PID at least once (TracerPid names it
-    while a snapshot is taken), so a profile has its first sample."""
+    while a snapshot is taken) or holds perf events on it (the perf engine),
+    so a profile has its first sample."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:
@@ -301,6 +302,8 @@ def wait_sampled(pid, sampler):
                     return
         except OSError:
             pass
+        if sdtest.perf_fds(sampler):
+            return
         if sampler_gone(sampler):
             raise AssertionError("the profiler exited before sampling")
         time.sleep(0.0005)
