@@ -29,7 +29,7 @@ static void detach_one(struct cmd_ctx *ctx, size_t i)
 	strbuf_init(&sb);
 	shell_target_label(&sb, ctx->session->targets[i]);
 	shell_target_remove(ctx->session, i);
-	cmd_print(ctx, "detached from %s\n", sb.buf);
+	cmd_status(ctx, "detached from %s\n", sb.buf);
 	strbuf_release(&sb);
 }
 

@@ -27,6 +27,7 @@ enum {
 	PROF_ON_CPU,
 	PROF_OFF_CPU,
 	PROF_NO_IDLE,
+	PROF_IDLE,
 	PROF_GROUP_THREADS,
 	PROF_BY_ADDRESS,
 	PROF_LOCKS,
@@ -65,6 +66,7 @@ static const struct cmd_option profile_options[] = {
     [PROF_OFF_CPU] = OPT_FLAG("off-cpu", 0, "only samples of threads off CPU (blocked, sleeping)"),
     [PROF_NO_IDLE] = OPT_FLAG(
 	"no-idle", 0, "hide threads idling in epoll_wait, poll, accept, condvars, sleep..."),
+    [PROF_IDLE] = OPT_FLAG("idle", 0, "svg: keep idle threads (the flame graph hides them by default)"),
     [PROF_GROUP_THREADS] =
 	OPT_FLAG("group-threads", 'g', "count worker-1..worker-N as one family worker-*"),
     [PROF_BY_ADDRESS] = OPT_FLAG("by-address", 0, "merge stacks by address, not by function"),
@@ -95,15 +97,6 @@ struct ptarget {
 	int owned;   /* ours to free (not the shell's) */
 	int gone;    /* exited or failed: not sampled any more */
 };
-
-static void add_pid(pid_t **pids, size_t *n, size_t *cap, pid_t pid)
-{
-	for (size_t i = 0; i < *n; i++)
-		if ((*pids)[i] == pid)
-			return;
-	sd_grow(pids, cap, *n + 1, sizeof(**pids));
-	(*pids)[(*n)++] = pid;
-}
 
 /* Did the run stop before the samples' intervals were over (Ctrl-C, or a
  * process exit)? Then the wall time is the truth. */
@@ -143,12 +136,11 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 {
 	struct sd_snap_opts so;
 	pid_t *tids = NULL, *pids = NULL;
-	size_t npids = 0, pidcap = 0, nt = 0;
+	size_t npids = 0, nt = 0;
 	struct ptarget *tv = NULL;
 	struct sd_profile *prof = NULL;
 	FILE *out = NULL;
 	int rc = EXIT_FAIL;
-	const char *v;
 
 	if (cmd_snap_opts(ctx, &so, &tids) < 0)
 		return EXIT_USAGE;
@@ -204,27 +196,24 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		rc = EXIT_USAGE;
 		goto out;
 	}
+	/* A flame graph is for a browser: refused on a terminal before any
+	 * sampling, like pprof, rather than XML on the screen after it. */
+	if (!strcmp(format, "svg") && !outpath && isatty(fileno(ctx->out))) {
+		cmd_error(ctx, "profile: an SVG flame graph is for a browser: write it with -o "
+			       "FILE.svg (or redirect stdout)");
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if (cmd_has(ctx, PROF_IDLE) && cmd_has(ctx, PROF_NO_IDLE)) {
+		cmd_error(ctx, "profile: --idle and --no-idle exclude each other");
+		rc = EXIT_USAGE;
+		goto out;
+	}
 
 	/* Processes: PIDs or names, and every process named by --pid-of. */
-	for (int i = 0; i < argc; i++) {
-		pid_t pid = cmd_resolve_pid(ctx, argv[i]);
-		if (pid <= 0) {
-			rc = EXIT_FAIL;
-			goto out;
-		}
-		add_pid(&pids, &npids, &pidcap, pid);
-	}
-	if ((v = cmd_str(ctx, PROF_PID_OF))) {
-		pid_t *found;
-		size_t n = procfs_pids_by_name(v, &found);
-		for (size_t i = 0; i < n; i++)
-			add_pid(&pids, &npids, &pidcap, found[i]);
-		free(found);
-		if (!n) {
-			cmd_error(ctx, "no process named '%s'", v);
-			rc = EXIT_FAIL;
-			goto out;
-		}
+	if (cmd_resolve_pids(ctx, argc, argv, cmd_str(ctx, PROF_PID_OF), &pids, &npids) < 0) {
+		rc = EXIT_FAIL;
+		goto out;
 	}
 	tv = sd_xcalloc(npids + 1, sizeof(*tv));
 	if (!npids) {
@@ -266,7 +255,9 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	profile_opts_init(&po);
 	po.by_address = cmd_has(ctx, PROF_BY_ADDRESS);
 	po.group_threads = cmd_has(ctx, PROF_GROUP_THREADS);
-	po.no_idle = cmd_has(ctx, PROF_NO_IDLE);
+	/* The flame graph of a server is mostly threads asleep waiting for
+	 * work: hidden there unless --idle asks for them. */
+	po.no_idle = cmd_has(ctx, PROF_NO_IDLE) || (!strcmp(format, "svg") && !cmd_has(ctx, PROF_IDLE));
 	po.cpu = cmd_has(ctx, PROF_ON_CPU)    ? SD_CPU_ON
 		 : cmd_has(ctx, PROF_OFF_CPU) ? SD_CPU_OFF
 					      : SD_CPU_ALL;

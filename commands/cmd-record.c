@@ -48,8 +48,8 @@ static const struct cmd_option record_options[] = {
     [REC_FOLLOW] =
 	OPT_FLAG("follow", 'F', "when the process exits, wait for a new one of the same name"),
     [REC_WHEN] = OPT_STRING("when", 'w', "COND[,COND]",
-			    "snapshot only when a condition holds: parked>=N, deadlock, "
-			    "cpu>=PERCENT, stuck>=DURATION",
+			    "snapshot only when a condition holds: parked:N, deadlock, "
+			    "cpu:PERCENT, stuck:DURATION (or NAME>=VALUE, quoted)",
 			    CMPL_NONE),
     [REC_BURST] =
 	OPT_COUNT("burst", 'b', "N", "snapshots taken each time a condition fires (default 3)", 1,
@@ -261,11 +261,13 @@ const struct cmd_entry cmd_record_entry = {
 	    "snapshot named by its UTC time plus DIR/manifest.json. Files are written to a\n"
 	    "temporary name and renamed: Ctrl-C, SIGTERM, a crash or a full disk never leave\n"
 	    "a half-written snapshot. kill -USR1 takes a snapshot at once.\n"
-	    "Conditions, checked cheaply from /proc: parked>=N (N threads asleep in futex\n"
-	    "waits), deadlock (a lock cycle, confirmed by a snapshot), cpu>=PERCENT (of one\n"
-	    "core), stuck>=DURATION (a thread running or parked on a lock with the same stack\n"
-	    "and no voluntary context switch; idle waits do not count).\n"
-	    "Read a recording with 'stackdump report DIR'. See docs/record.md.\n"
+	    "Conditions, checked cheaply from /proc: parked:N (N threads asleep in futex\n"
+	    "waits), deadlock (a lock cycle, confirmed by a snapshot), cpu:PERCENT (of one\n"
+	    "core), stuck:DURATION (a thread running or parked on a lock with the same stack\n"
+	    "and no voluntary context switch; idle waits do not count). NAME>=VALUE means\n"
+	    "the same, but must be quoted: a shell takes an unquoted '>' for a redirection.\n"
+	    "Read a recording with 'stackdump report DIR'. The directory and the snapshot\n"
+	    "format are described in the README (\"Recording during an incident\").\n"
 	    "Exit status: 0 done (--count or --for reached), 1 the target exited, 2 failure\n"
 	    "(cannot attach, disk full: the snapshots written stay intact), 64 usage error,\n"
 	    "130 stopped by SIGINT/SIGTERM.",

@@ -8,7 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../src/findings.h"
 #include "../src/series.h"
+#include "../src/timeline.h"
 #include "cmd.h"
 
 enum {
@@ -39,10 +41,10 @@ static const struct cmd_option report_options[] = {
     [REP_TIMELINE_SVG] =
 	OPT_STRING("timeline-svg", 0, "FILE",
 		   "also write the timeline of thread states as an SVG chart", CMPL_FILE),
-    [REP_ONLY] = OPT_STRING(
-	"only", 0, "SECTIONS",
-	"only these sections: summary, profile, timeline, locks, stuck (comma-separated)",
-	CMPL_NONE),
+    [REP_ONLY] = OPT_STRING("only", 0, "SECTIONS",
+			    "only these sections: findings, summary, profile, timeline, locks, "
+			    "stuck (comma-separated)",
+			    CMPL_NONE),
     [REP_LIMIT] =
 	OPT_COUNT("limit", 'l', "N", "profile top: the N hottest stacks (default 10, 0: all)", 0,
 		  1e9, "10", "a number >= 0"),
@@ -81,8 +83,9 @@ static int parse_sections(struct cmd_ctx *ctx, const char *v, unsigned *out)
 	static const struct {
 		const char *name;
 		unsigned bit;
-	} names[] = {{"summary", SD_SERIES_SUMMARY},	 {"profile", SD_SERIES_PROFILE}, {"timeline", SD_SERIES_TIMELINE},
-		     {"locks", SD_SERIES_LOCKS},	 {"stuck", SD_SERIES_STUCK}};
+	} names[] = {{"summary", SD_SERIES_SUMMARY}, {"profile", SD_SERIES_PROFILE},
+		     {"timeline", SD_SERIES_TIMELINE}, {"locks", SD_SERIES_LOCKS},
+		     {"stuck", SD_SERIES_STUCK},	   {"findings", SD_SERIES_FINDINGS}};
 	*out = 0;
 	char *copy = sd_xstrdup(v), *save = NULL;
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -92,8 +95,8 @@ static int parse_sections(struct cmd_ctx *ctx, const char *v, unsigned *out)
 				bit = names[i].bit;
 		if (!bit) {
 			cmd_error(ctx,
-				  "report: unknown section '%s' (summary, profile, timeline, locks, "
-				  "stuck)",
+				  "report: unknown section '%s' (findings, summary, profile, timeline, "
+				  "locks, stuck)",
 				  tok);
 			free(copy);
 			return -1;
@@ -213,6 +216,11 @@ static int report_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		} else if (!strcmp(format, "svg")) {
 			format_profile_svg(&sb, r->prof, &ro);
 		} else {
+			/* What to look at first, then the evidence. */
+			if (sections & SD_SERIES_FINDINGS) {
+				findings_format_text(&sb, &r->fnd);
+				strbuf_adds(&sb, "\n");
+			}
 			if (sections & SD_SERIES_SUMMARY)
 				format_series_summary(r, &sb);
 			if (sections & SD_SERIES_PROFILE)
@@ -232,7 +240,7 @@ static int report_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	if ((v = cmd_str(ctx, REP_TIMELINE_SVG))) {
 		struct strbuf svg;
 		strbuf_init(&svg);
-		format_series_svg(r, &svg);
+		format_timeline_svg(&svg, r->sv, r->n, &r->fnd);
 		if (emit(ctx, v, svg.buf, svg.len) < 0)
 			rc = EXIT_FAIL;
 		strbuf_release(&svg);
@@ -245,14 +253,16 @@ const struct cmd_entry cmd_report_entry = {
 	.name = "report",
 	.alias = NULL,
 	.args_usage = "DIR|FILE...",
-	.summary = "summarize saved snapshots: profile, timeline, locks, stuck threads",
+	.summary = "summarize saved snapshots: findings first, then profile, timeline, locks",
 	.description =
 	    "Reads a recording directory (in the order of its manifest) or snapshot files\n"
 	    "and shows, across all of them: the profile (identical stacks merged, counted over\n"
 	    "threads and snapshots; --view and --format give every view and format of\n"
 	    "'profile'), a timeline of each thread's state per snapshot (--timeline-svg draws\n"
 	    "it), each lock's waiters and holder over time with any deadlock, and the\n"
-	    "threads that had the same stack in every snapshot. Files that cannot be read\n"
+	    "threads that kept the same stack until the last snapshot. Findings come first:\n"
+	    "deadlocks, locks held longest and their holders, threads stuck, CPU hot spots,\n"
+	    "each once, with its wall-clock times (UTC) and snapshots. Files that cannot be read\n"
 	    "are reported and skipped.\n"
 	    "Exit status: 0 ok, 1 some files could not be read, 2 none could, 64 usage error.",
 	.options = report_options,

@@ -16,6 +16,7 @@
 #include "../src/format.h"
 #include "../src/procfs.h"
 #include "shell.h"
+#include "threads-table.h"
 
 enum { THREADS_FORMAT };
 
@@ -128,7 +129,35 @@ static const struct sd_thread *still_waiting(const struct sd_snapshot *last, con
 	return th;
 }
 
-static void wait_text_live(struct strbuf *sb, const struct row *r)
+/* The wait a thread in restart_syscall continues (see
+ * target_restarted), with a target for symbols: the shell's when it is
+ * attached to PID, else one made for this look (*OWN, freed by the
+ * caller). */
+static const char *restarted_name(struct cmd_ctx *ctx, pid_t pid, struct sd_target **own,
+				  const struct row *r)
+{
+	struct cmd_session *s = ctx->session;
+	struct sd_target *t = NULL;
+	int i = s ? shell_target_index(s, pid) : -1;
+	if (i >= 0) {
+		t = s->targets[i];
+	} else {
+		if (!*own) {
+			struct sd_error err = {0};
+			*own = target_new(pid, &err);
+		}
+		t = *own;
+	}
+	return t ? target_restarted(t, r->ti.pc) : NULL;
+}
+
+/* Nothing in the /proc syscall file without ptrace access: say why '?'. */
+static int yama_present(void)
+{
+	return access("/proc/sys/kernel/yama/ptrace_scope", F_OK) == 0;
+}
+
+static void wait_text_live(struct strbuf *sb, const struct row *r, const char *restarted)
 {
 	const struct sd_taskinfo *ti = &r->ti;
 	switch (ti->state) {
@@ -150,101 +179,15 @@ static void wait_text_live(struct strbuf *sb, const struct row *r)
 		strbuf_adds(sb, "-");
 		return;
 	}
-	const char *name = procfs_syscall_name(ti->syscall_nr);
+	/* restart_syscall is the footprint of a stop (often ours): show the
+	 * wait it continues. */
+	const char *name = restarted ? restarted : procfs_syscall_name(ti->syscall_nr);
 	if (name)
 		strbuf_adds(sb, name);
 	else
 		strbuf_addf(sb, "syscall %ld", ti->syscall_nr);
 	if (ti->syscall_nr == SYS_futex)
 		strbuf_addf(sb, " 0x%" PRIx64, ti->syscall_args[0]);
-}
-
-struct cells {
-	struct strbuf tid, name, state, wait, cpu, wchan;
-	int lock; /* a lock wait: coloured */
-};
-
-static void cells_init(struct cells *c)
-{
-	strbuf_init(&c->tid);
-	strbuf_init(&c->name);
-	strbuf_init(&c->state);
-	strbuf_init(&c->wait);
-	strbuf_init(&c->cpu);
-	strbuf_init(&c->wchan);
-	strbuf_adds(&c->tid, "");
-	strbuf_adds(&c->name, "");
-	strbuf_adds(&c->state, "");
-	strbuf_adds(&c->wait, "");
-	strbuf_adds(&c->cpu, "");
-	strbuf_adds(&c->wchan, "");
-	c->lock = 0;
-}
-
-static void cells_release(struct cells *c)
-{
-	strbuf_release(&c->tid);
-	strbuf_release(&c->name);
-	strbuf_release(&c->state);
-	strbuf_release(&c->wait);
-	strbuf_release(&c->cpu);
-	strbuf_release(&c->wchan);
-}
-
-static void pad(struct strbuf *sb, const struct strbuf *cell, size_t width, int right)
-{
-	if (right)
-		for (size_t i = cell->len; i < width; i++)
-			strbuf_adds(sb, " ");
-	strbuf_add(sb, cell->buf, cell->len);
-	if (!right)
-		for (size_t i = cell->len; i < width; i++)
-			strbuf_adds(sb, " ");
-}
-
-/* Print the table of CELLS (N rows) under HEADER. */
-static void print_table(struct cmd_ctx *ctx, const char *header, struct cells *c, size_t n,
-			const char *footer)
-{
-	size_t w[6] = {3, 4, 1, 4, 4, 5}; /* TID NAME S WAIT CPU% WCHAN */
-	for (size_t i = 0; i < n; i++) {
-		struct strbuf *col[6] = {&c[i].tid, &c[i].name, &c[i].state,
-					 &c[i].wait, &c[i].cpu, &c[i].wchan};
-		for (int k = 0; k < 6; k++)
-			if (col[k]->len > w[k])
-				w[k] = col[k]->len;
-	}
-	const char *bold = ctx->color ? "\033[1m" : "", *reset = ctx->color ? "\033[0m" : "";
-	const char *yellow = ctx->color ? "\033[33m" : "";
-	struct strbuf sb;
-	strbuf_init(&sb);
-	strbuf_addf(&sb, "%s\n%s", header, bold);
-	strbuf_addf(&sb, "%*s  %-*s  %-*s  %-*s  %*s  %s%s\n", (int)w[0], "TID", (int)w[1], "NAME",
-		    (int)w[2], "S", (int)w[3], "WAIT", (int)w[4], "CPU%", "WCHAN", reset);
-	for (size_t i = 0; i < n; i++) {
-		pad(&sb, &c[i].tid, w[0], 1);
-		strbuf_adds(&sb, "  ");
-		pad(&sb, &c[i].name, w[1], 0);
-		strbuf_adds(&sb, "  ");
-		pad(&sb, &c[i].state, w[2], 0);
-		strbuf_adds(&sb, "  ");
-		if (c[i].lock)
-			strbuf_adds(&sb, yellow);
-		pad(&sb, &c[i].wait, w[3], 0);
-		if (c[i].lock)
-			strbuf_adds(&sb, reset);
-		strbuf_adds(&sb, "  ");
-		pad(&sb, &c[i].cpu, w[4], 1);
-		strbuf_adds(&sb, "  ");
-		strbuf_add(&sb, c[i].wchan.buf, c[i].wchan.len);
-		while (sb.len && sb.buf[sb.len - 1] == ' ')
-			sb.buf[--sb.len] = '\0';
-		strbuf_adds(&sb, "\n");
-	}
-	if (footer)
-		strbuf_addf(&sb, "%s\n", footer);
-	cmd_write(ctx, sb.buf, sb.len);
-	strbuf_release(&sb);
 }
 
 /* A name or wchan for JSON: null when empty, escaped when not UTF-8. */
@@ -282,7 +225,7 @@ static int threads_snapshot(struct cmd_ctx *ctx, const struct sd_snapshot *s, in
 	struct cells *c = sd_xcalloc(s->nthreads ? s->nthreads : 1, sizeof(*c));
 	for (size_t i = 0; i < s->nthreads; i++) {
 		const struct sd_thread *th = &s->threads[i];
-		cells_init(&c[i]);
+		threads_cells_init(&c[i]);
 		strbuf_addf(&c[i].tid, "%d", (int)th->tid);
 		strbuf_add_escaped(&c[i].name, th->name ? th->name : "");
 		strbuf_addf(&c[i].state, "%c", th->state ? th->state : '?');
@@ -304,10 +247,10 @@ static int threads_snapshot(struct cmd_ctx *ctx, const struct sd_snapshot *s, in
 	strbuf_add_escaped(&h, s->comm ? s->comm : "?");
 	strbuf_addf(&h, "\", %zu thread%s (no CPU%%: not a live process)", s->nthreads,
 		    s->nthreads == 1 ? "" : "s");
-	print_table(ctx, h.buf, c, s->nthreads, NULL);
+	threads_print_table(ctx, h.buf, c, s->nthreads, NULL);
 	strbuf_release(&h);
 	for (size_t i = 0; i < s->nthreads; i++)
-		cells_release(&c[i]);
+		threads_cells_release(&c[i]);
 	free(c);
 	return EXIT_OK;
 }
@@ -351,7 +294,8 @@ static int threads_live(struct cmd_ctx *ctx, pid_t pid, int json)
 	const struct sd_snapshot *last = ctx->session ? ctx->session->last : NULL;
 	if (last && last->pid != pid)
 		last = NULL;
-	int used_last = 0;
+	int used_last = 0, unknown = 0;
+	struct sd_target *own = NULL;
 
 	json_t *doc = NULL, *arr = NULL;
 	struct cells *c = NULL;
@@ -381,6 +325,10 @@ static int threads_live(struct cmd_ctx *ctx, pid_t pid, int json)
 			const char *sc = r->ti.syscall_known && !r->ti.running && r->ti.syscall_nr >= 0
 					     ? procfs_syscall_name(r->ti.syscall_nr)
 					     : NULL;
+			if (sc && r->ti.syscall_nr == 219) {
+				const char *rs = restarted_name(ctx, pid, &own, r);
+				sc = rs ? rs : sc;
+			}
 			json_object_set_new(o, "syscall", jstr(sc));
 			json_object_set_new(o, "syscall_nr",
 					    r->ti.syscall_known && !r->ti.running
@@ -392,7 +340,7 @@ static int threads_live(struct cmd_ctx *ctx, pid_t pid, int json)
 			json_array_append_new(arr, o);
 			continue;
 		}
-		cells_init(&c[i]);
+		threads_cells_init(&c[i]);
 		strbuf_addf(&c[i].tid, "%d", (int)r->tid);
 		strbuf_add_escaped(&c[i].name, r->ti.comm);
 		strbuf_addf(&c[i].state, "%c", r->ti.state ? r->ti.state : '?');
@@ -400,7 +348,11 @@ static int threads_live(struct cmd_ctx *ctx, pid_t pid, int json)
 			format_text_wait(&c[i].wait, last, th);
 			c[i].lock = 1;
 		} else {
-			wait_text_live(&c[i].wait, r);
+			const char *rs = NULL;
+			if (r->ti.syscall_known && !r->ti.running && r->ti.syscall_nr == 219)
+				rs = restarted_name(ctx, pid, &own, r);
+			wait_text_live(&c[i].wait, r, rs);
+			unknown += !r->ti.syscall_known && r->ti.state != 'R';
 		}
 		strbuf_addf(&c[i].cpu, "%.1f", cpu);
 		strbuf_add_escaped(&c[i].wchan, r->ti.wchan);
@@ -419,11 +371,16 @@ static int threads_live(struct cmd_ctx *ctx, pid_t pid, int json)
 		if (used_last)
 			strbuf_addf(&f, "lock waits as of the last snapshot, %.0f s ago",
 				    sd_wall_time() - last->time);
-		print_table(ctx, h.buf, c, n, used_last ? f.buf : NULL);
+		if (unknown)
+			strbuf_addf(&f, "%s? in WAIT: /proc/TID/syscall is readable only with ptrace "
+					"access to the process (run as root or as its owner%s)",
+				    used_last ? "\n" : "",
+				    yama_present() ? "; see kernel.yama.ptrace_scope" : "");
+		threads_print_table(ctx, h.buf, c, n, used_last || unknown ? f.buf : NULL);
 		strbuf_release(&h);
 		strbuf_release(&f);
 		for (size_t i = 0; i < n; i++)
-			cells_release(&c[i]);
+			threads_cells_release(&c[i]);
 		free(c);
 	}
 	/* This look is the base of the next one. */
@@ -435,6 +392,7 @@ static int threads_live(struct cmd_ctx *ctx, pid_t pid, int json)
 		free(slot->v);
 	}
 	*slot = now;
+	target_free(own);
 	free(first.v);
 	free(rows);
 	procfs_procinfo_release(&pi);

@@ -53,7 +53,7 @@ void shell_close_loaded(struct cmd_ctx *ctx)
 		strbuf_adds(&sb, " ");
 		strbuf_add_escaped(&sb, s->loaded_path);
 	}
-	cmd_print(ctx, "%s\n", sb.buf);
+	cmd_status(ctx, "%s\n", sb.buf);
 	strbuf_release(&sb);
 	snapshot_free(s->loaded);
 	s->loaded = NULL;

@@ -10,6 +10,7 @@
 
 #include "locks.h"
 #include "procfs.h"
+#include "symbols.h"
 
 /* What rax holds while a thread is stopped inside a blocking syscall that
  * the kernel will restart: the syscall has not returned. Anything else
@@ -140,6 +141,28 @@ void analyze_snapshot(pid_t pid, struct sd_symbols *sym, struct sd_snapshot *s)
 	free(inferred);
 }
 
+const char *analyze_restart_name(const char *function)
+{
+	/* restart_syscall hides the interrupted wait; the libc wrapper it
+	 * sits in names it (exported names need no debug info). Our own
+	 * stop is what interrupted it, so it is shown as the wait it
+	 * continues: a snapshot must not change the state it reports (nor
+	 * split one state in two in a profile). */
+	static const struct {
+		const char *needle, *text;
+	} restarted[] = {
+		{"nanosleep", "clock_nanosleep"},
+		{"epoll", "epoll_wait"},
+		{"poll", "poll"},
+		{"select", "pselect6"},
+		{"futex", "futex"},
+	};
+	for (size_t i = 0; function && i < sizeof(restarted) / sizeof(restarted[0]); i++)
+		if (strstr(function, restarted[i].needle))
+			return restarted[i].text;
+	return NULL;
+}
+
 const char *analyze_state_text(const struct sd_thread *th)
 {
 	switch (th->wait.kind) {
@@ -152,21 +175,10 @@ const char *analyze_state_text(const struct sd_thread *th)
 	case SD_WAIT_NONE: return "";
 	default: break;
 	}
-	if (th->syscall_nr == SYS_restart_syscall && th->nframes && th->frames[0].function) {
-		/* restart_syscall hides the interrupted wait; the libc wrapper
-		 * it sits in names it (exported names need no debug info). */
-		static const struct {
-			const char *needle, *text;
-		} restarted[] = {
-			{"nanosleep", "clock_nanosleep (restarted)"},
-			{"epoll", "epoll_wait (restarted)"},
-			{"poll", "poll (restarted)"},
-			{"select", "pselect6 (restarted)"},
-			{"futex", "futex (restarted)"},
-		};
-		for (size_t i = 0; i < sizeof(restarted) / sizeof(restarted[0]); i++)
-			if (strstr(th->frames[0].function, restarted[i].needle))
-				return restarted[i].text;
+	if (th->syscall_nr == SYS_restart_syscall && th->nframes) {
+		const char *r = analyze_restart_name(th->frames[0].function);
+		if (r)
+			return r;
 	}
 	if (th->syscall_nr >= 0) {
 		const char *n = procfs_syscall_name(th->syscall_nr);

@@ -22,4 +22,10 @@ int analyze_in_syscall(const struct sd_thread *th);
  * "running", "waiting for mutex". Static or pool storage. */
 const char *analyze_state_text(const struct sd_thread *th);
 
+/* The wait a restart_syscall continues, named from FUNCTION, the libc
+ * wrapper on top of the thread's stack ("clock_nanosleep" for
+ * __GI___clock_nanosleep); NULL when FUNCTION is NULL or none of
+ * nanosleep, epoll, poll, select, futex. Static storage. */
+const char *analyze_restart_name(const char *function);
+
 #endif

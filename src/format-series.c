@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Renderers of a series of snapshots (series.c) into buffers: the text
-// report's sections (summary, profile, timeline, locks, stuck threads), the
-// JSON report, and the timeline of thread states as an SVG chart.
+// report's sections (summary, profile, timeline, locks, stuck threads) and
+// the JSON report; the findings and the SVG timeline render themselves
+// (findings.c, timeline.c).
 #include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -11,6 +11,7 @@
 #include "format.h"
 #include "locks.h"
 #include "series.h"
+#include "timeline.h"
 
 static void frame_label(struct strbuf *sb, const struct sd_frame *f)
 {
@@ -157,36 +158,33 @@ void format_series_locks(const struct sd_series *r, struct strbuf *sb)
 				const char *nm = series_thread_name(r, l->holder[k]);
 				strbuf_addf(sb, "%d \"", (int)l->holder[k]);
 				strbuf_add_escaped(sb, nm ? nm : "");
-				strbuf_addf(sb, "\" from snapshot %zu", k + 1);
+				strbuf_adds(sb, "\"");
 			} else {
-				strbuf_addf(sb, "unknown from snapshot %zu", k + 1);
+				strbuf_adds(sb, "unknown");
 			}
+			char clk[32];
+			findings_clock(clk, sizeof(clk), r->v[k].s->time);
+			strbuf_addf(sb, " from %s (snapshot %zu)", clk, k + 1);
 		}
 		strbuf_adds(sb, "\n");
 	}
-	/* Deadlocks, per snapshot, as lock analysis finds them. */
-	for (size_t k = 0; k < r->n; k++) {
-		const struct sd_snapshot *s = r->v[k].s;
-		struct sd_lockgraph *g = locks_graph(s);
-		for (size_t i = 0; i < g->ndeadlocks; i++) {
-			const struct sd_deadlock *d = &g->deadlocks[i];
-			strbuf_addf(sb, "\n  deadlock in snapshot %zu: ", k + 1);
-			for (size_t e = 0; e < d->n; e++) {
-				const struct sd_thread *th =
-				    snapshot_find_thread(s, d->edges[e].tid);
-				strbuf_addf(sb, "%d \"", (int)d->edges[e].tid);
-				strbuf_add_escaped(sb, th ? th->name : "");
-				strbuf_addf(sb, "\" -> %s", locks_kind_name(d->edges[e].kind));
-				if (d->edges[e].symbol) {
-					strbuf_adds(sb, " <");
-					strbuf_add_escaped(sb, d->edges[e].symbol);
-					strbuf_adds(sb, ">");
-				}
-				strbuf_adds(sb, " -> ");
-			}
-			strbuf_addf(sb, "%d\n", (int)d->edges[0].tid);
+	/* Each deadlock once, over the snapshots it was seen in. */
+	for (size_t i = 0; i < r->fnd.n; i++) {
+		const struct sd_finding *x = &r->fnd.v[i];
+		if (x->kind != SD_FINDING_DEADLOCK)
+			continue;
+		strbuf_adds(sb, "\n  ");
+		strbuf_adds(sb, x->title);
+		strbuf_adds(sb, ", ");
+		findings_span(sb, x);
+		strbuf_adds(sb, "\n");
+		for (const char *p = x->detail; p && *p;) {
+			size_t l = strcspn(p, "\n");
+			strbuf_adds(sb, "    ");
+			strbuf_add(sb, p, l);
+			strbuf_adds(sb, "\n");
+			p += l + (p[l] == '\n');
 		}
-		locks_graph_free(g);
 	}
 	series_locks_free(v, n);
 	strbuf_adds(sb, "\n");
@@ -195,13 +193,14 @@ void format_series_locks(const struct sd_series *r, struct strbuf *sb)
 void format_series_stuck(const struct sd_series *r, struct strbuf *sb)
 {
 	if (r->n < 2) {
-		strbuf_adds(sb, "Threads stuck in every snapshot: needs two snapshots or more\n");
+		strbuf_adds(sb, "Threads stuck: needs two snapshots or more\n");
 		return;
 	}
 	const struct sd_series_thread **rows;
 	size_t cnt = series_stuck(r, &rows);
 	strbuf_addf(sb,
-		    "Threads with the same stack in all %zu snapshots: %zu (lock waits first)\n",
+		    "Threads with the same stack until the last snapshot (of %zu): %zu (lock waits "
+		    "first)\n",
 		    r->n, cnt);
 	for (size_t i = 0; i < cnt; i++) {
 		const struct sd_series_thread *t = rows[i];
@@ -212,9 +211,17 @@ void format_series_stuck(const struct sd_series *r, struct strbuf *sb)
 		ro.no_source = 1;
 		strbuf_adds(sb, "\n  ");
 		format_text_thread_header(sb, r->v[r->n - 1].s, th, &ro);
-		char c = t->states[0];
-		strbuf_addf(sb, "  [%s in every snapshot%s]\n", series_state_name(c),
-			    c == 'S' || c == 'C' ? ", idle?" : "");
+		char c = t->states[r->n - 1];
+		size_t since = series_stuck_since(r, t);
+		char clk[32];
+		findings_clock(clk, sizeof(clk), r->v[since].s->time);
+		if (since == 0)
+			strbuf_addf(sb, "  [%s in every snapshot%s]\n", timeline_state_name(c),
+				    c == 'S' || c == 'C' ? ", idle?" : "");
+		else
+			strbuf_addf(sb, "  [%s since %s UTC, snapshots %zu-%zu%s]\n",
+				    timeline_state_name(c), clk, since + 1, r->n,
+				    c == 'S' || c == 'C' ? ", idle?" : "");
 		for (size_t f = 0; f < th->nframes; f++) {
 			strbuf_adds(sb, "      ");
 			frame_label(sb, &th->frames[f]);
@@ -240,6 +247,8 @@ json_t *format_series_json(const struct sd_series *r, unsigned sections)
 		json_array_append_new(snaps, e);
 	}
 	json_object_set_new(o, "snapshots", snaps);
+	if (sections & SD_SERIES_FINDINGS)
+		json_object_set_new(o, "findings", findings_json(&r->fnd));
 	if (sections & SD_SERIES_PROFILE)
 		json_object_set_new(o, "profile", format_profile_json(r->prof));
 	if (sections & SD_SERIES_TIMELINE) {
@@ -253,7 +262,7 @@ json_t *format_series_json(const struct sd_series *r, unsigned sections)
 			json_t *sts = json_array();
 			for (size_t k = 0; k < r->n; k++)
 				json_array_append_new(sts,
-						      json_string(series_state_name(t->states[k])));
+						      json_string(timeline_state_name(t->states[k])));
 			json_object_set_new(e, "states", sts);
 			json_array_append_new(tl, e);
 		}
@@ -309,7 +318,9 @@ json_t *format_series_json(const struct sd_series *r, unsigned sections)
 			json_object_set_new(e, "tid", json_integer(t->tid));
 			json_object_set_new(e, "name", format_json_str(t->name));
 			json_object_set_new(e, "state",
-					    json_string(series_state_name(t->states[0])));
+					    json_string(timeline_state_name(t->states[r->n - 1])));
+			json_object_set_new(e, "since",
+					    json_integer((json_int_t)series_stuck_since(r, t) + 1));
 			const struct sd_thread *th = series_thread_in(r, r->n - 1, t);
 			json_t *fr = json_array();
 			for (size_t f = 0; th && f < th->nframes; f++) {
@@ -326,66 +337,4 @@ json_t *format_series_json(const struct sd_series *r, unsigned sections)
 		json_object_set_new(o, "stuck", ss);
 	}
 	return o;
-}
-
-void format_series_svg(const struct sd_series *r, struct strbuf *sb)
-{
-	const int label_w = 220, row_h = 16, top = 40, legend_h = 40;
-	double cell = r->n <= 40 ? 20.0 : r->n <= 200 ? 6.0 : 1200.0 / (double)r->n;
-	if (cell < 1.0)
-		cell = 1.0;
-	int width = label_w + (int)ceil(cell * (double)r->n) + 20;
-	if (width < 640)
-		width = 640;
-	int height = top + row_h * (int)r->nth + legend_h + 10;
-	strbuf_addf(sb,
-		    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		    "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-		    "font-family=\"monospace\" font-size=\"11\">\n"
-		    "<title>stackdump: thread states per snapshot</title>\n"
-		    "<rect width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n",
-		    width, height);
-	char t0[64];
-	fmt_time(t0, sizeof(t0), r->v[0].s->time);
-	strbuf_addf(sb,
-		    "<text x=\"8\" y=\"18\" font-size=\"13\">Thread states in %zu snapshots from "
-		    "%s (%.1fs)</text>\n",
-		    r->n, t0, r->v[r->n - 1].s->time - r->v[0].s->time);
-	for (size_t i = 0; i < r->nth; i++) {
-		const struct sd_series_thread *t = &r->th[i];
-		int y = top + row_h * (int)i;
-		strbuf_addf(sb, "<text x=\"8\" y=\"%d\">%d ", y + 12, (int)t->tid);
-		format_xml_escaped(sb, t->name);
-		strbuf_adds(sb, "</text>\n");
-		/* Runs of one state become one rectangle. */
-		for (size_t k = 0; k < r->n;) {
-			size_t e = k;
-			while (e < r->n && t->states[e] == t->states[k])
-				e++;
-			if (t->states[k] != '.') {
-				strbuf_addf(
-				    sb,
-				    "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
-				    "fill=\"%s\"><title>",
-				    label_w + cell * (double)k, y + 2, cell * (double)(e - k),
-				    row_h - 3, series_state_color(t->states[k]));
-				strbuf_addf(sb, "%d ", (int)t->tid);
-				format_xml_escaped(sb, t->name);
-				strbuf_addf(sb, ": %s in snapshots %zu-%zu</title></rect>\n",
-					    series_state_name(t->states[k]), k + 1, e);
-			}
-			k = e;
-		}
-	}
-	int ly = top + row_h * (int)r->nth + 20;
-	int lx = 8;
-	for (const char *c = SD_SERIES_STATES; *c; c++) {
-		strbuf_addf(sb,
-			    "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\" "
-			    "stroke=\"#888\"/><text x=\"%d\" y=\"%d\">%s</text>\n",
-			    lx, ly, series_state_color(*c), lx + 16, ly + 10,
-			    series_state_name(*c));
-		lx += 16 + 8 * (int)strlen(series_state_name(*c)) + 14;
-	}
-	strbuf_adds(sb, "</svg>\n");
 }

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 #include "analyze.h"
 #include "procfs.h"
@@ -689,7 +690,12 @@ static const char *state_of(struct sd_profile *p, const struct sd_thread *th,
 		return strpool_intern(p->pool, plain_name(st->frames[0].function));
 	if (th->wait.kind >= SD_WAIT_MUTEX && th->wait.kind < SD_WAIT__COUNT)
 		return strpool_intern(p->pool, sd_wait_kind_name(th->wait.kind));
-	const char *t = analyze_state_text(th);
+	/* Frames are symbolized here, not in TH: name a restart from them. */
+	const char *t = th->syscall_nr == SYS_restart_syscall && st->nframes
+				? analyze_restart_name(st->frames[0].function)
+				: NULL;
+	if (!t)
+		t = analyze_state_text(th);
 	return strpool_intern(p->pool, t && *t ? t : "sleeping");
 }
 

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 // Analysis across saved snapshots (a recording): the snapshots in time
 // order, each thread's state letter and stack per snapshot, the profile of
-// them all, each lock's holder and waiters over time, and the threads that
-// had the same stack in every snapshot. Rendered by format-series.c.
+// them all, the findings (findings.c), each lock's holder and waiters over
+// time, and the threads that kept one stack until the last snapshot.
+// Rendered by format-series.c.
 #include "series.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "timeline.h"
 
 struct sd_series *series_new(const struct sd_profile_opts *po)
 {
@@ -39,74 +42,10 @@ void series_free(struct sd_series *r)
 		free(r->th[i].hash);
 	}
 	free(r->th);
+	free(r->sv);
+	findings_release(&r->fnd);
 	profile_free(r->prof);
 	free(r);
-}
-
-/* The timeline letter of a thread: R running, r runnable, S in a syscall
- * (idle), L waiting for a lock, C on a condition variable, D disk, T
- * stopped, Z zombie, x not read, '.' absent. */
-static char state_letter(const struct sd_thread *th)
-{
-	if (th->status != SD_THREAD_OK)
-		return 'x';
-	switch (th->wait.kind) {
-	case SD_WAIT_RUNNING: return 'R';
-	case SD_WAIT_RUNNABLE: return 'r';
-	case SD_WAIT_DISK: return 'D';
-	case SD_WAIT_STOPPED: return 'T';
-	case SD_WAIT_ZOMBIE: return 'Z';
-	case SD_WAIT_CONDVAR:
-	case SD_WAIT_RUST_CONDVAR:
-	case SD_WAIT_IDLE: return 'C';
-	case SD_WAIT_MUTEX:
-	case SD_WAIT_RWLOCK_READ:
-	case SD_WAIT_RWLOCK_WRITE:
-	case SD_WAIT_SEMAPHORE:
-	case SD_WAIT_JOIN:
-	case SD_WAIT_RUST_MUTEX:
-	case SD_WAIT_RUST_RWLOCK:
-	case SD_WAIT_MONITOR:
-	case SD_WAIT_FUTEX: return 'L';
-	case SD_WAIT_SYSCALL:
-	case SD_WAIT_NONE:
-	default: break;
-	}
-	if (th->state == 'R')
-		return th->running ? 'R' : 'r';
-	return 'S';
-}
-
-const char *series_state_name(char c)
-{
-	switch (c) {
-	case 'R': return "running";
-	case 'r': return "runnable";
-	case 'S': return "syscall";
-	case 'L': return "lock";
-	case 'C': return "condvar";
-	case 'D': return "disk";
-	case 'T': return "stopped";
-	case 'Z': return "zombie";
-	case 'x': return "unreadable";
-	default: return "absent";
-	}
-}
-
-const char *series_state_color(char c)
-{
-	switch (c) {
-	case 'R': return "#2e9e44";
-	case 'r': return "#8fd19e";
-	case 'S': return "#c9d6e3";
-	case 'L': return "#d9453d";
-	case 'C': return "#f0b429";
-	case 'D': return "#7b4fb0";
-	case 'T': return "#333333";
-	case 'Z': return "#8a5a2b";
-	case 'x': return "#f2a0c0";
-	default: return "#ffffff";
-	}
 }
 
 static int cmp_time(const void *a, const void *b)
@@ -138,13 +77,17 @@ static struct sd_series_thread *thread_row(struct sd_series *r, pid_t pid, pid_t
 void series_build(struct sd_series *r)
 {
 	sd_sort(r->v, r->n, sizeof(*r->v), cmp_time);
+	r->sv = sd_xcalloc(r->n + 1, sizeof(*r->sv));
+	for (size_t k = 0; k < r->n; k++)
+		r->sv[k] = r->v[k].s;
+	findings_analyze(r->sv, r->n, &r->fnd);
 	for (size_t k = 0; k < r->n; k++) {
 		struct sd_snapshot *s = r->v[k].s;
 		for (size_t i = 0; i < s->nthreads; i++) {
 			const struct sd_thread *th = &s->threads[i];
 			struct sd_series_thread *t = thread_row(r, s->pid, th->tid, k);
 			t->name = th->name;
-			t->states[k] = state_letter(th);
+			t->states[k] = timeline_letter(th);
 			t->hash[k] = snapshot_stack_hash(th);
 		}
 		profile_add_snapshot(r->prof, NULL, s, NULL);
@@ -218,22 +161,30 @@ static int stuck_rank(char c)
 	return p ? (int)(p - order) : 6;
 }
 
-/* Threads in every snapshot with the same stack each time. */
+size_t series_stuck_since(const struct sd_series *r, const struct sd_series_thread *t)
+{
+	size_t last = r->n - 1;
+	if (!r->n || !t->hash[last] || t->states[last] == '.')
+		return r->n;
+	size_t k = last;
+	while (k > 0 && t->hash[k - 1] == t->hash[last] && t->states[k - 1] == t->states[last])
+		k--;
+	return k;
+}
+
+/* Same stack and state in at least the last two snapshots. */
 static int stuck_row(const struct sd_series *r, const struct sd_series_thread *t)
 {
-	if (r->n < 2 || !t->hash[0])
-		return 0;
-	for (size_t k = 0; k < r->n; k++)
-		if (t->hash[k] != t->hash[0] || t->states[k] == '.')
-			return 0;
-	return 1;
+	return r->n >= 2 && series_stuck_since(r, t) + 1 < r->n;
 }
 
 static int cmp_stuck(const void *a, const void *b)
 {
 	const struct sd_series_thread *x = *(const struct sd_series_thread *const *)a;
 	const struct sd_series_thread *y = *(const struct sd_series_thread *const *)b;
-	int d = stuck_rank(x->states[0]) - stuck_rank(y->states[0]);
+	/* Ranked by the state they are stuck in: the last snapshot's. */
+	int d = stuck_rank(x->states[strlen(x->states) - 1]) -
+		stuck_rank(y->states[strlen(y->states) - 1]);
 	if (d)
 		return d;
 	return x->tid < y->tid ? -1 : x->tid > y->tid;

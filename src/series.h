@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "findings.h"
 #include "format.h"
 #include "profile.h"
 #include "snapio.h"
@@ -48,6 +49,8 @@ struct sd_series {
 	struct sd_series_thread *th;
 	size_t nth, thcap;
 	struct sd_profile *prof; /* every thread stack of every snapshot */
+	const struct sd_snapshot **sv; /* the snapshots in time order (series_build) */
+	struct sd_findings fnd;        /* what to look at first (findings.c) */
 };
 
 /* The sections of a report. */
@@ -57,13 +60,9 @@ enum {
 	SD_SERIES_TIMELINE = 4,
 	SD_SERIES_LOCKS = 8,
 	SD_SERIES_STUCK = 16,
-	SD_SERIES_ALL = 31,
+	SD_SERIES_FINDINGS = 32,
+	SD_SERIES_ALL = 63,
 };
-
-/* Timeline letters: R running, r runnable, S in a syscall (idle), L waiting
- * for a lock, C on a condition variable, D disk, T stopped, Z zombie, x not
- * read ('.' absent). */
-#define SD_SERIES_STATES "RrSLCDTZx"
 
 /* An empty series whose profile aggregates with PO. */
 struct sd_series *series_new(const struct sd_profile_opts *po);
@@ -71,14 +70,12 @@ struct sd_series *series_new(const struct sd_profile_opts *po);
  * series'. Call series_build after the last. */
 void series_add(struct sd_series *r, const char *path, struct sd_snapshot *s,
 		const struct snapio_meta *m);
-/* Sort the snapshots by time and build the threads and the profile. */
+/* Sort the snapshots by time and build the threads, the findings and the
+ * profile. */
 void series_build(struct sd_series *r);
 /* NULL does nothing. */
 void series_free(struct sd_series *r);
 
-/* "running", "lock"... for a timeline letter; its colour in charts. */
-const char *series_state_name(char c);
-const char *series_state_color(char c);
 /* The latest name of thread TID, or NULL. */
 const char *series_thread_name(const struct sd_series *r, pid_t tid);
 /* Thread T in snapshot K, or NULL when it is not there. */
@@ -88,13 +85,18 @@ const struct sd_thread *series_thread_in(const struct sd_series *r, size_t k,
  * array in *OUT of the returned length, for series_locks_free. */
 size_t series_locks(const struct sd_series *r, struct sd_series_lock **out);
 void series_locks_free(struct sd_series_lock *v, size_t n);
-/* The threads with the same stack in every snapshot (at least two), lock
- * waits first: a heap array of pointers into R in *OUT, to free(). */
+/* The threads with the same stack and state in at least the last two
+ * snapshots (a deadlock that forms during the recording counts from the
+ * snapshot it formed in), lock waits first: a heap array of pointers into
+ * R in *OUT, to free(). */
 size_t series_stuck(const struct sd_series *r, const struct sd_series_thread ***out);
+/* The first snapshot of T's last run of one stack and state that lasts to
+ * the end (R->n when T is not in the last snapshot). */
+size_t series_stuck_since(const struct sd_series *r, const struct sd_series_thread *t);
 
-/* Rendering (format-series.c): the text report's sections, the JSON
- * report with SECTIONS (SD_SERIES_*; a new reference), and the timeline
- * as an SVG document. R must hold at least one snapshot. */
+/* Rendering (format-series.c): the text report's sections and the JSON
+ * report with SECTIONS (SD_SERIES_*; a new reference); the timeline chart
+ * is format_timeline_svg (timeline.h). R must hold at least one snapshot. */
 void format_series_summary(const struct sd_series *r, struct strbuf *sb);
 void format_series_profile(const struct sd_series *r, struct strbuf *sb, const char *view,
 			   const struct sd_prender *ro);
@@ -102,6 +104,5 @@ void format_series_timeline(const struct sd_series *r, struct strbuf *sb);
 void format_series_locks(const struct sd_series *r, struct strbuf *sb);
 void format_series_stuck(const struct sd_series *r, struct strbuf *sb);
 json_t *format_series_json(const struct sd_series *r, unsigned sections);
-void format_series_svg(const struct sd_series *r, struct strbuf *sb);
 
 #endif

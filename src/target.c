@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -363,6 +364,34 @@ static int thread_wanted(pid_t tid, void *arg)
 	return 1;
 }
 
+static struct sd_thread *find_thread(struct sd_snapshot *s, pid_t tid);
+
+/* After a --tid/--name selection: the names of lock owners that were not
+ * selected, so that "held by 1547" can say who 1547 is. */
+static void name_outside(struct sd_snapshot *s)
+{
+	size_t cap = 0;
+	for (size_t i = 0; i < s->nthreads; i++) {
+		const struct sd_wait *w = &s->threads[i].wait;
+		if (!w->owner_known || w->owner <= 0 || find_thread(s, w->owner))
+			continue;
+		int known = 0;
+		for (size_t k = 0; k < s->noutside && !known; k++)
+			known = s->outside[k].tid == w->owner;
+		if (known)
+			continue;
+		char path[96], *text;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)s->pid, (int)w->owner);
+		if (sd_read_file(path, &text, 256) < 0)
+			continue; /* not a thread of this process, or gone */
+		text[strcspn(text, "\n")] = '\0';
+		sd_grow(&s->outside, &cap, s->noutside + 1, sizeof(*s->outside));
+		s->outside[s->noutside].tid = w->owner;
+		s->outside[s->noutside++].name = strpool_intern(s->pool, text);
+		free(text);
+	}
+}
+
 static int cmp_tname(const void *a, const void *b)
 {
 	pid_t x = ((const struct sd_tname *)a)->tid, y = ((const struct sd_tname *)b)->tid;
@@ -582,6 +611,8 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 	}
 	if (taskdir >= 0)
 		close(taskdir);
+	if (o->tids || o->name_glob)
+		s->threads_total = ntids;
 	if (!s->nthreads && (o->tids || o->name_glob)) {
 		sd_error_set(err, ENOENT, "no thread of %d matches the selection", (int)t->pid);
 		free(tids);
@@ -751,6 +782,8 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 	}
 	s->symbolize_us = (sd_now_ns() - t2) / 1000;
 	analyze_snapshot(t->pid, t->sym, s);
+	if (s->threads_total)
+		name_outside(s);
 	add_modules(s, t);
 	t->last_stack_bytes = s->stack_bytes;
 	if (!o->keep_capture) {
@@ -777,4 +810,30 @@ void target_snapshot_modules(struct sd_target *t, struct sd_snapshot *s)
 {
 	if (!s->modules)
 		add_modules(s, t);
+}
+
+const char *target_restarted(struct sd_target *t, uint64_t pc)
+{
+	if (!t || !t->sym || !pc)
+		return NULL;
+	/* A target that took no snapshot yet has not read its maps. */
+	if (!t->space.maps.n && target_refresh(t, NULL) < 0)
+		return NULL;
+	/* One frame at the wrapper's return address, symbolized like any
+	 * stack, then named by the same rule as a snapshot's threads. */
+	struct sd_snapshot *s = snapshot_new(t->pid);
+	struct sd_thread *th = snapshot_add_thread(s, t->pid);
+	struct sd_frame *f = snapshot_add_frame(th);
+	f->pc = pc;
+	f->flags = SD_FRAME_EXACT;
+	symbols_sync(t->sym);
+	symbols_thread(t->sym, s, th, 1, 1);
+	th->syscall_nr = SYS_restart_syscall;
+	th->wait.kind = SD_WAIT_SYSCALL;
+	const char *text = analyze_state_text(th);
+	/* Only the static names of the table; anything else says nothing. */
+	const char *plain = procfs_syscall_name(SYS_restart_syscall);
+	const char *r = text && *text && (!plain || strcmp(text, plain)) ? text : NULL;
+	snapshot_free(s);
+	return r;
 }

@@ -93,4 +93,11 @@ const char *target_thread_name(struct sd_target *t, pid_t tid);
  * target_snapshot); does nothing when S has one. */
 void target_snapshot_modules(struct sd_target *t, struct sd_snapshot *s);
 
+/* A thread that /proc shows in restart_syscall continues a wait
+ * that a stop interrupted (ours, or a signal's): the name of that wait
+ * ("clock_nanosleep", "epoll_wait", "poll", "pselect6", "futex"), from
+ * the libc wrapper at its user PC (symbolized with T's symbols); NULL when
+ * the wrapper is not one of those. Static storage. */
+const char *target_restarted(struct sd_target *t, uint64_t pc);
+
 #endif

@@ -32,37 +32,54 @@ int triggers_parse(struct sd_triggers *t, const char *spec, struct sd_error *err
 		memset(tg, 0, sizeof(*tg));
 		tg->armed = 1;
 		snprintf(tg->text, sizeof(tg->text), "%s", tok);
+		/* NAME>=VALUE, or NAME:VALUE, the same without characters a
+		 * shell takes for a redirection when unquoted. */
 		const char *ge = strstr(tok, ">=");
+		size_t opl = 2;
+		if (!ge && (ge = strchr(tok, ':')))
+			opl = 1;
 		char *end;
 		if (!strcmp(tok, "deadlock")) {
 			tg->kind = SD_TRIG_DEADLOCK;
 		} else if (ge && !strncmp(tok, "parked", 6) && ge == tok + 6) {
-			long v = strtol(ge + 2, &end, 10);
-			if (end == ge + 2 || *end || v < 1 || v > 1000000)
+			long v = strtol(ge + opl, &end, 10);
+			if (end == ge + opl || *end || v < 1 || v > 1000000)
 				goto bad;
 			tg->kind = SD_TRIG_PARKED;
 			tg->threshold = (double)v;
 		} else if (ge && !strncmp(tok, "cpu", 3) && ge == tok + 3) {
-			double v = strtod(ge + 2, &end);
-			if (end == ge + 2 || (*end && strcmp(end, "%")) || !(v > 0) || v > 100000)
+			double v = strtod(ge + opl, &end);
+			if (end == ge + opl || (*end && strcmp(end, "%")) || !(v > 0) || v > 100000)
 				goto bad;
 			tg->kind = SD_TRIG_CPU;
 			tg->threshold = v;
 		} else if (ge && !strncmp(tok, "stuck", 5) && ge == tok + 5) {
-			if (sd_parse_duration(ge + 2, &tg->dur_us) < 0 || tg->dur_us < 100000)
+			if (sd_parse_duration(ge + opl, &tg->dur_us) < 0 || tg->dur_us < 100000)
 				goto bad;
 			tg->kind = SD_TRIG_STUCK;
 		} else {
 			goto bad;
 		}
+		/* Reasons read the same however the condition was typed. */
+		if (opl == 1)
+			snprintf(tg->text, sizeof(tg->text), "%.*s>=%s", (int)(ge - tok), tok, ge + 1);
 		t->n++;
 		continue;
 	bad:
-		rc = sd_error_set(err, EINVAL,
-				  "invalid --when condition '%s' (expected parked>=N, deadlock, "
-				  "cpu>=PERCENT or stuck>=DURATION, e.g. --when "
-				  "'parked>=8,stuck>=10s')",
-				  tok);
+		/* "parked" alone: an unquoted parked>=8 lost ">=8" to the
+		 * shell (a file named "=8" now holds our output). */
+		if (!strcmp(tok, "parked") || !strcmp(tok, "cpu") || !strcmp(tok, "stuck"))
+			rc = sd_error_set(err, EINVAL,
+					  "invalid --when condition '%s': no value (an unquoted '>' "
+					  "is a redirection for the shell: write %s:VALUE, or quote "
+					  "it)",
+					  tok, tok);
+		else
+			rc = sd_error_set(err, EINVAL,
+					  "invalid --when condition '%s' (expected parked:N, deadlock, "
+					  "cpu:PERCENT or stuck:DURATION, or the same with >=, quoted, "
+					  "e.g. --when parked:8,stuck:10s)",
+					  tok);
 		break;
 	}
 	free(copy);

@@ -61,8 +61,9 @@ struct sd_triggers {
  * does not fire). The snapshot becomes the caller's of triggers_check. */
 typedef struct sd_snapshot *(*sd_probe_fn)(void *arg);
 
-/* Parse SPEC ("parked>=8,stuck>=10s", conditions parked>=N, deadlock,
- * cpu>=PERCENT, stuck>=DURATION) into T, which must be zeroed or released.
+/* Parse SPEC ("parked:8,stuck:10s", conditions parked:N, deadlock,
+ * cpu:PERCENT, stuck:DURATION, or NAME>=VALUE for NAME:VALUE; texts and
+ * reasons are written NAME>=VALUE either way) into T, which must be zeroed or released.
  * Returns 0, or -EINVAL with ERR naming the bad condition. */
 int triggers_parse(struct sd_triggers *t, const char *spec, struct sd_error *err);
 

@@ -117,6 +117,17 @@ static void test_parse(void **state)
 	strbuf_release(&sb);
 	triggers_release(&t);
 	assert_int_equal(t.n, 0);
+	/* NAME:VALUE, what an unquoted shell word can say, reads the same. */
+	assert_int_equal(triggers_parse(&t, "parked:8,cpu:90%,stuck:2s", &err), 0);
+	assert_int_equal(t.n, 3);
+	assert_true(t.trig[0].threshold == 8);
+	assert_true(t.trig[1].threshold == 90);
+	assert_int_equal(t.trig[2].dur_us, 2000000);
+	strbuf_init(&sb);
+	triggers_describe(&t, &sb);
+	assert_string_equal(sb.buf, "parked>=8,cpu>=90%,stuck>=2s");
+	strbuf_release(&sb);
+	triggers_release(&t);
 }
 
 static void test_parse_errors(void **state)
@@ -134,6 +145,11 @@ static void test_parse_errors(void **state)
 	}
 	struct sd_triggers t = {0};
 	struct sd_error err = {0};
+	/* What is left of an unquoted parked>=8 after the shell's redirection. */
+	assert_int_equal(triggers_parse(&t, "parked", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "no value"));
+	assert_non_null(strstr(err.msg, "parked:VALUE"));
+	triggers_release(&t);
 	assert_int_equal(triggers_parse(&t, ",", &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "needs a condition"));
 	triggers_release(&t);
