@@ -108,9 +108,12 @@ void strbuf_grow(struct strbuf *sb, size_t extra)
 {
 	if (sb->len + extra + 1 <= sb->cap)
 		return;
-	if (!sb->cap)
+	int fresh = !sb->cap;
+	if (fresh)
 		sb->buf = NULL; /* strbuf_empty, or a zeroed struct */
 	sd_grow(&sb->buf, &sb->cap, sb->len + extra + 1, 1);
+	if (fresh)
+		sb->buf[sb->len] = '\0'; /* still a string, before anything is added */
 }
 
 static void strbuf_reserve(struct strbuf *sb, size_t extra)
