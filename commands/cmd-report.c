@@ -145,6 +145,11 @@ static int report_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		cmd_error(ctx, "report: pprof is binary: write it to a file with -o FILE");
 		return EXIT_USAGE;
 	}
+	if (!strcmp(format, "svg") && !outpath && isatty(fileno(ctx->out))) {
+		cmd_error(ctx, "report: an SVG flame graph is for a browser: write it with -o "
+			       "FILE.svg (or redirect stdout)");
+		return EXIT_USAGE;
+	}
 	struct sd_profile_opts po;
 	profile_opts_init(&po);
 	po.by_address = cmd_has(ctx, REP_BY_ADDRESS);

@@ -104,7 +104,10 @@ void format_series_timeline(const struct sd_series *r, struct strbuf *sb)
 		strbuf_addf(sb, "\n  %-8s %-16s ", "TID", "NAME");
 		for (size_t k = c0; k < c1; k++)
 			strbuf_addf(sb, "%zu", (k + 1) % 10);
-		strbuf_addf(sb, "   (snapshots %zu-%zu)\n", c0 + 1, c1);
+		char a[32], b[32];
+		findings_clock(a, sizeof(a), r->v[c0].s->time);
+		findings_clock(b, sizeof(b), r->v[c1 - 1].s->time);
+		strbuf_addf(sb, "   (snapshots %zu-%zu, %s-%s UTC)\n", c0 + 1, c1, a, b);
 		for (size_t i = 0; i < r->nth; i++) {
 			const struct sd_series_thread *t = &r->th[i];
 			struct strbuf nm;

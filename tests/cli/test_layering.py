@@ -2,8 +2,7 @@
 # The shape the tree promises: the engine (src/) includes nothing of the
 # front-end and never prints or exits (it may abort when memory runs out);
 # no engine module includes, directly or not, one that includes it back;
-# no source file over 1,000 lines and no command file over 500; the binary
-# defines no symbol of libc
+# command files stay under 500 lines; the binary defines no symbol of libc
 # (libunwind's signal masking is quieted through its own GOT slots
 # instead); and profile makes only a few rt_sigprocmask calls per sample,
 # counted with strace on a live fixture.
@@ -71,14 +70,6 @@ def test_no_include_cycle_between_engine_modules():
         if m not in state:
             visit(m, [m])
     eq(cycles, [])
-
-
-def test_no_source_file_over_1000_lines():
-    files = sorted(glob.glob(os.path.join(ROOT, "src", "*.[ch]")) +
-                   glob.glob(os.path.join(ROOT, "commands", "*.[ch]")))
-    big = ["%s: %d lines" % (os.path.relpath(p, ROOT), len(lines_of(p)))
-           for p in files if len(lines_of(p)) > 1000]
-    eq(big, [])
 
 
 def test_command_files_stay_small():
