@@ -22,15 +22,15 @@ enum sd_finding_kind {
 struct sd_finding {
 	enum sd_finding_kind kind;
 	pid_t pid;
-	size_t first, last;  /* 0-based snapshot indices of the series */
-	size_t seen;         /* snapshots between them it was seen in */
-	double t0, t1;       /* wall clock of the first and the last */
-	char *title;         /* one line, no newline */
-	char *detail;        /* lines ending in '\n', or NULL */
-	pid_t *tids;         /* threads concerned: the cycle, the holder, ... */
+	size_t first, last; /* 0-based snapshot indices of the series */
+	size_t seen;	    /* snapshots between them it was seen in */
+	double t0, t1;	    /* wall clock of the first and the last */
+	char *title;	    /* one line, no newline */
+	char *detail;	    /* lines ending in '\n', or NULL */
+	pid_t *tids;	    /* threads concerned: the cycle, the holder, ... */
 	size_t ntids;
-	uint64_t address;    /* the lock, 0 if none */
-	pid_t holder;        /* lock held: its holder */
+	uint64_t address;      /* the lock, 0 if none */
+	pid_t holder;	       /* lock held: its holder */
 	uint64_t count, total; /* hot spot: samples in it, on-CPU samples */
 };
 
