@@ -48,9 +48,9 @@ struct sd_findings {
  * on the same lock wait or in D state with the same stack in three
  * consecutive snapshots or more (two when there are fewer), grouped by
  * what they wait for, then on-CPU hot spots (functions on top of at
- * least 10% of the on-CPU thread samples, at most three). The snapshots
- * must outlive nothing: F copies what it keeps. Release F with
- * findings_release. */
+ * least 10% of the on-CPU thread samples, at most three). F copies what
+ * it keeps, so the snapshots may be freed before it. Release F with
+ * findings_release (which accepts a zeroed or released set). */
 void findings_analyze(const struct sd_snapshot *const *s, size_t n, struct sd_findings *f);
 void findings_release(struct sd_findings *f);
 

@@ -137,6 +137,7 @@ struct sd_thread {
 	uint64_t stack_base;
 	size_t stack_len;
 	int stack_truncated;  /* the window cap was hit */
+	int stack_cut;        /* ... because of the total cap of all threads */
 	int stack_in_arena;   /* stack points into the snapshot's arena */
 	size_t stack_want;    /* planned window length (capture) */
 	uint64_t lock_want_addr; /* planned lock read (capture) */
@@ -180,6 +181,8 @@ struct sd_snapshot {
 	uint64_t seize_us, stop_us, detach_us; /* the pause, phase by phase */
 	uint64_t memcopy_us;  /* part of detach_us: the batched memory copy */
 	uint64_t stack_bytes; /* bytes copied */
+	size_t stack_total;   /* the cap on all stack copies together */
+	size_t stack_cut;     /* threads whose copy that cap cut */
 	struct sd_thread *threads;
 	size_t nthreads, cap;
 	struct sd_module *modules;
