@@ -175,10 +175,11 @@ void symbols_sync(struct sd_symbols *s)
 		Dwfl_Module *dm = dwfl_report_module(s->dwfl, m->path, m->start, m->end);
 		if (!dm)
 			continue;
+		/* The current image, also for a module libdwfl kept from the
+		 * last report but has not opened yet: the one it was reported
+		 * with may be gone. */
 		void **ud;
 		dwfl_module_info(dm, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
-		/* A module libdwfl kept across the refresh gets the current
-		 * image too: its find_elf may not have run yet. */
 		if (ud)
 			*ud = m->elf;
 		m->dwmod = dm;
