@@ -110,6 +110,8 @@ struct ctx {
 	pid_t pid;          /* 0: no /proc look-ups (loaded snapshot) */
 	pid_t *ns_tid;      /* parallel to s->threads, or NULL */
 	struct tid_index *by_tid, *by_ns_tid; /* sorted, for thousands of threads */
+	int no_lockmem;     /* no thread has lock memory (perf samples): every
+			     * read misses, without a scan of every thread */
 };
 
 struct tid_index *locks_tid_index_new(const struct sd_snapshot *s, const pid_t *keys)
@@ -130,6 +132,9 @@ static void ctx_init(struct ctx *c, struct sd_snapshot *s, pid_t pid, pid_t *ns_
 	c->ns_tid = ns_tid;
 	c->by_tid = locks_tid_index_new(s, NULL);
 	c->by_ns_tid = ns_tid ? locks_tid_index_new(s, ns_tid) : NULL;
+	c->no_lockmem = 1;
+	for (size_t i = 0; i < s->nthreads && c->no_lockmem; i++)
+		c->no_lockmem = !s->threads[i].nlockmem;
 }
 
 static void ctx_release(struct ctx *c)
@@ -184,6 +189,8 @@ static int tid_exists(const struct ctx *c, uint64_t v)
 static int mem_read(const struct ctx *c, const struct sd_thread *th, uint64_t addr, void *buf,
 		    size_t len)
 {
+	if (c->no_lockmem)
+		return 0;
 	for (int pass = 0; pass < 2; pass++) {
 		size_t n = pass ? c->s->nthreads : 1;
 		for (size_t i = 0; i < n; i++) {

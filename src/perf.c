@@ -335,8 +335,13 @@ static int thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *
 				read_switch(p, th);
 				th->gone = 1;
 			}
-			if (th->npend && th->pend[th->npend - 1].time > at)
-				nv[nn++] = *th; /* later ticks still need it */
+			/* It lived at least until its last sample: ticks up
+			 * to then (a late tick made up) still count it. */
+			uint64_t last = th->npend ? th->pend[th->npend - 1].time : th->time;
+			if (th->kind != LATEST_NONE && th->time > last)
+				last = th->time;
+			if (last >= at && th->name[0])
+				nv[nn++] = *th;
 			else
 				thr_close(p, th);
 			continue;
@@ -941,7 +946,7 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 		const char *name = th->gone ? NULL : target_thread_name(p->t, th->tid);
 		if (name)
 			snprintf(th->name, sizeof(th->name), "%s", name);
-		else if (th->gone && th->time <= at_ns)
+		else if (th->gone)
 			name = th->name; /* gone since, but alive at AT */
 		if (!name)
 			continue; /* exited since the scan */
