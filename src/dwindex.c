@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "symbols.h"
+#include "demangle.h"
 #include "util.h"
 
 /* A set of function address ranges, sorted by start once complete. */
@@ -386,7 +386,7 @@ static char *function_name(Dwarf_Die *die)
 		 * with a parameter list (Itanium C++) tells overloads apart,
 		 * which the DWARF name does not; Rust's mangled names lose
 		 * closure numbers and generic arguments the DWARF name keeps. */
-		char *d = symbols_demangle(linkage);
+		char *d = demangle_symbol(linkage);
 		if (!d)
 			return strdup(linkage);
 		if (linkage[1] == 'Z' && strchr(d, '('))

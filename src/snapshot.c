@@ -183,3 +183,11 @@ enum sd_wait_kind sd_wait_kind_parse(const char *name)
 			return (enum sd_wait_kind)i;
 	return SD_WAIT_NONE;
 }
+
+const struct sd_thread *snapshot_find_thread(const struct sd_snapshot *s, pid_t tid)
+{
+	for (size_t i = 0; i < s->nthreads; i++)
+		if (s->threads[i].tid == tid)
+			return &s->threads[i];
+	return NULL;
+}

@@ -198,9 +198,16 @@ def test_threads_churning():
     for st in stable:
         eq([f["function"] for f in st["frames"]][-4:],
            ["stable_wait", "stable_main", "start_thread", "clone3"])
-    spawners = sum(st["count"] for st in doc["stacks"]
-                   if any(f["function"] == "spawn_loop" for f in st["frames"]))
-    eq(spawners, 80)
+    # The two spawners (the threads seen in spawn_loop) in every tick; a
+    # switch sample caught where no unwind info covers the pc may end its
+    # stack early now and then.
+    in_loop = [st for st in doc["stacks"]
+               if any(f["function"] == "spawn_loop" for f in st["frames"])]
+    tids = {t["tid"] for st in in_loop for t in st["threads"]}
+    eq(len(tids), 2, tids)
+    per_tid = sum(t["count"] for st in doc["stacks"] for t in st["threads"] if t["tid"] in tids)
+    eq(per_tid, 80)
+    ok(sum(st["count"] for st in in_loop) >= 76, "spawn_loop in fewer than 95% of the ticks")
     m = [l for l in r.err.splitlines() if l.startswith("perf: ")][0]
     opened = int(m.split(" threads followed")[0].rsplit(" ", 1)[1])
     closed = int(m.split(" gone")[0].rsplit(" ", 1)[1])
