@@ -385,6 +385,14 @@ int cmd_snap_opts(struct cmd_ctx *ctx, struct sd_snap_opts *o, pid_t **tids)
 {
 	snap_opts_init(o);
 	*tids = NULL;
+	/* A diagnostic: "freeze" stops every thread (the all-frozen mode),
+	 * "ctxsw" proves sleepers with context switch counts, as on a kernel
+	 * without schedstat. */
+	const char *mode = getenv("STACKDUMP_CAPTURE");
+	if (mode && !strcmp(mode, "freeze"))
+		o->capture = SD_CAPMODE_FREEZE;
+	else if (mode && !strcmp(mode, "ctxsw"))
+		o->capture = SD_CAPMODE_CTXSW;
 	const struct cmd_settings *st = ctx->session ? &ctx->session->settings : NULL;
 	if (st) {
 		o->no_inline = st->no_inline;

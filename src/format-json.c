@@ -99,8 +99,7 @@ json_t *format_json_thread(const struct sd_snapshot *s, const struct sd_thread *
 		json_array_append_new(frames, format_json_frame(&th->frames[i]));
 	json_object_set_new(o, "frames", frames);
 	json_object_set_new(o, "unwind_stop", format_json_str(th->unwind_stop));
-	static const char *const kinds[] = {"frozen", "asleep", "reused", "kernel"};
-	json_object_set_new(o, "capture", json_string(kinds[th->kind]));
+	json_object_set_new(o, "capture", json_string(snapshot_capture_kind_name(th->kind)));
 	return o;
 }
 

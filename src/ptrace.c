@@ -445,6 +445,27 @@ int ptrace_freeze_one(struct sd_tracee *t, unsigned timeout_ms, struct sd_error 
 			    (int)t->tid, timeout_ms);
 }
 
+int ptrace_wait_straggler(struct sd_tracee *t, unsigned timeout_ms)
+{
+	size_t i;
+	for (i = 0; i < nstragglers && stragglers[i] != t->tid; i++)
+		;
+	if (i == nstragglers)
+		return -ESRCH;
+	memset(t, 0, sizeof(*t));
+	t->tid = stragglers[i];
+	t->state = SD_TRACEE_SEIZED;
+	wait_stops(t, 1, sd_now_ns() + (uint64_t)timeout_ms * 1000000ull);
+	if (t->state == SD_TRACEE_SEIZED)
+		return -ETIMEDOUT; /* still a straggler */
+	/* Stopped or gone: no longer waited for between commands. */
+	stragglers[i] = stragglers[--nstragglers];
+	if (t->state != SD_TRACEE_STOPPED)
+		return -ESRCH;
+	current_one = t;
+	return 0;
+}
+
 void ptrace_thaw_one(struct sd_tracee *t)
 {
 	switch (t->state) {

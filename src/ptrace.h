@@ -69,6 +69,12 @@ void ptrace_freeze_release(struct sd_freeze *fz);
  * deadline. Returns how many remain. Call between commands. */
 size_t ptrace_reap_stragglers(void);
 
+/* Wait at most TIMEOUT_MS for straggler T->tid (filled in) to stop.
+ * Returns 0 when it stopped (capture it, then ptrace_thaw_one()),
+ * -ETIMEDOUT when it did not (it stays a straggler), -ESRCH when it is
+ * gone or not a straggler. */
+int ptrace_wait_straggler(struct sd_tracee *t, unsigned timeout_ms);
+
 /* Is TID a straggler of ours (interrupted, not yet stopped)? */
 int ptrace_is_straggler(pid_t tid);
 

@@ -474,6 +474,8 @@ static void put_thread(struct strbuf *sb, struct strcache *c, const struct sd_sn
 	app(sb, "]", 1);
 	put_key(sb, "unwind_stop", 0);
 	put_str(sb, th->unwind_stop);
+	put_key(sb, "capture", 0);
+	put_str(sb, snapshot_capture_kind_name(th->kind));
 
 	/* What the dump leaves out. */
 	put_key(sb, "syscall_nr", 0);
@@ -1434,9 +1436,12 @@ static int read_thread(struct rd *r, json_t *o, struct sd_thread **out)
 		th->status = SD_THREAD_NOT_STOPPED;
 	else
 		th->status = SD_THREAD_ERROR;
+	const char *kind = NULL;
 	if (get_str(r, o, "error", 0, &th->error) < 0 ||
-	    get_str(r, o, "unwind_stop", 0, &th->unwind_stop) < 0)
+	    get_str(r, o, "unwind_stop", 0, &th->unwind_stop) < 0 ||
+	    get_str(r, o, "capture", 0, &kind) < 0)
 		return -1;
+	th->kind = snapshot_capture_kind_parse(kind);
 	if (get_u64(r, o, "pause_us", &th->pause_us) < 0 ||
 	    get_u64(r, o, "voluntary_ctxt_switches", &th->vol_ctxsw) < 0 ||
 	    get_u64(r, o, "nonvoluntary_ctxt_switches", &th->nonvol_ctxsw) < 0 ||

@@ -210,6 +210,11 @@ void snapshot_drop_capture(struct sd_snapshot *s);
  * read or has no frames, never 0 otherwise. */
 uint64_t snapshot_stack_hash(const struct sd_thread *th);
 
+/* "frozen", "asleep", "reused" or "kernel"; parse gives FROZEN for an
+ * unknown or NULL name (files saved before the capture kinds). */
+const char *snapshot_capture_kind_name(enum sd_capture_kind k);
+enum sd_capture_kind snapshot_capture_kind_parse(const char *name);
+
 /* Short name of a wait kind, as in JSON ("mutex", "rwlock-read"...). */
 const char *sd_wait_kind_name(enum sd_wait_kind k);
 enum sd_wait_kind sd_wait_kind_parse(const char *name);

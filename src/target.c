@@ -740,8 +740,10 @@ static int freeze_stage(struct snapctx *cx, const pid_t *known, size_t nknown, u
 				  cx, capture_on_stop, cx, err);
 	if (r < 0) {
 		ptrace_boost_end(&boost);
-		/* No thread stopped within the budget: the sleepers stand. */
-		if (r == -ETIMEDOUT && cx->auto_mode) {
+		/* No thread stopped within the budget (or every one is still
+		 * ours from before): the sleepers stand. */
+		if ((r == -ETIMEDOUT || (r == -ESRCH && fz.n == 0)) && cx->auto_mode &&
+		    target_alive(cx->t)) {
 			for (size_t k = 0; k < fz.n; k++) {
 				size_t i = thread_index(cx, fz.v[k].tid, 0);
 				if (i != (size_t)-1)
@@ -840,8 +842,10 @@ static void asleep_stage(struct snapctx *cx, int only_late)
 	free(batch);
 }
 
-/* Threads that did not stop within the budget: if /proc shows them asleep
- * now (a D thread), read them like sleepers, else say they did not stop. */
+/* Threads that did not stop within the budget, once the others run
+ * again: one that /proc shows asleep now (gone into D) is read like a
+ * sleeper; one that is runnable (a starved CPU) is waited for alone, up
+ * to --timeout, and read when it stops. */
 static void late_stage(struct snapctx *cx)
 {
 	struct sd_snapshot *s = cx->s;
@@ -852,19 +856,34 @@ static void late_stage(struct snapctx *cx)
 		if (!tp->late || th->have_regs || th->status != SD_THREAD_OK)
 			continue;
 		tp->plan = PLAN_FREEZE;
+		tp->late = 0;
 		if (procfs_task_counters(cx->tc, cx->taskdir, cx->t->pid, th->tid, cx->no_schedstat,
 					 &tp->c1) == 0 &&
 		    procfs_task_syscall(cx->tc, cx->taskdir, cx->t->pid, th->tid, &tp->sc) == 0 &&
 		    tp->sc.syscall_known && !tp->sc.running && tp->sc.sp) {
 			tp->have_c1 = 1;
 			tp->plan = PLAN_ASLEEP;
+			tp->late = 1;
 			th->retried = 1;
 			any = 1;
-		} else {
-			tp->late = 0;
-			mark_failed(s, th, SD_THREAD_NOT_STOPPED,
-				    "did not stop in time (uninterruptible sleep?)");
+			continue;
 		}
+		struct sd_tracee tr = {.tid = th->tid};
+		uint64_t a = sd_now_ns();
+		int r = ptrace_wait_straggler(&tr, cx->o->timeout_ms);
+		if (r == 0) {
+			if (capture_regs(th, &cx->t->maps, cx->o->max_stack) == 0) {
+				th->kind = SD_CAPTURE_FROZEN;
+				capture_memory(cx->t->pid, s, &th, 1, &s->stack_bytes);
+			}
+			ptrace_thaw_one(&tr);
+			th->pause_us = (sd_now_ns() - a) / 1000;
+			if (th->have_regs)
+				continue;
+		}
+		mark_failed(s, th, r == -ESRCH ? SD_THREAD_EXITED : SD_THREAD_NOT_STOPPED,
+			    r == -ESRCH ? "exited during the snapshot"
+					: "did not stop in time (uninterruptible sleep?)");
 	}
 	if (any)
 		asleep_stage(cx, 1);
