@@ -299,8 +299,9 @@ static int cmp_pid(const void *a, const void *b)
 }
 
 /* Files of a task read by procfs_taskinfo, in this order. */
-enum { TF_STAT, TF_SYSCALL, TF_WCHAN, TF_STATUS, TF_SCHEDSTAT, TF_N };
-static const char *const task_files[TF_N] = {"stat", "syscall", "wchan", "status", "schedstat"};
+enum { TF_STAT, TF_SYSCALL, TF_WCHAN, TF_STATUS, TF_SCHEDSTAT, TF_COMM, TF_N };
+static const char *const task_files[TF_N] = {"stat",	  "syscall", "wchan",
+					     "status", "schedstat", "comm"};
 
 struct procfs_taskcache {
 	struct tcent {
@@ -378,7 +379,7 @@ static struct tcent *tc_entry(struct procfs_taskcache *c, pid_t tid)
 struct procfs_taskcache *procfs_taskcache_new(void)
 {
 	struct procfs_taskcache *c = sd_xcalloc(1, sizeof(*c));
-	/* Up to five descriptors a thread, within the limit, leaving room for the
+	/* Up to six descriptors a thread, within the limit, leaving room for the
 	 * rest of the program; threads past that are read uncached. */
 	struct rlimit rl;
 	size_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
@@ -522,6 +523,19 @@ int procfs_task_counters(struct procfs_taskcache *c, int taskdir, pid_t pid, pid
 	out->switches = status_field(buf, "voluntary_ctxt_switches:") +
 			status_field(buf, "nonvoluntary_ctxt_switches:");
 	out->from_status = 1;
+	return 0;
+}
+
+int procfs_task_comm(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid, char *out,
+		     size_t size)
+{
+	char dirpath[96], buf[64];
+	task_dirpath(dirpath, sizeof(dirpath), taskdir, pid, tid);
+	ssize_t n = task_read(tc_entry(c, tid), taskdir, dirpath, TF_COMM, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	buf[strcspn(buf, "\n")] = '\0';
+	snprintf(out, size, "%s", buf);
 	return 0;
 }
 

@@ -113,6 +113,9 @@ int procfs_task_counters(struct procfs_taskcache *c, int taskdir, pid_t pid, pid
  * and pc fields; the rest untouched). Returns 0 or a negative errno. */
 int procfs_task_syscall(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,
 			struct sd_taskinfo *ti);
+/* Read task/TID/comm of TID into OUT (SIZE bytes, no newline). */
+int procfs_task_comm(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid, char *out,
+		     size_t size);
 /* Read task/TID/stat (state, comm, times) and wchan of TID into TI. */
 int procfs_task_state(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,
 		      struct sd_taskinfo *ti);

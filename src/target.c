@@ -127,6 +127,7 @@ void target_free(struct sd_target *t)
 	reuse_clear(t);
 	free(t->reuse);
 	strpool_free(t->reuse_pool);
+	free(t->last_tids);
 	if (t->spare_arena)
 		munmap(t->spare_arena, t->spare_arena_size);
 	free(t);
@@ -352,7 +353,8 @@ static int cmp_tname(const void *a, const void *b)
 
 /* The name of thread TID from the cache, which is read again for every
  * thread once it is a second old, and for a thread it has not seen. */
-static const char *cached_name(struct sd_target *t, pid_t tid, uint64_t now)
+static const char *cached_name(struct sd_target *t, struct procfs_taskcache *tc, int taskdir,
+			       pid_t tid, uint64_t now)
 {
 	if (now - t->names_ns > 1000000000ull) {
 		t->nnames = 0;
@@ -363,16 +365,13 @@ static const char *cached_name(struct sd_target *t, pid_t tid, uint64_t now)
 					 : NULL;
 	if (hit)
 		return hit->comm;
-	char path[96], *text;
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)t->pid, (int)tid);
-	if (sd_read_file(path, &text, 256) < 0)
+	char text[64];
+	if (procfs_task_comm(tc, taskdir, t->pid, tid, text, sizeof(text)) < 0)
 		return NULL;
-	text[strcspn(text, "\n")] = '\0';
 	sd_grow(&t->names, &t->names_cap, t->nnames + 1, sizeof(*t->names));
 	struct sd_tname *e = &t->names[t->nnames++];
 	e->tid = tid;
-	snprintf(e->comm, sizeof(e->comm), "%s", text);
-	free(text);
+	snprintf(e->comm, sizeof(e->comm), "%.15s", text);
 	/* Discover asks in rising TID order: only a TID that wrapped around
 	 * lands out of order. */
 	if (t->nnames > 1 && e[-1].tid > tid) {
@@ -630,6 +629,19 @@ static void plan_thread(struct snapctx *cx, size_t i)
 	struct sd_thread *th = &cx->s->threads[i];
 	struct tplan *tp = &cx->p[i];
 	tp->plan = PLAN_FREEZE;
+	if (cx->o->reuse) {
+		/* Read at the end of the last sample and equal then: not read
+		 * again now. Validate's one reading after the freeze tells
+		 * whether it ran since; if it did, it is frozen and read. */
+		struct sd_reuse *prev = reuse_find(t, th->tid);
+		if (prev) {
+			tp->plan = PLAN_REUSE;
+			tp->prev = prev;
+			tp->c1 = prev->c;
+			tp->have_c1 = 1;
+			return;
+		}
+	}
 	int r = procfs_task_counters(cx->tc, cx->taskdir, t->pid, th->tid, cx->no_schedstat,
 				     &tp->c1);
 	if (r < 0) {
@@ -638,14 +650,6 @@ static void plan_thread(struct snapctx *cx, size_t i)
 		return;
 	}
 	tp->have_c1 = 1;
-	if (cx->o->reuse) {
-		struct sd_reuse *prev = reuse_find(t, th->tid);
-		if (prev && counters_same(&prev->c, &tp->c1)) {
-			tp->plan = PLAN_REUSE;
-			tp->prev = prev;
-			return;
-		}
-	}
 	r = procfs_task_syscall(cx->tc, cx->taskdir, t->pid, th->tid, &tp->sc);
 	if (r < 0 || !tp->sc.syscall_known) {
 		if (r == -ESRCH || r == -ENOENT)
@@ -935,10 +939,19 @@ static void reuse_apply(struct snapctx *cx, struct sd_thread *th, const struct s
 	th->syscall_known = r->syscall_known;
 	th->syscall_nr = r->syscall_nr;
 	memcpy(th->syscall_args, r->syscall_args, sizeof(th->syscall_args));
-	th->nframes = 0;
-	for (size_t k = 0; k < r->nframes; k++) {
-		struct sd_frame *f = snapshot_add_frame(th);
-		*f = r->frames[k];
+	/* One copy in the capacity snapshot_add_frame() assumes (a power of
+	 * two, at least 16); names only when the frames have them. */
+	size_t cap = 16;
+	while (cap < r->nframes)
+		cap *= 2;
+	free(th->frames);
+	th->frames = sd_xmalloc(cap * sizeof(*th->frames));
+	memcpy(th->frames, r->frames, r->nframes * sizeof(*th->frames));
+	th->nframes = r->nframes;
+	for (size_t k = 0; k < th->nframes; k++) {
+		struct sd_frame *f = &th->frames[k];
+		if (!f->function && !f->module && !f->build_id && !f->file)
+			continue;
 		f->function = strpool_intern(s->pool, f->function);
 		f->module = strpool_intern(s->pool, f->module);
 		f->build_id = strpool_intern(s->pool, f->build_id);
@@ -970,6 +983,14 @@ static void reuse_save(struct snapctx *cx)
 			continue;
 		sd_grow(&v, &cap, n + 1, sizeof(*v));
 		struct sd_reuse *r = &v[n++];
+		if (th->kind == SD_CAPTURE_REUSED && tp->prev) {
+			/* Unchanged: the entry moves over as it is. */
+			*r = *tp->prev;
+			tp->prev->frames = NULL;
+			tp->prev->lockmem = NULL;
+			tp->prev->nframes = tp->prev->nlockmem = 0;
+			continue;
+		}
 		memset(r, 0, sizeof(*r));
 		r->tid = th->tid;
 		r->c = tp->c1;
@@ -1096,11 +1117,25 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 	/* discover: before anything is stopped */
 	pid_t *tids = NULL;
 	size_t ntids = 0;
-	if (procfs_list_tids(t->pid, &tids, &ntids, err) < 0) {
-		snapshot_free(s);
-		return NULL;
-	}
 	uint64_t now = sd_now_ns();
+	if (cx.auto_mode && o->reuse && t->last_tids && now - t->tids_ns < 1000000000ull) {
+		/* Samples list the threads once a second: the freeze lists
+		 * them again for threads born since, and one gone fails its
+		 * reads. */
+		tids = sd_xmalloc((t->nlast_tids + 1) * sizeof(*tids));
+		memcpy(tids, t->last_tids, t->nlast_tids * sizeof(*tids));
+		ntids = t->nlast_tids;
+	} else {
+		if (procfs_list_tids(t->pid, &tids, &ntids, err) < 0) {
+			snapshot_free(s);
+			return NULL;
+		}
+		free(t->last_tids);
+		t->last_tids = sd_xmalloc((ntids + 1) * sizeof(*tids));
+		memcpy(t->last_tids, tids, ntids * sizeof(*tids));
+		t->nlast_tids = ntids;
+		t->tids_ns = now;
+	}
 	/* Repeated snapshots keep each thread's files open: a pread each. */
 	if (o->keep_files || (cx.auto_mode && (light || o->reuse))) {
 		if (!t->taskcache)
@@ -1119,7 +1154,7 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 		if (!thread_wanted(tids[i], &cx.pick))
 			continue;
 		if (light) {
-			const char *name = cached_name(t, tids[i], now);
+			const char *name = cached_name(t, cx.tc, cx.taskdir, tids[i], now);
 			if (!name)
 				continue; /* exited already */
 			struct sd_thread *th = add_thread(&cx, tids[i]);

@@ -62,7 +62,9 @@ struct sd_target {
 	struct sd_reuse *reuse;
 	size_t nreuse, reuse_cap;
 	struct strpool *reuse_pool; /* strings of the reused frames */
-	int capture_noted;        /* the fallback note was given once */
+	pid_t *last_tids;         /* the last listing of task/ (samples) */
+	size_t nlast_tids;
+	uint64_t tids_ns;         /* when it was read */
 };
 
 /* How threads are captured (see DESIGN.md, capture kinds). */
