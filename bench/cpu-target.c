@@ -75,11 +75,12 @@ static NOINLINE uint64_t spin_even(int depth, uint64_t x, struct bench_slot *slo
 
 static atomic_int g_asleep;
 static int g_futex_word; /* never changes: sleepers wait forever */
+static volatile int g_stop; /* never set */
 
 static NOINLINE void sleep_leaf(void)
 {
 	atomic_fetch_add(&g_asleep, 1);
-	for (;;)
+	while (!g_stop)
 		syscall(SYS_futex, &g_futex_word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
 }
 

@@ -158,6 +158,8 @@ static void report_verbose(struct cmd_ctx *ctx, struct sd_profile *p, struct pta
 	fprintf(ctx->err,
 		"sampling: %llu samples in %.2f s (%.1f Hz), %llu thread stacks, %llu unreadable\n"
 		"per snapshot: capture %.2f ms (pause, max %.2f ms), unwind %.2f ms\n"
+		"threads per snapshot: %.1f frozen, %.1f read without stopping, %.1f reused, "
+		"%.2f retried, %.2f stopped for registers\n"
 		"stack cache: %llu lookups, %llu hits (%.1f%%), %zu distinct stacks symbolized in "
 		"%.1f ms\n"
 		"symbol cache: %llu lookups, %llu hits (%.1f%%)\n"
@@ -165,7 +167,9 @@ static void report_verbose(struct cmd_ctx *ctx, struct sd_profile *p, struct pta
 		(unsigned long long)p->samples, wall, wall > 0 ? (double)p->samples / wall : 0.0,
 		(unsigned long long)(p->thread_samples + p->filtered), (unsigned long long)p->lost,
 		(double)p->capture_us * per / 1000.0, (double)p->max_pause_us / 1000.0,
-		(double)p->unwind_us * per / 1000.0, (unsigned long long)p->raw_lookups,
+		(double)p->unwind_us * per / 1000.0, (double)p->nfrozen * per,
+		(double)p->nasleep * per, (double)p->nreused * per, (double)p->nretried * per,
+		(double)p->nregstops * per, (unsigned long long)p->raw_lookups,
 		(unsigned long long)p->raw_hits,
 		p->raw_lookups ? 100.0 * (double)p->raw_hits / (double)p->raw_lookups : 0.0,
 		p->nstacks, (double)p->symbolize_us / 1000.0, (unsigned long long)lookups,

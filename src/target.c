@@ -861,10 +861,16 @@ static void late_stage(struct snapctx *cx)
 			continue;
 		tp->plan = PLAN_FREEZE;
 		tp->late = 0;
-		if (procfs_task_counters(cx->tc, cx->taskdir, cx->t->pid, th->tid, cx->no_schedstat,
-					 &tp->c1) == 0 &&
+		struct sd_tracee tr = {.tid = th->tid};
+		uint64_t a = sd_now_ns();
+		int r = ptrace_wait_straggler(&tr, 0);
+		if (r == -ETIMEDOUT && procfs_task_counters(cx->tc, cx->taskdir, cx->t->pid, th->tid,
+							  cx->no_schedstat, &tp->c1) == 0 &&
 		    procfs_task_syscall(cx->tc, cx->taskdir, cx->t->pid, th->tid, &tp->sc) == 0 &&
 		    tp->sc.syscall_known && !tp->sc.running && tp->sc.sp) {
+			/* Asleep now (gone into D since it was seen running):
+			 * read like a sleeper; it stops when it wakes and is
+			 * detached then. */
 			tp->have_c1 = 1;
 			tp->plan = PLAN_ASLEEP;
 			tp->late = 1;
@@ -872,9 +878,8 @@ static void late_stage(struct snapctx *cx)
 			any = 1;
 			continue;
 		}
-		struct sd_tracee tr = {.tid = th->tid};
-		uint64_t a = sd_now_ns();
-		int r = ptrace_wait_straggler(&tr, cx->o->timeout_ms);
+		if (r == -ETIMEDOUT)
+			r = ptrace_wait_straggler(&tr, cx->o->timeout_ms);
 		if (r == 0) {
 			if (capture_regs(th, &cx->t->maps, cx->o->max_stack) == 0) {
 				th->kind = SD_CAPTURE_FROZEN;
@@ -1037,9 +1042,20 @@ static void regstop_stage(struct snapctx *cx, struct sd_error *err)
 	size_t n = 0;
 	for (size_t i = 0; i < s->nthreads; i++) {
 		struct sd_thread *th = &s->threads[i];
-		if (th->status == SD_THREAD_OK && th->regs_partial && th->needs_regs &&
-		    th->kind == SD_CAPTURE_ASLEEP)
-			need[n++] = th->tid;
+		if (th->status != SD_THREAD_OK || !th->regs_partial || !th->needs_regs ||
+		    th->kind != SD_CAPTURE_ASLEEP)
+			continue;
+		/* Never interrupt a thread in D: the stack stays as far as
+		 * the copy alone goes. */
+		struct sd_taskinfo st;
+		if (procfs_task_state(cx->tc, cx->taskdir, cx->t->pid, th->tid, &st) == 0 &&
+		    st.state == 'D') {
+			th->unwind_stop = strpool_intern(s->pool,
+							 "the rest needs registers only a stop gives, "
+							 "and the thread is in uninterruptible sleep");
+			continue;
+		}
+		need[n++] = th->tid;
 	}
 	if (n) {
 		sd_sort(need, n, sizeof(*need), cmp_tid);
