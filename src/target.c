@@ -498,6 +498,7 @@ struct tplan {
 	struct sd_reuse *prev; /* PLAN_REUSE: the last sample's thread */
 	int copy_now;          /* copy its memory while this freeze holds it */
 	int late;              /* seized but did not stop within the budget */
+	int round;             /* read asleep by the late stage of this round */
 };
 
 enum stage { STAGE_MAIN, STAGE_RETRY, STAGE_REGS };
@@ -516,6 +517,7 @@ struct snapctx {
 	const pid_t *only; /* a retry or regstop freeze: only these (sorted) */
 	size_t nonly;
 	size_t nsorted;    /* threads [0, nsorted) are in rising TID order */
+	int round;         /* 0: the main capture, 1: the retry */
 };
 
 static int cmp_tid(const void *a, const void *b)
@@ -874,6 +876,7 @@ static void late_stage(struct snapctx *cx)
 			tp->have_c1 = 1;
 			tp->plan = PLAN_ASLEEP;
 			tp->late = 1;
+			tp->round = cx->round;
 			th->retried = 1;
 			any = 1;
 			continue;
@@ -905,6 +908,7 @@ static void late_stage(struct snapctx *cx)
  * after it mean the thread never left its sleep. */
 static size_t validate_stage(struct snapctx *cx, pid_t **retry)
 {
+	/* The retry round checks only what its own late stage read. */
 	struct sd_snapshot *s = cx->s;
 	size_t n = 0;
 	*retry = sd_xmalloc((s->nthreads + 1) * sizeof(**retry));
@@ -912,7 +916,8 @@ static size_t validate_stage(struct snapctx *cx, pid_t **retry)
 		struct sd_thread *th = &s->threads[i];
 		struct tplan *tp = &cx->p[i];
 		if (th->status != SD_THREAD_OK ||
-		    (th->kind != SD_CAPTURE_ASLEEP && th->kind != SD_CAPTURE_REUSED))
+		    (th->kind != SD_CAPTURE_ASLEEP && th->kind != SD_CAPTURE_REUSED) ||
+		    (cx->round && tp->round != cx->round))
 			continue;
 		struct sd_counters c2;
 		int ok = 1;
@@ -1259,6 +1264,13 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 		if (r < 0)
 			goto fail;
 		if (cx.auto_mode) {
+			/* A thread to freeze that the freeze did not take
+			 * (still ours from an earlier snapshot, not stopped
+			 * yet): waited for or read asleep like a late one. */
+			for (size_t i = 0; i < s->nthreads; i++)
+				if (cx.p[i].plan == PLAN_FREEZE && !s->threads[i].have_regs &&
+				    s->threads[i].status == SD_THREAD_OK)
+					cx.p[i].late = 1;
 			late_stage(&cx);
 			/* validate; a thread that ran in between is frozen and
 			 * read again (once; one that does not stop is shown as
@@ -1289,6 +1301,18 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 				freeze_stage(&cx, retry, nr, budget, &e2);
 				cx.only = NULL;
 				cx.nonly = 0;
+				/* One that did not stop within the budget: waited
+				 * for alone, or read asleep once more and checked. */
+				cx.round = 1;
+				late_stage(&cx);
+				pid_t *again;
+				size_t na = validate_stage(&cx, &again);
+				for (size_t k = 0; k < na; k++) {
+					size_t i = thread_index(&cx, again[k], 0);
+					mark_failed(s, &s->threads[i], SD_THREAD_NOT_STOPPED,
+						    "kept running while read and did not stop in time");
+				}
+				free(again);
 				for (size_t k = 0; k < nr; k++) {
 					size_t i = thread_index(&cx, retry[k], 0);
 					struct sd_thread *th = &s->threads[i];
