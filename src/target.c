@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -750,10 +751,16 @@ static int freeze_stage(struct snapctx *cx, const pid_t *known, size_t nknown, u
 		 * ours from before): the sleepers stand. */
 		if ((r == -ETIMEDOUT || (r == -ESRCH && fz.n == 0)) && cx->auto_mode &&
 		    target_alive(cx->t)) {
-			for (size_t k = 0; k < fz.n; k++) {
-				size_t i = thread_index(cx, fz.v[k].tid, 0);
+			for (size_t k = 0; k < nknown && cx->stage != STAGE_REGS; k++) {
+				size_t i = thread_index(cx, known[k], 0);
 				if (i != (size_t)-1)
 					cx->p[i].late = 1;
+			}
+			for (size_t k = 0; k < fz.n; k++) {
+				size_t i = thread_index(cx, fz.v[k].tid, 0);
+				if (i != (size_t)-1 && fz.v[k].state == SD_TRACEE_GONE)
+					mark_failed(cx->s, &cx->s->threads[i], SD_THREAD_EXITED,
+						    "exited during the snapshot");
 			}
 			ptrace_freeze_release(&fz);
 			return 0;
@@ -989,7 +996,8 @@ static void reuse_save(struct snapctx *cx)
 		struct sd_thread *th = &s->threads[i];
 		struct tplan *tp = &cx->p[i];
 		if (th->status != SD_THREAD_OK || !tp->have_c1 || th->retried ||
-		    (th->kind != SD_CAPTURE_ASLEEP && th->kind != SD_CAPTURE_REUSED))
+		    (th->kind != SD_CAPTURE_ASLEEP && th->kind != SD_CAPTURE_REUSED) ||
+		    (th->regs_partial && th->needs_regs) || ptrace_is_straggler(th->tid))
 			continue;
 		sd_grow(&v, &cap, n + 1, sizeof(*v));
 		struct sd_reuse *r = &v[n++];
@@ -1076,7 +1084,26 @@ static void regstop_stage(struct snapctx *cx, struct sd_error *err)
 		for (size_t k = 0; k < n; k++) {
 			size_t i = thread_index(cx, need[k], 0);
 			struct sd_thread *th = &s->threads[i];
-			if (th->regs_partial)
+			struct tplan *tp = &cx->p[i];
+			if (th->regs_partial && th->status == SD_THREAD_OK &&
+			    ptrace_is_straggler(th->tid)) {
+				/* Not stopped within the budget (a starved
+				 * CPU): the others run already, wait for it
+				 * alone. */
+				struct sd_tracee tr = {.tid = th->tid};
+				int r = ptrace_wait_straggler(&tr, cx->o->timeout_ms);
+				if (r == 0) {
+					capture_on_stop(&tr, cx);
+					if (tp->copy_now && th->status == SD_THREAD_OK)
+						capture_memory(cx->t->pid, s, &th, 1, &s->stack_bytes);
+					tp->copy_now = 0;
+					ptrace_thaw_one(&tr);
+				} else if (r == -ESRCH) {
+					mark_failed(s, th, SD_THREAD_EXITED,
+						    "exited during the snapshot");
+				}
+			}
+			if (th->regs_partial || th->status != SD_THREAD_OK)
 				continue; /* did not stop: keep what the copy gave */
 			s->nregstops++;
 			th->nframes = 0;
@@ -1417,6 +1444,13 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 		}
 	}
 	s->symbolize_us = (sd_now_ns() - t2) / 1000;
+	if (getenv("SD_DEBUG"))
+		for (size_t i = 0; i < s->nthreads; i++) {
+			struct sd_thread *th = &s->threads[i];
+			if (!th->nframes || th->status)
+				fprintf(stderr, "DBG tid %d kind %d plan %d late %d retried %d status %d err %s regs %d stop %s\n",
+					th->tid, th->kind, cx.p[i].plan, cx.p[i].late, th->retried, th->status, th->error, th->have_regs, th->unwind_stop);
+		}
 	if (cx.auto_mode && o->reuse)
 		reuse_save(&cx);
 	if (cx.taskdir >= 0)
