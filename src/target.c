@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -890,6 +889,16 @@ static void late_stage(struct snapctx *cx)
 		}
 		if (r == -ETIMEDOUT)
 			r = ptrace_wait_straggler(&tr, cx->o->timeout_ms);
+		if (r == -ESRCH && !ptrace_is_straggler(th->tid)) {
+			/* Not ours any more (it stopped as it was let go, and
+			 * was detached then): stop it alone, once more. */
+			struct sd_error e1 = {0};
+			memset(&tr, 0, sizeof(tr));
+			tr.tid = th->tid;
+			r = ptrace_freeze_one(&tr, cx->o->timeout_ms, &e1) == 0 ? 0
+			    : e1.code == ESRCH					 ? -ESRCH
+										 : -ETIMEDOUT;
+		}
 		if (r == 0) {
 			if (capture_regs(th, &cx->t->maps, cx->o->max_stack) == 0) {
 				th->kind = SD_CAPTURE_FROZEN;
@@ -1444,13 +1453,6 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 		}
 	}
 	s->symbolize_us = (sd_now_ns() - t2) / 1000;
-	if (getenv("SD_DEBUG"))
-		for (size_t i = 0; i < s->nthreads; i++) {
-			struct sd_thread *th = &s->threads[i];
-			if (!th->nframes || th->status)
-				fprintf(stderr, "DBG tid %d kind %d plan %d late %d retried %d status %d err %s regs %d stop %s\n",
-					th->tid, th->kind, cx.p[i].plan, cx.p[i].late, th->retried, th->status, th->error, th->have_regs, th->unwind_stop);
-		}
 	if (cx.auto_mode && o->reuse)
 		reuse_save(&cx);
 	if (cx.taskdir >= 0)
