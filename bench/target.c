@@ -26,7 +26,7 @@
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 #define BARRIER() __asm__ __volatile__("" ::: "memory")
 
-enum block_mode { BLOCK_FUTEX, BLOCK_READ, BLOCK_MIX };
+enum block_mode { BLOCK_FUTEX, BLOCK_READ, BLOCK_MIX, BLOCK_LOCK };
 
 static enum block_mode g_mode = BLOCK_MIX;
 static int g_variants = 100;     /* number of distinct call chains */
@@ -59,8 +59,44 @@ static NOINLINE void park_read(void)
 	}
 }
 
+/* -b lock: owner-less locks in the style of Rust's std Mutex (a futex
+ * word, 0 free, 2 locked with waiters; no owner field). Even thread i
+ * holds g_locks[i], keeping a pointer to it in its frame as a guard
+ * would, and sleeps in read(); odd thread i waits for g_locks[i - 1]
+ * through syscall(), as Rust's std does. Lock analysis then has half the
+ * threads' holders to infer from every thread's stack. */
+static atomic_int *g_locks;
+
+static NOINLINE void park_hold(atomic_int *mine)
+{
+	atomic_int *volatile guard = mine;
+	atomic_store(guard, 2);
+	atomic_fetch_add(&g_parked, 1);
+	park_read();
+	atomic_store(guard, 0);
+}
+
+static NOINLINE void park_wait(atomic_int *theirs)
+{
+	atomic_fetch_add(&g_parked, 1);
+	for (;;) {
+		long r = syscall(SYS_futex, theirs, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, 2,
+				 NULL, NULL, FUTEX_BITSET_MATCH_ANY);
+		if (r == -1 && errno != EINTR && errno != EAGAIN)
+			abort();
+	}
+}
+
 static NOINLINE void park(int idx)
 {
+	if (g_mode == BLOCK_LOCK) {
+		if (idx % 2 == 0)
+			park_hold(&g_locks[idx]);
+		/* Wait until the holder has it: then the word reads 2. */
+		while (atomic_load(&g_locks[idx - 1]) != 2)
+			usleep(1000);
+		park_wait(&g_locks[idx - 1]);
+	}
 	atomic_fetch_add(&g_parked, 1);
 	if (g_mode == BLOCK_FUTEX || (g_mode == BLOCK_MIX && idx % 2 == 0))
 		park_futex();
@@ -239,11 +275,12 @@ static char thread_state(pid_t tid)
 static void usage(const char *argv0)
 {
 	fprintf(stderr,
-		"usage: %s [-n THREADS] [-d DEPTH] [-u VARIANTS] [-b futex|read|mix]"
+		"usage: %s [-n THREADS] [-d DEPTH] [-u VARIANTS] [-b futex|read|mix|lock]"
 		" [-m METER_FILE] [-t TIMEOUT_S]\n"
 		"Parks THREADS threads (default 1000) at call depth DEPTH (default 20)\n"
 		"in about VARIANTS (default 100) distinct call chains, blocked in futex\n"
-		"wait, pipe read or both (mix, default), then prints 'ready <pid>'.\n"
+		"wait, pipe read or both (mix, default), or half holding owner-less\n"
+		"locks and half waiting for them (lock), then prints 'ready <pid>'.\n"
 		"Exits after TIMEOUT_S seconds (default 3600) or when its parent dies.\n",
 		argv0);
 }
@@ -264,6 +301,7 @@ int main(int argc, char **argv)
 			if (!strcmp(optarg, "futex")) g_mode = BLOCK_FUTEX;
 			else if (!strcmp(optarg, "read")) g_mode = BLOCK_READ;
 			else if (!strcmp(optarg, "mix")) g_mode = BLOCK_MIX;
+			else if (!strcmp(optarg, "lock")) g_mode = BLOCK_LOCK;
 			else { usage(argv[0]); return 2; }
 			break;
 		default: usage(argv[0]); return opt == 'h' ? 0 : 2;
@@ -289,6 +327,9 @@ int main(int argc, char **argv)
 	__atomic_store_n(&g_shm->magic, BENCH_SHM_MAGIC, __ATOMIC_RELEASE);
 
 	g_tids = calloc((size_t)nthreads + 1, sizeof(*g_tids));
+	g_locks = calloc((size_t)nthreads + 1, sizeof(*g_locks));
+	if (!g_locks)
+		return 1;
 	struct worker_arg *args = calloc((size_t)nthreads + 1, sizeof(*args));
 	if (!g_tids || !args)
 		return 1;

@@ -12,9 +12,11 @@
 #include "../src/ptrace.h"
 #include "shell.h"
 
+enum { ATTACH_ALL };
+
 static const struct cmd_option attach_options[] = {
-	{"all", 'a', NULL, "attach every process of that name (not only a unique one)", CMPL_NONE,
-	 NULL},
+	[ATTACH_ALL] = OPT_FLAG("all", 'a',
+				"attach every process of that name (not only a unique one)"),
 	{0},
 };
 
@@ -102,7 +104,7 @@ static int attach_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	long first = -1;
 	for (int a = 0; a < argc; a++) {
 		long p = sd_parse_pid(argv[a]);
-		if (p > 0 || !cmd_flag(ctx, "all")) {
+		if (p > 0 || !cmd_has(ctx, ATTACH_ALL)) {
 			pid_t pid = p > 0 ? (pid_t)p : cmd_resolve_pid(ctx, argv[a]);
 			if (pid > 0 && attach_one(ctx, pid, &first) == 0)
 				ok++;

@@ -10,13 +10,23 @@
 #include "../src/profile.h"
 #include "cmd.h"
 
+enum { DIFF_FORMAT, DIFF_OUTPUT, DIFF_LIMIT, DIFF_TITLE };
+
 static const struct cmd_option diff_options[] = {
-	{"format", 'f', "FORMAT", "text, svg, folded or json (default text)", CMPL_CHOICES,
-	 "text svg folded json"},
-	{"output", 'o', "FILE", "write to FILE instead of stdout", CMPL_FILE, NULL},
-	{"limit", 'l', "N", "text: at most N stacks and functions per list (default 20, 0: all)",
-	 CMPL_NONE, NULL},
-	{"title", 0, "TEXT", "svg: the title of the flame graph", CMPL_NONE, NULL},
+	[DIFF_FORMAT] = OPT_FORMAT("text, svg, folded or json (default text)",
+				   "text svg folded json", "text"),
+	[DIFF_OUTPUT] = OPT_STRING("output", 'o', "FILE", "write to FILE instead of stdout",
+				   CMPL_FILE),
+	[DIFF_LIMIT] = {.name = "limit",
+			.short_name = 'l',
+			.arg = "N",
+			.help = "text: at most N stacks and functions per list (default 20, 0: all)",
+			.type = CMD_OPT_COUNT,
+			.max = 1000000000,
+			.def = "20",
+			.hint = "a number, 0 for all"},
+	[DIFF_TITLE] = OPT_STRING("title", 0, "TEXT", "svg: the title of the flame graph",
+				  CMPL_NONE),
 	{0},
 };
 
@@ -67,20 +77,9 @@ static int diff_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		cmd_error(ctx, "diff: need two profiles (A B)\nusage: stackdump diff [options] A B");
 		return EXIT_USAGE;
 	}
-	const char *format = cmd_opt(ctx, "format");
-	if (!format)
-		format = "text";
-	struct sd_prender ro = {.limit = 20, .diff = 1, .color = ctx->color};
-	const char *v;
-	if ((v = cmd_opt(ctx, "limit"))) {
-		char *end;
-		long n = strtol(v, &end, 10);
-		if (*end || !*v || n < 0 || n > 1000000000) {
-			cmd_error(ctx, "invalid --limit: %s (a number, 0 for all)", v);
-			return EXIT_USAGE;
-		}
-		ro.limit = (int)n;
-	}
+	const char *format = cmd_str(ctx, DIFF_FORMAT);
+	struct sd_prender ro = {
+	    .limit = (int)cmd_num(ctx, DIFF_LIMIT), .diff = 1, .color = ctx->color};
 	struct sd_error err = {0};
 	struct sd_profile *a = profile_load(argv[0], &err);
 	if (!a) {
@@ -99,20 +98,13 @@ static int diff_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	strbuf_init(&sb);
 	char title[512];
 	snprintf(title, sizeof(title), "Differential flame graph: %s -> %s", argv[0], argv[1]);
-	ro.title = cmd_opt(ctx, "title") ? cmd_opt(ctx, "title") : title;
+	ro.title = cmd_has(ctx, DIFF_TITLE) ? cmd_str(ctx, DIFF_TITLE) : title;
 	if (!strcmp(format, "svg")) {
 		format_profile_svg(&sb, d, &ro);
 	} else if (!strcmp(format, "folded")) {
 		diff_folded(&sb, d);
 	} else if (!strcmp(format, "json")) {
-		json_t *doc = diff_json(d);
-		char *txt = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		json_decref(doc);
-		if (txt) {
-			strbuf_adds(&sb, txt);
-			strbuf_adds(&sb, "\n");
-			free(txt);
-		}
+		cmd_json_text(&sb, diff_json(d));
 	} else {
 		strbuf_adds(&sb, "A: ");
 		strbuf_add_escaped(&sb, argv[0]);
@@ -122,7 +114,7 @@ static int diff_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		format_diff_text(&sb, d, &ro);
 	}
 	int rc = EXIT_OK;
-	const char *outpath = cmd_opt(ctx, "output");
+	const char *outpath = cmd_str(ctx, DIFF_OUTPUT);
 	if (outpath) {
 		FILE *f = fopen(outpath, "wb");
 		int bad = !f;

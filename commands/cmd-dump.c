@@ -10,26 +10,15 @@
 #include "../src/symbols.h"
 #include "cmd.h"
 
+enum { DUMP_FORMAT = SNAP_OPT__COUNT, DUMP_VERBOSE };
+
 static const struct cmd_option dump_options[] = {
 	CMD_SNAPSHOT_OPTIONS,
-	{"format", 'f', "FORMAT", "output format: text or json", CMPL_CHOICES, "text json"},
-	{"verbose", 'v', NULL, "show timings (pause, unwind, symbolize) and cache statistics",
-	 CMPL_NONE, NULL},
+	[DUMP_FORMAT] = OPT_FORMAT("output format: text or json", "text json", "text"),
+	[DUMP_VERBOSE] = OPT_FLAG("verbose", 'v',
+				  "show timings (pause, unwind, symbolize) and cache statistics"),
 	{0},
 };
-
-static int use_color(struct cmd_ctx *ctx)
-{
-	return ctx->color;
-}
-
-static const char *format_of(struct cmd_ctx *ctx)
-{
-	const char *f = cmd_opt(ctx, "format");
-	if (!f && ctx->session && ctx->session->settings.format)
-		f = ctx->session->settings.format;
-	return f ? f : "text";
-}
 
 /* Print one snapshot in the chosen format. */
 static void emit(struct cmd_ctx *ctx, struct sd_target *t, struct sd_snapshot *s, json_t *arr)
@@ -39,10 +28,9 @@ static void emit(struct cmd_ctx *ctx, struct sd_target *t, struct sd_snapshot *s
 		return;
 	}
 	struct sd_render_opts ro = {0};
-	ro.no_source = cmd_flag(ctx, "no-source") ||
-		       (ctx->session && ctx->session->settings.no_source);
-	ro.color = use_color(ctx);
-	ro.verbose = cmd_flag(ctx, "verbose");
+	ro.no_source = cmd_has(ctx, SNAP_OPT_NO_SOURCE);
+	ro.color = ctx->color;
+	ro.verbose = cmd_has(ctx, DUMP_VERBOSE);
 	struct strbuf sb;
 	strbuf_init(&sb);
 	format_text_snapshot(&sb, s, &ro);
@@ -57,14 +45,12 @@ static void emit(struct cmd_ctx *ctx, struct sd_target *t, struct sd_snapshot *s
 	strbuf_release(&sb);
 }
 
+/* One snapshot prints as itself, several as an array. */
 static void print_json(struct cmd_ctx *ctx, json_t *arr)
 {
-	json_t *doc = json_array_size(arr) == 1 ? json_array_get(arr, 0) : arr;
-	char *txt = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	if (txt) {
-		cmd_print(ctx, "%s\n", txt);
-		free(txt);
-	}
+	json_t *doc = json_array_size(arr) == 1 ? json_incref(json_array_get(arr, 0))
+						 : json_incref(arr);
+	cmd_print_json(ctx, doc);
 }
 
 /* Does thread TH pass the shell's selectors (TIDs, a name glob)? */
@@ -95,7 +81,7 @@ static int dump_loaded(struct cmd_ctx *ctx, const pid_t *sel, size_t nsel, const
 		cmd_error(ctx, "no thread of the loaded snapshot matches the selection");
 		rc = EXIT_FAIL;
 	} else {
-		json_t *arr = strcmp(format_of(ctx), "json") ? NULL : json_array();
+		json_t *arr = cmd_is(ctx, DUMP_FORMAT, "json") ? json_array() : NULL;
 		emit(ctx, NULL, &view, arr);
 		if (arr) {
 			print_json(ctx, arr);
@@ -142,7 +128,7 @@ static int dump_shell(struct cmd_ctx *ctx, int argc, char **argv, struct sd_snap
 		cmd_error(ctx, "%s", err.msg);
 		return EXIT_FAIL;
 	}
-	json_t *arr = strcmp(format_of(ctx), "json") ? NULL : json_array();
+	json_t *arr = cmd_is(ctx, DUMP_FORMAT, "json") ? json_array() : NULL;
 	emit(ctx, t, s, arr);
 	if (arr) {
 		print_json(ctx, arr);
@@ -173,7 +159,7 @@ static int dump_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		free(tids);
 		return EXIT_USAGE;
 	}
-	json_t *arr = strcmp(format_of(ctx), "json") ? NULL : json_array();
+	json_t *arr = cmd_is(ctx, DUMP_FORMAT, "json") ? json_array() : NULL;
 	int ok = 0, failed = 0, partial = 0;
 	for (int i = 0; i < argc && !cmd_interrupted; i++) {
 		pid_t pid = cmd_resolve_pid(ctx, argv[i]);

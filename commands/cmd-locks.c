@@ -13,23 +13,24 @@
 
 #define LOCKS_MAX_COUNT 100000
 
+enum { LOCKS_FORMAT = SNAP_OPT__COUNT, LOCKS_COUNT, LOCKS_INTERVAL };
+
 static const struct cmd_option locks_options[] = {
 	CMD_SNAPSHOT_OPTIONS,
-	{"format", 'f', "FORMAT", "output format: text or json", CMPL_CHOICES, "text json"},
-	{"count", 'c', "N", "take N snapshots; list threads parked on a lock in all (default 1)",
-	 CMPL_NONE, NULL},
-	{"interval", 'i', "DURATION", "time between snapshots with --count (default 1s)", CMPL_NONE,
-	 NULL},
+	[LOCKS_FORMAT] = OPT_FORMAT("output format: text or json", "text json", "text"),
+	[LOCKS_COUNT] = OPT_COUNT("count", 'c', "N",
+				  "take N snapshots; list threads parked on a lock in all (default 1)",
+				  1, LOCKS_MAX_COUNT, "1"),
+	[LOCKS_INTERVAL] = {.name = "interval",
+			    .short_name = 'i',
+			    .arg = "DURATION",
+			    .help = "time between snapshots with --count (default 1s)",
+			    .type = CMD_OPT_DURATION,
+			    .max = 3600000000.0,
+			    .def = "1s",
+			    .hint = "e.g. 200ms, 2s; at most 1h"},
 	{0},
 };
-
-static int want_json(struct cmd_ctx *ctx)
-{
-	const char *f = cmd_opt(ctx, "format");
-	if (!f && ctx->session && ctx->session->settings.format)
-		f = ctx->session->settings.format;
-	return f && !strcmp(f, "json");
-}
 
 /* Sleep US microseconds unless interrupted; returns 0, or -1 when
  * interrupted. */
@@ -55,18 +56,11 @@ static int report(struct cmd_ctx *ctx, struct sd_snapshot **snaps, size_t n, int
 	struct sd_parked *parked = NULL;
 	size_t nparked = n > 1 ? locks_parked(snaps, n, &parked) : 0;
 	double span = s->time - snaps[0]->time;
-	if (want_json(ctx)) {
-		json_t *doc = format_json_locks(s, g, parked, nparked, n, span);
-		char *txt = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		if (txt) {
-			cmd_print(ctx, "%s\n", txt);
-			free(txt);
-		}
-		json_decref(doc);
+	if (cmd_is(ctx, LOCKS_FORMAT, "json")) {
+		cmd_print_json(ctx, format_json_locks(s, g, parked, nparked, n, span));
 	} else {
 		struct sd_render_opts ro = {0};
-		ro.no_source = cmd_flag(ctx, "no-source") ||
-			       (ctx->session && ctx->session->settings.no_source);
+		ro.no_source = cmd_has(ctx, SNAP_OPT_NO_SOURCE);
 		ro.color = ctx->color;
 		struct strbuf sb;
 		strbuf_init(&sb);
@@ -126,78 +120,39 @@ out:
 	return rc;
 }
 
+static int locks_check(struct cmd_ctx *ctx)
+{
+	if (cmd_has(ctx, SNAP_OPT_PER_THREAD)) {
+		cmd_error(ctx, "locks: --per-thread cannot be used here: threads frozen one at a "
+			       "time give an inconsistent wait-for graph (false deadlocks)");
+		return -1;
+	}
+	return 0;
+}
+
 static int locks_exec(struct cmd_ctx *ctx, int argc, char **argv)
 {
+	(void)argc;
+	(void)argv;
 	struct sd_snap_opts o;
 	pid_t *tids;
-	const char *v;
-	size_t count = 1;
-	uint64_t interval_us = 1000000;
+	size_t count = (size_t)cmd_num(ctx, LOCKS_COUNT);
+	uint64_t interval_us = cmd_num(ctx, LOCKS_INTERVAL);
 	if (cmd_snap_opts(ctx, &o, &tids) < 0)
 		return EXIT_USAGE;
 	int rc = EXIT_USAGE;
-	if (o.per_thread) {
-		cmd_error(ctx, "locks: --per-thread cannot be used here: threads frozen one at a "
-			       "time give an inconsistent wait-for graph (false deadlocks)");
-		goto out;
-	}
-	if ((v = cmd_opt(ctx, "count"))) {
-		char *end;
-		errno = 0;
-		long c = strtol(v, &end, 10);
-		if (errno || *end || c < 1 || c > LOCKS_MAX_COUNT) {
-			cmd_error(ctx, "invalid --count: %s (expected 1 to %d)", v,
-				  LOCKS_MAX_COUNT);
-			goto out;
-		}
-		count = (size_t)c;
-	}
-	if ((v = cmd_opt(ctx, "interval"))) {
-		if (sd_parse_duration(v, &interval_us) < 0 || interval_us > 3600000000ull) {
-			cmd_error(ctx, "invalid --interval: %s (e.g. 200ms, 2s; at most 1h)", v);
-			goto out;
-		}
-	}
-	struct cmd_session *ss = ctx->session;
-	if (argc == 1) {
-		pid_t pid = cmd_resolve_pid(ctx, argv[0]);
-		if (pid <= 0) {
-			rc = EXIT_FAIL;
-			goto out;
-		}
-		struct sd_error err = {0};
-		struct sd_target *t = target_new(pid, &err);
-		if (!t) {
-			cmd_error(ctx, "%s", err.msg);
-			rc = EXIT_FAIL;
-			goto out;
-		}
-		rc = locks_live(ctx, t, &o, count, interval_us, 0);
-		target_free(t);
-		goto out;
-	}
-	if (!ctx->in_shell) {
-		cmd_error(ctx, "locks: missing argument (PID|NAME)\n"
-			       "usage: stackdump locks [options] PID|NAME");
-		goto out;
-	}
-	if (ss && ss->loaded) {
+	if (ctx->target.loaded) {
 		/* A loaded snapshot: its waits as they were analyzed. */
 		if (count > 1) {
 			cmd_error(ctx,
 				  "locks: --count needs a live process, not a loaded snapshot");
 			goto out;
 		}
-		struct sd_snapshot *one[1] = {ss->loaded};
+		struct sd_snapshot *one[1] = {(struct sd_snapshot *)ctx->target.loaded};
 		rc = report(ctx, one, 1, 0);
 		goto out;
 	}
-	struct sd_target *t = cmd_current_target(ctx);
-	if (!t) {
-		rc = EXIT_FAIL;
-		goto out;
-	}
-	rc = locks_live(ctx, t, &o, count, interval_us, 1);
+	rc = locks_live(ctx, ctx->target.t, &o, count, interval_us, ctx->target.from_shell);
 out:
 	free(tids);
 	return rc;
@@ -210,17 +165,22 @@ const struct cmd_entry cmd_locks_entry = {
 	.description =
 	    "Takes one consistent snapshot and lists, by lock and most waiters first, the\n"
 	    "lock (kind, address, symbol), its holder with its stack when the lock records\n"
-	    "one, and the waiters (stacks merged when identical). Waits are classified from\n"
-	    "the futex call and the lock memory read while frozen (libc debug info is not\n"
-	    "needed). Condvar waits are listed as idle. Then deadlocks: every cycle of the\n"
-	    "wait-for graph (mutexes, rwlock writers, joins; a thread relocking its own\n"
-	    "mutex). With --count N, takes N snapshots --interval apart and lists the threads\n"
-	    "parked on the same lock in all of them, and whether they woke up in between.\n"
+	    "one or, inferred, when one thread's stack alone keeps a reference to it (Rust\n"
+	    "std locks, rwlock readers), and the waiters (stacks merged when identical).\n"
+	    "Under each frame, what it holds. Waits are classified from the futex call and\n"
+	    "the lock memory read while frozen (libc debug info is not needed). Condvar\n"
+	    "waits and runtimes idling (Go, the JVM) are listed as idle. Then deadlocks:\n"
+	    "every cycle of the wait-for graph (mutexes, rwlock writers, joins, inferred\n"
+	    "holders; a thread relocking its own mutex). With --count N, takes N snapshots\n"
+	    "--interval apart and lists the threads parked on the same lock in all of them,\n"
+	    "and whether they woke up in between.\n"
 	    "Exit status: 0 no deadlock, 3 deadlock found, 1 partial (a thread could not be\n"
 	    "read), 2 failure, 64 usage error, 130 interrupted.",
 	.options = locks_options,
 	.min_args = 0,
 	.max_args = 1,
 	.arg_complete = CMPL_PID,
+	.flags = CMD_NEEDS_TARGET | CMD_TARGET_ATTACH | CMD_TARGET_LOADED,
+	.check = locks_check,
 	.exec = locks_exec,
 };

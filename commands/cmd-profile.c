@@ -15,34 +15,97 @@
 #include "../src/symbols.h"
 #include "cmd.h"
 
+enum {
+	PROF_RATE = SNAP_OPT__COUNT,
+	PROF_INTERVAL,
+	PROF_DURATION,
+	PROF_COUNT,
+	PROF_PID_OF,
+	PROF_ON_CPU,
+	PROF_OFF_CPU,
+	PROF_NO_IDLE,
+	PROF_GROUP_THREADS,
+	PROF_BY_ADDRESS,
+	PROF_LOCKS,
+	PROF_FORMAT,
+	PROF_OUTPUT,
+	PROF_LIMIT,
+	PROF_MIN_PERCENT,
+	PROF_TITLE,
+	PROF_QUIET,
+	PROF_VERBOSE,
+};
+
 static const struct cmd_option profile_options[] = {
 	CMD_SNAPSHOT_OPTIONS,
-	{"rate", 'r', "HZ", "samples per second (default 20)", CMPL_NONE, NULL},
-	{"interval", 'i', "DURATION", "time between samples, instead of --rate (e.g. 100ms)",
-	 CMPL_NONE, NULL},
-	{"duration", 'd', "DURATION", "how long to sample (default 10s; 0: until Ctrl-C)", CMPL_NONE,
-	 NULL},
-	{"count", 'c', "N", "stop after N samples", CMPL_NONE, NULL},
-	{"pid-of", 0, "NAME", "every process named NAME, aggregated", CMPL_PID, NULL},
-	{"on-cpu", 0, NULL, "only samples of threads on a CPU (state R)", CMPL_NONE, NULL},
-	{"off-cpu", 0, NULL, "only samples of threads off CPU (blocked, sleeping)", CMPL_NONE, NULL},
-	{"no-idle", 0, NULL, "hide threads idling in epoll_wait, poll, accept, condvars, sleep...",
-	 CMPL_NONE, NULL},
-	{"group-threads", 'g', NULL, "count worker-1..worker-N as one family worker-*", CMPL_NONE,
-	 NULL},
-	{"by-address", 0, NULL, "merge stacks by address, not by function", CMPL_NONE, NULL},
-	{"locks", 0, NULL, "per lock: waiters per sample and what the holder was doing", CMPL_NONE,
-	 NULL},
-	{"format", 'f', "FORMAT", "top, tree, folded, svg, pprof or json (default top)",
-	 CMPL_CHOICES, "top tree folded svg pprof json"},
-	{"output", 'o', "FILE", "write the profile to FILE (needed for pprof on a terminal)",
-	 CMPL_FILE, NULL},
-	{"limit", 'l', "N", "top: show the N hottest stacks (default 20, 0: all)", CMPL_NONE, NULL},
-	{"min-percent", 0, "PCT", "tree: hide call paths under PCT% (default 0.5)", CMPL_NONE, NULL},
-	{"title", 0, "TEXT", "svg: the title of the flame graph", CMPL_NONE, NULL},
-	{"quiet", 'q', NULL, "no progress line", CMPL_NONE, NULL},
-	{"verbose", 'v', NULL, "timings, sampling cost and cache hit rates on stderr", CMPL_NONE,
-	 NULL},
+	[PROF_RATE] = {.name = "rate",
+		       .short_name = 'r',
+		       .arg = "HZ",
+		       .help = "samples per second (default 20)",
+		       .type = CMD_OPT_REAL,
+		       .min = 0.01,
+		       .max = 10000,
+		       .def = "20",
+		       .hint = "samples per second, 0.01 to 10000"},
+	[PROF_INTERVAL] = {.name = "interval",
+			   .short_name = 'i',
+			   .arg = "DURATION",
+			   .help = "time between samples, instead of --rate (e.g. 100ms)",
+			   .type = CMD_OPT_DURATION,
+			   .min = 100,
+			   .max = 3600000000.0,
+			   .hint = "e.g. 50ms, 1s; 100us to 1h"},
+	[PROF_DURATION] = {.name = "duration",
+			   .short_name = 'd',
+			   .arg = "DURATION",
+			   .help = "how long to sample (default 10s; 0: until Ctrl-C)",
+			   .type = CMD_OPT_DURATION,
+			   .def = "10s",
+			   .hint = "e.g. 30s, 2m; 0 runs until Ctrl-C"},
+	[PROF_COUNT] = {.name = "count",
+			.short_name = 'c',
+			.arg = "N",
+			.help = "stop after N samples",
+			.type = CMD_OPT_COUNT,
+			.min = 1,
+			.max = 100000000,
+			.hint = "a number of samples, at least 1"},
+	[PROF_PID_OF] = OPT_STRING("pid-of", 0, "NAME", "every process named NAME, aggregated",
+				   CMPL_PID),
+	[PROF_ON_CPU] = OPT_FLAG("on-cpu", 0, "only samples of threads on a CPU (state R)"),
+	[PROF_OFF_CPU] = OPT_FLAG("off-cpu", 0, "only samples of threads off CPU (blocked, sleeping)"),
+	[PROF_NO_IDLE] = OPT_FLAG("no-idle", 0,
+				  "hide threads idling in epoll_wait, poll, accept, condvars, sleep..."),
+	[PROF_GROUP_THREADS] = OPT_FLAG("group-threads", 'g',
+					"count worker-1..worker-N as one family worker-*"),
+	[PROF_BY_ADDRESS] = OPT_FLAG("by-address", 0, "merge stacks by address, not by function"),
+	[PROF_LOCKS] = OPT_FLAG("locks", 0,
+				"per lock: waiters per sample and what the holder was doing"),
+	[PROF_FORMAT] = OPT_FORMAT("top, tree, folded, svg, pprof or json (default top)",
+				   "top tree folded svg pprof json", "top"),
+	[PROF_OUTPUT] = OPT_STRING("output", 'o', "FILE",
+				   "write the profile to FILE (needed for pprof on a terminal)",
+				   CMPL_FILE),
+	[PROF_LIMIT] = {.name = "limit",
+			.short_name = 'l',
+			.arg = "N",
+			.help = "top: show the N hottest stacks (default 20, 0: all)",
+			.type = CMD_OPT_COUNT,
+			.max = 1000000000,
+			.def = "20",
+			.hint = "a number, 0 for all"},
+	[PROF_MIN_PERCENT] = {.name = "min-percent",
+			      .arg = "PCT",
+			      .help = "tree: hide call paths under PCT% (default 0.5)",
+			      .type = CMD_OPT_REAL,
+			      .max = 100,
+			      .def = "0.5",
+			      .hint = "0 to 100"},
+	[PROF_TITLE] = OPT_STRING("title", 0, "TEXT", "svg: the title of the flame graph",
+				  CMPL_NONE),
+	[PROF_QUIET] = OPT_FLAG("quiet", 'q', "no progress line"),
+	[PROF_VERBOSE] = OPT_FLAG("verbose", 'v',
+				  "timings, sampling cost and cache hit rates on stderr"),
 	{0},
 };
 
@@ -52,17 +115,6 @@ struct ptarget {
 	int owned;   /* ours to free (not the shell's) */
 	int gone;    /* exited or failed: not sampled any more */
 };
-
-static int parse_uint(const char *v, long lo, long hi, long *out)
-{
-	char *end;
-	errno = 0;
-	long n = strtol(v, &end, 10);
-	if (errno || *end || !*v || n < lo || n > hi)
-		return -1;
-	*out = n;
-	return 0;
-}
 
 static void add_pid(pid_t **pids, size_t *n, size_t *cap, pid_t pid)
 {
@@ -117,14 +169,7 @@ static int render(struct cmd_ctx *ctx, struct sd_profile *p, const char *format,
 		return 0;
 	}
 	if (!strcmp(format, "json")) {
-		json_t *doc = format_profile_json(p);
-		char *txt = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		json_decref(doc);
-		if (txt) {
-			strbuf_adds(&sb, txt);
-			strbuf_adds(&sb, "\n");
-			free(txt);
-		}
+		cmd_json_text(&sb, format_profile_json(p));
 	} else if (!strcmp(format, "folded")) {
 		format_profile_folded(&sb, p);
 	} else if (!strcmp(format, "svg")) {
@@ -195,84 +240,36 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	so.light_discover = 2; /* a sample reads nothing per thread from /proc */
 
 	/* Rate and stop conditions. */
-	double rate = 20;
-	uint64_t interval_us, duration_us = 10000000, count = 0;
-	if (cmd_opt(ctx, "rate") && cmd_opt(ctx, "interval")) {
+	double rate = cmd_real(ctx, PROF_RATE);
+	uint64_t interval_us, duration_us = cmd_num(ctx, PROF_DURATION),
+			      count = cmd_num(ctx, PROF_COUNT);
+	if (cmd_has(ctx, PROF_RATE) && cmd_has(ctx, PROF_INTERVAL)) {
 		cmd_error(ctx, "profile: give --rate or --interval, not both");
 		rc = EXIT_USAGE;
 		goto out;
 	}
-	if ((v = cmd_opt(ctx, "rate"))) {
-		char *end;
-		rate = strtod(v, &end);
-		if (*end || !(rate >= 0.01 && rate <= 10000)) {
-			cmd_error(ctx, "invalid --rate: %s (samples per second, 0.01 to 10000)", v);
-			rc = EXIT_USAGE;
-			goto out;
-		}
-	}
 	interval_us = (uint64_t)(1e6 / rate);
-	if ((v = cmd_opt(ctx, "interval"))) {
-		if (sd_parse_duration(v, &interval_us) < 0 || interval_us < 100 ||
-		    interval_us > 3600000000ull) {
-			cmd_error(ctx, "invalid --interval: %s (e.g. 50ms, 1s; 100us to 1h)", v);
-			rc = EXIT_USAGE;
-			goto out;
-		}
-	}
-	if ((v = cmd_opt(ctx, "duration"))) {
-		if (sd_parse_duration(v, &duration_us) < 0) {
-			cmd_error(ctx, "invalid --duration: %s (e.g. 30s, 2m; 0 runs until Ctrl-C)", v);
-			rc = EXIT_USAGE;
-			goto out;
-		}
-	}
-	if ((v = cmd_opt(ctx, "count"))) {
-		long n;
-		if (parse_uint(v, 1, 100000000, &n) < 0) {
-			cmd_error(ctx, "invalid --count: %s (a number of samples, at least 1)", v);
-			rc = EXIT_USAGE;
-			goto out;
-		}
-		count = (uint64_t)n;
-		if (!cmd_opt(ctx, "duration"))
-			duration_us = 0;
-	}
-	if (cmd_flag(ctx, "on-cpu") && cmd_flag(ctx, "off-cpu")) {
+	if (cmd_has(ctx, PROF_INTERVAL))
+		interval_us = cmd_num(ctx, PROF_INTERVAL);
+	if (count && !cmd_has(ctx, PROF_DURATION))
+		duration_us = 0;
+	if (cmd_has(ctx, PROF_ON_CPU) && cmd_has(ctx, PROF_OFF_CPU)) {
 		cmd_error(ctx, "profile: --on-cpu and --off-cpu exclude each other");
 		rc = EXIT_USAGE;
 		goto out;
 	}
-	const char *format = cmd_opt(ctx, "format");
-	if (!format)
-		format = "top";
-	int locks = cmd_flag(ctx, "locks");
+	const char *format = cmd_str(ctx, PROF_FORMAT);
+	int locks = cmd_has(ctx, PROF_LOCKS);
 	if (locks && strcmp(format, "top") && strcmp(format, "tree") && strcmp(format, "json")) {
 		cmd_error(ctx, "profile: --locks gives a text or JSON report, not %s", format);
 		rc = EXIT_USAGE;
 		goto out;
 	}
-	struct sd_prender ro = {.limit = 20, .min_percent = 0.5, .color = ctx->color};
-	if ((v = cmd_opt(ctx, "limit"))) {
-		long n;
-		if (parse_uint(v, 0, 1000000000, &n) < 0) {
-			cmd_error(ctx, "invalid --limit: %s (a number, 0 for all)", v);
-			rc = EXIT_USAGE;
-			goto out;
-		}
-		ro.limit = (int)n;
-	}
-	if ((v = cmd_opt(ctx, "min-percent"))) {
-		char *end;
-		ro.min_percent = strtod(v, &end);
-		if (*end || !(ro.min_percent >= 0 && ro.min_percent <= 100)) {
-			cmd_error(ctx, "invalid --min-percent: %s (0 to 100)", v);
-			rc = EXIT_USAGE;
-			goto out;
-		}
-	}
-	ro.title = cmd_opt(ctx, "title");
-	const char *outpath = cmd_opt(ctx, "output");
+	struct sd_prender ro = {.limit = (int)cmd_num(ctx, PROF_LIMIT),
+				.min_percent = cmd_real(ctx, PROF_MIN_PERCENT),
+				.color = ctx->color};
+	ro.title = cmd_str(ctx, PROF_TITLE);
+	const char *outpath = cmd_str(ctx, PROF_OUTPUT);
 	if (!strcmp(format, "pprof") && !outpath && isatty(fileno(ctx->out))) {
 		cmd_error(ctx, "profile: pprof output is binary: write it with -o FILE (or redirect "
 			       "stdout)");
@@ -289,7 +286,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		}
 		add_pid(&pids, &npids, &pidcap, pid);
 	}
-	if ((v = cmd_opt(ctx, "pid-of"))) {
+	if ((v = cmd_str(ctx, PROF_PID_OF))) {
 		pid_t *found;
 		size_t n = procfs_pids_by_name(v, &found);
 		for (size_t i = 0; i < n; i++)
@@ -339,11 +336,12 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 
 	struct sd_profile_opts po;
 	profile_opts_init(&po);
-	po.by_address = cmd_flag(ctx, "by-address");
-	po.group_threads = cmd_flag(ctx, "group-threads");
-	po.no_idle = cmd_flag(ctx, "no-idle");
-	po.cpu = cmd_flag(ctx, "on-cpu") ? SD_CPU_ON : cmd_flag(ctx, "off-cpu") ? SD_CPU_OFF
-										 : SD_CPU_ALL;
+	po.by_address = cmd_has(ctx, PROF_BY_ADDRESS);
+	po.group_threads = cmd_has(ctx, PROF_GROUP_THREADS);
+	po.no_idle = cmd_has(ctx, PROF_NO_IDLE);
+	po.cpu = cmd_has(ctx, PROF_ON_CPU)    ? SD_CPU_ON
+		 : cmd_has(ctx, PROF_OFF_CPU) ? SD_CPU_OFF
+					      : SD_CPU_ALL;
 	po.locks = locks;
 	po.no_inline = so.no_inline;
 	po.no_source = so.no_source;
@@ -353,7 +351,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	/* Sample. Ticks are planned on a fixed grid; when a snapshot takes
 	 * longer than the interval the missed ticks are skipped, not made up
 	 * in a burst, so the achieved rate is what the machine allows. */
-	int progress = isatty(fileno(ctx->err)) && !cmd_flag(ctx, "quiet");
+	int progress = isatty(fileno(ctx->err)) && !cmd_has(ctx, PROF_QUIET);
 	double cpu0 = cpu_seconds();
 	uint64_t start = sd_now_ns(), next = start, last_progress = 0;
 	uint64_t interval_ns = interval_us * 1000, end_ns = duration_us ? start + duration_us * 1000 : 0;
@@ -472,7 +470,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	}
 	free(buf);
 	fflush(ctx->out);
-	if (cmd_flag(ctx, "verbose"))
+	if (cmd_has(ctx, PROF_VERBOSE))
 		report_verbose(ctx, prof, tv, nt, cpu, (double)(stop - start) / 1e9);
 	rc = partial ? EXIT_PARTIAL : EXIT_OK;
 out:

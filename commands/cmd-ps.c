@@ -13,9 +13,11 @@
 #include "../src/procfs.h"
 #include "shell.h"
 
+enum { PS_ALL, PS_FORMAT };
+
 static const struct cmd_option ps_options[] = {
-	{"all", 'a', NULL, "include kernel threads (which cannot be attached)", CMPL_NONE, NULL},
-	{"format", 'f', "FORMAT", "output format: text or json", CMPL_CHOICES, "text json"},
+	[PS_ALL] = OPT_FLAG("all", 'a', "include kernel threads (which cannot be attached)"),
+	[PS_FORMAT] = OPT_FORMAT("output format: text or json", "text json", "text"),
 	{0},
 };
 
@@ -59,12 +61,8 @@ static int matches(const char *glob, const struct sd_procinfo *pi)
 static int ps_exec(struct cmd_ctx *ctx, int argc, char **argv)
 {
 	const char *glob = argc ? argv[0] : NULL;
-	const char *fmt = cmd_opt(ctx, "format");
-	if (!fmt && ctx->session && ctx->session->settings.format &&
-	    !strcmp(ctx->session->settings.format, "json"))
-		fmt = "json";
-	int json = fmt && !strcmp(fmt, "json");
-	int all = cmd_flag(ctx, "all");
+	int json = cmd_is(ctx, PS_FORMAT, "json");
+	int all = cmd_has(ctx, PS_ALL);
 
 	DIR *d = opendir("/proc");
 	if (!d) {
@@ -148,12 +146,7 @@ static int ps_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	free(pids);
 	int rc = EXIT_OK;
 	if (json) {
-		char *txt = json_dumps(arr, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		if (txt) {
-			cmd_print(ctx, "%s\n", txt);
-			free(txt);
-		}
-		json_decref(arr);
+		cmd_print_json(ctx, arr);
 	} else if (!shown && glob) {
 		cmd_error(ctx, "ps: no process matches '%s'", glob);
 		rc = EXIT_FAIL;

@@ -25,32 +25,72 @@
 #define NR_FUTEX 202
 #define NR_RESTART_SYSCALL 219
 
+enum {
+	REC_PID_OF = SNAP_OPT__COUNT,
+	REC_EVERY,
+	REC_FOR,
+	REC_COUNT,
+	REC_OUT,
+	REC_MAX_DISK,
+	REC_COMPRESS,
+	REC_FOLLOW,
+	REC_WHEN,
+	REC_BURST,
+	REC_QUIET,
+	REC_VERBOSE,
+};
+
 static const struct cmd_option record_options[] = {
-	{"pid-of", 'p', "NAME", "the process called NAME (comm or executable name)", CMPL_PID,
-	 NULL},
-	{"every", 'e', "DURATION",
-	 "a snapshot every DURATION (with --when: how often conditions are checked, default "
-	 "1s)",
-	 CMPL_NONE, NULL},
-	{"for", 0, "DURATION", "stop after DURATION", CMPL_NONE, NULL},
-	{"count", 'c', "N", "stop after N snapshots", CMPL_NONE, NULL},
-	{"out", 'o', "DIR", "write the snapshots and manifest.json into DIR (created if needed)",
-	 CMPL_DIR, NULL},
-	{"max-disk", 0, "SIZE", "keep at most SIZE bytes in DIR: drop the oldest snapshots",
-	 CMPL_NONE, NULL},
-	{"compress", 'z', NULL, "gzip each snapshot file (.json.gz)", CMPL_NONE, NULL},
-	{"follow", 'F', NULL, "when the process exits, wait for a new one of the same name",
-	 CMPL_NONE, NULL},
-	{"when", 'w', "COND[,COND]",
-	 "snapshot only when a condition holds: parked>=N, deadlock, cpu>=PERCENT, "
-	 "stuck>=DURATION",
-	 CMPL_NONE, NULL},
-	{"burst", 'b', "N", "snapshots taken each time a condition fires (default 3)", CMPL_NONE,
-	 NULL},
-	{"quiet", 'q', NULL, "do not print a line per snapshot", CMPL_NONE, NULL},
-	{"verbose", 'v', NULL, "the CPU cost of each snapshot, by stage, on stderr", CMPL_NONE,
-	 NULL},
 	CMD_SNAPSHOT_OPTIONS,
+	[REC_PID_OF] = OPT_STRING("pid-of", 'p', "NAME",
+				  "the process called NAME (comm or executable name)", CMPL_PID),
+	[REC_EVERY] = {.name = "every",
+		       .short_name = 'e',
+		       .arg = "DURATION",
+		       .help = "a snapshot every DURATION (with --when: how often conditions are "
+			       "checked, default 1s)",
+		       .type = CMD_OPT_DURATION,
+		       .min = 10000,
+		       .max = 1e15,
+		       .hint = "a duration of 10ms or more, e.g. 500ms, 1s, 1m"},
+	[REC_FOR] = {.name = "for",
+		     .arg = "DURATION",
+		     .help = "stop after DURATION",
+		     .type = CMD_OPT_DURATION,
+		     .min = 1,
+		     .max = 1e15,
+		     .hint = "e.g. 30s, 10m, 2h"},
+	[REC_COUNT] = {.name = "count",
+		       .short_name = 'c',
+		       .arg = "N",
+		       .help = "stop after N snapshots",
+		       .type = CMD_OPT_COUNT,
+		       .min = 1,
+		       .max = 1e15,
+		       .hint = "a number >= 1"},
+	[REC_OUT] = OPT_STRING("out", 'o', "DIR",
+			       "write the snapshots and manifest.json into DIR (created if needed)",
+			       CMPL_DIR),
+	[REC_MAX_DISK] = {.name = "max-disk",
+			  .arg = "SIZE",
+			  .help = "keep at most SIZE bytes in DIR: drop the oldest snapshots",
+			  .type = CMD_OPT_SIZE,
+			  .min = 4096,
+			  .max = 1e18,
+			  .hint = "e.g. 100M, 2G; at least 4K"},
+	[REC_COMPRESS] = OPT_FLAG("compress", 'z', "gzip each snapshot file (.json.gz)"),
+	[REC_FOLLOW] = OPT_FLAG("follow", 'F',
+				"when the process exits, wait for a new one of the same name"),
+	[REC_WHEN] = OPT_STRING("when", 'w', "COND[,COND]",
+				"snapshot only when a condition holds: parked>=N, deadlock, "
+				"cpu>=PERCENT, stuck>=DURATION",
+				CMPL_NONE),
+	[REC_BURST] = OPT_COUNT("burst", 'b', "N",
+				"snapshots taken each time a condition fires (default 3)", 1, 10000,
+				"3"),
+	[REC_QUIET] = OPT_FLAG("quiet", 'q', "do not print a line per snapshot"),
+	[REC_VERBOSE] = OPT_FLAG("verbose", 'v',
+				 "the CPU cost of each snapshot, by stage, on stderr"),
 	{0},
 };
 
@@ -1099,21 +1139,16 @@ static int parse_options(struct rec *r, int argc, char **argv, pid_t **tids)
 	if (cmd_snap_opts(ctx, &r->opts, tids) < 0)
 		return -1;
 	r->opts.keep_files = 1; /* a snapshot every few seconds, for minutes */
-	r->dir = cmd_opt(ctx, "out");
+	r->dir = cmd_str(ctx, REC_OUT);
 	if (!r->dir || !*r->dir) {
 		cmd_error(ctx, "record: --out DIR is required (where the snapshots go)");
 		return -1;
 	}
-	if ((v = cmd_opt(ctx, "when")) && parse_when(r, v) < 0)
+	if ((v = cmd_str(ctx, REC_WHEN)) && parse_when(r, v) < 0)
 		return -1;
-	r->every_text = cmd_opt(ctx, "every");
+	r->every_text = cmd_str(ctx, REC_EVERY);
 	if (r->every_text) {
-		if (sd_parse_duration(r->every_text, &r->every_us) < 0 || r->every_us < 10000) {
-			cmd_error(ctx, "record: invalid --every: %s (a duration of 10ms or more, "
-				       "e.g. 500ms, 1s, 1m)",
-				  r->every_text);
-			return -1;
-		}
+		r->every_us = cmd_num(ctx, REC_EVERY);
 	} else if (r->ntrig) {
 		r->every_us = 1000000;
 		r->every_text = "1s";
@@ -1122,48 +1157,24 @@ static int parse_options(struct rec *r, int argc, char **argv, pid_t **tids)
 			       "--every 1s");
 		return -1;
 	}
-	if ((v = cmd_opt(ctx, "for")) &&
-	    (sd_parse_duration(v, &r->for_us) < 0 || r->for_us == 0)) {
-		cmd_error(ctx, "record: invalid --for: %s (e.g. 30s, 10m, 2h)", v);
+	r->for_us = cmd_num(ctx, REC_FOR);
+	r->count = (long)cmd_num(ctx, REC_COUNT);
+	if (cmd_has(ctx, REC_MAX_DISK)) {
+		r->max_disk = cmd_num(ctx, REC_MAX_DISK);
+		r->max_disk_text = cmd_str(ctx, REC_MAX_DISK);
+	}
+	r->burst = (int)cmd_num(ctx, REC_BURST);
+	if (cmd_has(ctx, REC_BURST) && !r->ntrig) {
+		cmd_error(ctx, "record: --burst needs --when (a burst is what a trigger "
+			       "takes)");
 		return -1;
 	}
-	if ((v = cmd_opt(ctx, "count"))) {
-		char *end;
-		r->count = strtol(v, &end, 10);
-		if (end == v || *end || r->count < 1) {
-			cmd_error(ctx, "record: invalid --count: %s (a number >= 1)", v);
-			return -1;
-		}
-	}
-	if ((v = cmd_opt(ctx, "max-disk"))) {
-		if (sd_parse_size(v, &r->max_disk) < 0 || r->max_disk < 4096) {
-			cmd_error(ctx, "record: invalid --max-disk: %s (e.g. 100M, 2G; at least 4K)",
-				  v);
-			return -1;
-		}
-		r->max_disk_text = v;
-	}
-	r->burst = 3;
-	if ((v = cmd_opt(ctx, "burst"))) {
-		char *end;
-		long b = strtol(v, &end, 10);
-		if (end == v || *end || b < 1 || b > 10000) {
-			cmd_error(ctx, "record: invalid --burst: %s (1 to 10000)", v);
-			return -1;
-		}
-		if (!r->ntrig) {
-			cmd_error(ctx, "record: --burst needs --when (a burst is what a trigger "
-				       "takes)");
-			return -1;
-		}
-		r->burst = (int)b;
-	}
-	r->compress = cmd_flag(ctx, "compress");
-	r->follow = cmd_flag(ctx, "follow");
-	r->quiet = cmd_flag(ctx, "quiet");
-	r->verbose = cmd_flag(ctx, "verbose");
+	r->compress = cmd_has(ctx, REC_COMPRESS);
+	r->follow = cmd_has(ctx, REC_FOLLOW);
+	r->quiet = cmd_has(ctx, REC_QUIET);
+	r->verbose = cmd_has(ctx, REC_VERBOSE);
 
-	const char *name = cmd_opt(ctx, "pid-of");
+	const char *name = cmd_str(ctx, REC_PID_OF);
 	if (name && argc > 0) {
 		cmd_error(ctx, "record: give a PID or --pid-of NAME, not both");
 		return -1;

@@ -18,31 +18,62 @@
 #include "../src/snapio.h"
 #include "cmd.h"
 
+enum {
+	REP_FORMAT,
+	REP_VIEW,
+	REP_OUTPUT,
+	REP_TIMELINE_SVG,
+	REP_ONLY,
+	REP_LIMIT,
+	REP_MIN_PERCENT,
+	REP_ON_CPU,
+	REP_OFF_CPU,
+	REP_NO_IDLE,
+	REP_GROUP_THREADS,
+	REP_BY_ADDRESS,
+	REP_TITLE,
+};
+
 static const struct cmd_option report_options[] = {
-	{"format", 'f', "FORMAT",
-	 "text or json: the whole report; folded, svg or pprof: the profile alone",
-	 CMPL_CHOICES, "text json folded svg pprof"},
-	{"view", 0, "VIEW", "the profile in the text report: top, tree or locks (default top)",
-	 CMPL_CHOICES, "top tree locks"},
-	{"output", 'o', "FILE", "write to FILE instead of standard output", CMPL_FILE, NULL},
-	{"timeline-svg", 0, "FILE", "also write the timeline of thread states as an SVG chart",
-	 CMPL_FILE, NULL},
-	{"only", 0, "SECTIONS",
-	 "only these sections: summary, profile, timeline, locks, stuck (comma-separated)",
-	 CMPL_NONE, NULL},
-	{"limit", 'l', "N", "profile top: the N hottest stacks (default 10, 0: all)", CMPL_NONE,
-	 NULL},
-	{"min-percent", 0, "PCT", "profile tree: hide call paths under PCT% (default 0.5)",
-	 CMPL_NONE, NULL},
-	{"on-cpu", 0, NULL, "profile: only threads on a CPU (state R)", CMPL_NONE, NULL},
-	{"off-cpu", 0, NULL, "profile: only threads off CPU", CMPL_NONE, NULL},
-	{"no-idle", 0, NULL, "profile: hide threads idling (epoll_wait, poll, condvars, sleep...)",
-	 CMPL_NONE, NULL},
-	{"group-threads", 'g', NULL, "profile: count worker-1..worker-N as one family worker-*",
-	 CMPL_NONE, NULL},
-	{"by-address", 0, NULL, "profile: merge stacks by address, not by function", CMPL_NONE,
-	 NULL},
-	{"title", 0, "TEXT", "svg: the title of the flame graph", CMPL_NONE, NULL},
+	[REP_FORMAT] = OPT_FORMAT("text or json: the whole report; folded, svg or pprof: the "
+				  "profile alone",
+				  "text json folded svg pprof", "text"),
+	[REP_VIEW] = OPT_CHOICE("view", 0, "VIEW",
+				"the profile in the text report: top, tree or locks (default top)",
+				"top tree locks", "top"),
+	[REP_OUTPUT] = OPT_STRING("output", 'o', "FILE", "write to FILE instead of standard output",
+				  CMPL_FILE),
+	[REP_TIMELINE_SVG] = OPT_STRING("timeline-svg", 0, "FILE",
+					"also write the timeline of thread states as an SVG chart",
+					CMPL_FILE),
+	[REP_ONLY] = OPT_STRING(
+	    "only", 0, "SECTIONS",
+	    "only these sections: summary, profile, timeline, locks, stuck (comma-separated)",
+	    CMPL_NONE),
+	[REP_LIMIT] = {.name = "limit",
+		       .short_name = 'l',
+		       .arg = "N",
+		       .help = "profile top: the N hottest stacks (default 10, 0: all)",
+		       .type = CMD_OPT_COUNT,
+		       .max = 1e9,
+		       .def = "10",
+		       .hint = "a number >= 0"},
+	[REP_MIN_PERCENT] = {.name = "min-percent",
+			     .arg = "PCT",
+			     .help = "profile tree: hide call paths under PCT% (default 0.5)",
+			     .type = CMD_OPT_REAL,
+			     .max = 100,
+			     .def = "0.5",
+			     .hint = "0 to 100"},
+	[REP_ON_CPU] = OPT_FLAG("on-cpu", 0, "profile: only threads on a CPU (state R)"),
+	[REP_OFF_CPU] = OPT_FLAG("off-cpu", 0, "profile: only threads off CPU"),
+	[REP_NO_IDLE] = OPT_FLAG(
+	    "no-idle", 0, "profile: hide threads idling (epoll_wait, poll, condvars, sleep...)"),
+	[REP_GROUP_THREADS] = OPT_FLAG("group-threads", 'g',
+				       "profile: count worker-1..worker-N as one family worker-*"),
+	[REP_BY_ADDRESS] = OPT_FLAG("by-address", 0,
+				    "profile: merge stacks by address, not by function"),
+	[REP_TITLE] = OPT_STRING("title", 0, "TEXT", "svg: the title of the flame graph", CMPL_NONE),
 	{0},
 };
 
@@ -97,7 +128,8 @@ static char state_letter(const struct sd_thread *th)
 	case SD_WAIT_STOPPED: return 'T';
 	case SD_WAIT_ZOMBIE: return 'Z';
 	case SD_WAIT_CONDVAR:
-	case SD_WAIT_RUST_CONDVAR: return 'C';
+	case SD_WAIT_RUST_CONDVAR:
+	case SD_WAIT_IDLE: return 'C';
 	case SD_WAIT_MUTEX:
 	case SD_WAIT_RWLOCK_READ:
 	case SD_WAIT_RWLOCK_WRITE:
@@ -105,6 +137,7 @@ static char state_letter(const struct sd_thread *th)
 	case SD_WAIT_JOIN:
 	case SD_WAIT_RUST_MUTEX:
 	case SD_WAIT_RUST_RWLOCK:
+	case SD_WAIT_MONITOR:
 	case SD_WAIT_FUTEX: return 'L';
 	case SD_WAIT_SYSCALL:
 	case SD_WAIT_NONE:
@@ -776,16 +809,6 @@ static int parse_sections(struct cmd_ctx *ctx, const char *v, unsigned *out)
 	return *out ? 0 : -1;
 }
 
-static int parse_num(const char *v, double lo, double hi, double *out)
-{
-	char *end;
-	double d = strtod(v, &end);
-	if (end == v || *end || !(d >= lo) || d > hi)
-		return -1;
-	*out = d;
-	return 0;
-}
-
 /* Write LEN bytes to PATH, or to the command's output when PATH is NULL. */
 static int emit(struct cmd_ctx *ctx, const char *path, const void *buf, size_t len)
 {
@@ -808,55 +831,33 @@ static int report_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	r.ctx = ctx;
 	r.sections = SEC_ALL;
 	const char *v;
-	if ((v = cmd_opt(ctx, "only")) && parse_sections(ctx, v, &r.sections) < 0)
+	if ((v = cmd_str(ctx, REP_ONLY)) && parse_sections(ctx, v, &r.sections) < 0)
 		return EXIT_USAGE;
 	struct sd_prender ro;
 	memset(&ro, 0, sizeof(ro));
-	ro.limit = 10;
-	ro.min_percent = 0.5;
-	ro.color = ctx->color && !cmd_opt(ctx, "output");
-	ro.title = cmd_opt(ctx, "title");
-	double d;
-	if ((v = cmd_opt(ctx, "limit"))) {
-		if (parse_num(v, 0, 1e9, &d) < 0 || d != (double)(int)d) {
-			cmd_error(ctx, "report: invalid --limit: %s (a number >= 0)", v);
-			return EXIT_USAGE;
-		}
-		ro.limit = (int)d;
-	}
-	if ((v = cmd_opt(ctx, "min-percent"))) {
-		if (parse_num(v, 0, 100, &d) < 0) {
-			cmd_error(ctx, "report: invalid --min-percent: %s (0 to 100)", v);
-			return EXIT_USAGE;
-		}
-		ro.min_percent = d;
-	}
-	if (cmd_flag(ctx, "on-cpu") && cmd_flag(ctx, "off-cpu")) {
+	ro.limit = (int)cmd_num(ctx, REP_LIMIT);
+	ro.min_percent = cmd_real(ctx, REP_MIN_PERCENT);
+	ro.color = ctx->color && !cmd_has(ctx, REP_OUTPUT);
+	ro.title = cmd_str(ctx, REP_TITLE);
+	if (cmd_has(ctx, REP_ON_CPU) && cmd_has(ctx, REP_OFF_CPU)) {
 		cmd_error(ctx, "report: --on-cpu and --off-cpu exclude each other");
 		return EXIT_USAGE;
 	}
-	const char *format = cmd_opt(ctx, "format");
-	if (!format)
-		format = ctx->session && ctx->session->settings.format &&
-				 !strcmp(ctx->session->settings.format, "json")
-			     ? "json"
-			     : "text";
-	const char *view = cmd_opt(ctx, "view");
-	if (!view)
-		view = "top";
-	const char *outpath = cmd_opt(ctx, "output");
+	const char *format = cmd_str(ctx, REP_FORMAT);
+	const char *view = cmd_str(ctx, REP_VIEW);
+	const char *outpath = cmd_str(ctx, REP_OUTPUT);
 	if (!strcmp(format, "pprof") && !outpath && isatty(fileno(ctx->out))) {
 		cmd_error(ctx, "report: pprof is binary: write it to a file with -o FILE");
 		return EXIT_USAGE;
 	}
 	struct sd_profile_opts po;
 	profile_opts_init(&po);
-	po.by_address = cmd_flag(ctx, "by-address");
-	po.group_threads = cmd_flag(ctx, "group-threads");
-	po.no_idle = cmd_flag(ctx, "no-idle");
-	po.cpu = cmd_flag(ctx, "on-cpu")    ? SD_CPU_ON
-		 : cmd_flag(ctx, "off-cpu") ? SD_CPU_OFF
-					    : SD_CPU_ALL;
+	po.by_address = cmd_has(ctx, REP_BY_ADDRESS);
+	po.group_threads = cmd_has(ctx, REP_GROUP_THREADS);
+	po.no_idle = cmd_has(ctx, REP_NO_IDLE);
+	po.cpu = cmd_has(ctx, REP_ON_CPU)    ? SD_CPU_ON
+		 : cmd_has(ctx, REP_OFF_CPU) ? SD_CPU_OFF
+					     : SD_CPU_ALL;
 	po.locks = !strcmp(view, "locks") || !strcmp(format, "json");
 	r.prof = profile_new(&po);
 
@@ -914,14 +915,7 @@ static int report_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		free(buf);
 	} else {
 		if (!strcmp(format, "json")) {
-			json_t *o = report_json(&r);
-			char *txt = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-			if (txt) {
-				strbuf_adds(&sb, txt);
-				strbuf_adds(&sb, "\n");
-				free(txt);
-			}
-			json_decref(o);
+			cmd_json_text(&sb, report_json(&r));
 		} else if (!strcmp(format, "folded")) {
 			format_profile_folded(&sb, r.prof);
 		} else if (!strcmp(format, "svg")) {
@@ -943,7 +937,7 @@ static int report_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	}
 	strbuf_release(&sb);
 
-	if ((v = cmd_opt(ctx, "timeline-svg"))) {
+	if ((v = cmd_str(ctx, REP_TIMELINE_SVG))) {
 		struct strbuf svg;
 		strbuf_init(&svg);
 		svg_timeline(&r, &svg);

@@ -6,9 +6,11 @@
 #include "../src/snapio.h"
 #include "cmd.h"
 
+enum { SAVE_COMPRESS };
+
 static const struct cmd_option save_options[] = {
-	{"compress", 'z', NULL, "gzip the file (the default when FILE ends in .gz)", CMPL_NONE,
-	 NULL},
+	[SAVE_COMPRESS] = OPT_FLAG("compress", 'z',
+				   "gzip the file (the default when FILE ends in .gz)"),
 	{0},
 };
 
@@ -30,7 +32,7 @@ static int save_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	const char *path = argv[0];
-	int compress = cmd_flag(ctx, "compress") || ends_with(path, ".gz");
+	int compress = cmd_has(ctx, SAVE_COMPRESS) || ends_with(path, ".gz");
 	struct snapio_meta m;
 	snapio_meta_init(&m);
 	m.reason = "save";

@@ -16,8 +16,10 @@
 #include "../src/procfs.h"
 #include "shell.h"
 
+enum { THREADS_FORMAT };
+
 static const struct cmd_option threads_options[] = {
-	{"format", 'f', "FORMAT", "output format: text or json", CMPL_CHOICES, "text json"},
+	[THREADS_FORMAT] = OPT_FORMAT("output format: text or json", "text json", "text"),
 	{0},
 };
 
@@ -258,16 +260,6 @@ static json_t *jstr(const char *s)
 	return j;
 }
 
-static void print_json(struct cmd_ctx *ctx, json_t *doc)
-{
-	char *txt = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	if (txt) {
-		cmd_print(ctx, "%s\n", txt);
-		free(txt);
-	}
-	json_decref(doc);
-}
-
 /* threads of a loaded snapshot: no CPU%, waits as analyzed then. */
 static int threads_snapshot(struct cmd_ctx *ctx, const struct sd_snapshot *s, int json)
 {
@@ -291,7 +283,7 @@ static int threads_snapshot(struct cmd_ctx *ctx, const struct sd_snapshot *s, in
 			json_array_append_new(arr, o);
 		}
 		json_object_set_new(doc, "threads", arr);
-		print_json(ctx, doc);
+		cmd_print_json(ctx, doc);
 		return EXIT_OK;
 	}
 	struct cells *c = sd_xcalloc(s->nthreads ? s->nthreads : 1, sizeof(*c));
@@ -422,7 +414,7 @@ static int threads_live(struct cmd_ctx *ctx, pid_t pid, int json)
 	}
 	if (json) {
 		json_object_set_new(doc, "threads", arr);
-		print_json(ctx, doc);
+		cmd_print_json(ctx, doc);
 	} else {
 		struct strbuf h, f;
 		strbuf_init(&h);
@@ -458,28 +450,12 @@ static int threads_live(struct cmd_ctx *ctx, pid_t pid, int json)
 
 static int threads_exec(struct cmd_ctx *ctx, int argc, char **argv)
 {
-	struct cmd_session *s = ctx->session;
-	const char *fmt = cmd_opt(ctx, "format");
-	if (!fmt && s && s->settings.format && !strcmp(s->settings.format, "json"))
-		fmt = "json";
-	int json = fmt && !strcmp(fmt, "json");
-	if (argc == 1) {
-		pid_t pid = cmd_resolve_pid(ctx, argv[0]);
-		if (pid <= 0)
-			return EXIT_FAIL;
-		return threads_live(ctx, pid, json);
-	}
-	if (!ctx->in_shell) {
-		cmd_error(ctx, "threads: missing argument (PID|NAME)\n"
-			       "usage: stackdump threads [options] PID|NAME");
-		return EXIT_USAGE;
-	}
-	if (s && s->loaded)
-		return threads_snapshot(ctx, s->loaded, json);
-	struct sd_target *t = cmd_current_target(ctx);
-	if (!t)
-		return EXIT_FAIL;
-	return threads_live(ctx, t->pid, json);
+	(void)argc;
+	(void)argv;
+	int json = cmd_is(ctx, THREADS_FORMAT, "json");
+	if (ctx->target.loaded)
+		return threads_snapshot(ctx, ctx->target.loaded, json);
+	return threads_live(ctx, ctx->target.pid, json);
 }
 
 const struct cmd_entry cmd_threads_entry = {
@@ -497,5 +473,6 @@ const struct cmd_entry cmd_threads_entry = {
 	.min_args = 0,
 	.max_args = 1,
 	.arg_complete = CMPL_PID,
+	.flags = CMD_NEEDS_TARGET | CMD_TARGET_LOADED,
 	.exec = threads_exec,
 };

@@ -13,15 +13,49 @@
 #include "../src/profile.h"
 #include "cmd.h"
 
+enum { TOP_RATE = SNAP_OPT__COUNT, TOP_REFRESH, TOP_DURATION, TOP_COUNT, TOP_NO_IDLE, TOP_LIMIT };
+
 static const struct cmd_option top_options[] = {
 	CMD_SNAPSHOT_OPTIONS,
-	{"rate", 'r', "HZ", "samples per second (default 10)", CMPL_NONE, NULL},
-	{"refresh", 0, "DURATION", "time between screens (default 1s)", CMPL_NONE, NULL},
-	{"duration", 'd', "DURATION", "stop after this long (default: at Ctrl-C)", CMPL_NONE, NULL},
-	{"count", 'c', "N", "stop after N screens", CMPL_NONE, NULL},
-	{"no-idle", 0, NULL, "leave idle threads out of the function list", CMPL_NONE, NULL},
-	{"limit", 'l', "N", "at most N functions (default: what fits the terminal)", CMPL_NONE,
-	 NULL},
+	[TOP_RATE] = {.name = "rate",
+		      .short_name = 'r',
+		      .arg = "HZ",
+		      .help = "samples per second (default 10)",
+		      .type = CMD_OPT_REAL,
+		      .min = 0.1,
+		      .max = 10000,
+		      .def = "10",
+		      .hint = "samples per second, 0.1 to 10000"},
+	[TOP_REFRESH] = {.name = "refresh",
+			 .arg = "DURATION",
+			 .help = "time between screens (default 1s)",
+			 .type = CMD_OPT_DURATION,
+			 .min = 50000,
+			 .max = 1e15,
+			 .def = "1s",
+			 .hint = "e.g. 1s, 500ms; at least 50ms"},
+	[TOP_DURATION] = {.name = "duration",
+			  .short_name = 'd',
+			  .arg = "DURATION",
+			  .help = "stop after this long (default: at Ctrl-C)",
+			  .type = CMD_OPT_DURATION,
+			  .hint = "e.g. 30s, 2m"},
+	[TOP_COUNT] = {.name = "count",
+		       .short_name = 'c',
+		       .arg = "N",
+		       .help = "stop after N screens",
+		       .type = CMD_OPT_COUNT,
+		       .min = 1,
+		       .max = 100000000,
+		       .hint = "a number of screens, at least 1"},
+	[TOP_NO_IDLE] = OPT_FLAG("no-idle", 0, "leave idle threads out of the function list"),
+	[TOP_LIMIT] = {.name = "limit",
+		       .short_name = 'l',
+		       .arg = "N",
+		       .help = "at most N functions (default: what fits the terminal)",
+		       .type = CMD_OPT_COUNT,
+		       .max = 100000,
+		       .hint = "a number of functions"},
 	{0},
 };
 
@@ -179,6 +213,8 @@ static int terminal_rows(FILE *f)
 
 static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 {
+	(void)argc;
+	(void)argv;
 	struct sd_snap_opts so;
 	pid_t *tids = NULL;
 	if (cmd_snap_opts(ctx, &so, &tids) < 0)
@@ -187,73 +223,16 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	so.reuse = 1; /* a thread that did not run since the last sample is not read */
 	so.light_discover = 1; /* a sample needs no wchan or switch counts */
 	int rc = EXIT_USAGE;
-	struct sd_target *t = NULL;
-	int owned = 0;
+	struct sd_target *t = ctx->target.t;
 	struct sd_profile *p = NULL;
 	struct tthread *th = NULL;
 	size_t nth = 0, thcap = 0;
-	const char *v;
-	double rate = 10;
-	uint64_t refresh_us = 1000000, duration_us = 0;
-	long count = 0, limit = 0;
-	if ((v = cmd_opt(ctx, "rate"))) {
-		char *end;
-		rate = strtod(v, &end);
-		if (*end || !(rate >= 0.1 && rate <= 10000)) {
-			cmd_error(ctx, "invalid --rate: %s (samples per second, 0.1 to 10000)", v);
-			goto out;
-		}
-	}
-	if ((v = cmd_opt(ctx, "refresh")) &&
-	    (sd_parse_duration(v, &refresh_us) < 0 || refresh_us < 50000)) {
-		cmd_error(ctx, "invalid --refresh: %s (e.g. 1s, 500ms; at least 50ms)", v);
-		goto out;
-	}
-	if ((v = cmd_opt(ctx, "duration")) && sd_parse_duration(v, &duration_us) < 0) {
-		cmd_error(ctx, "invalid --duration: %s (e.g. 30s, 2m)", v);
-		goto out;
-	}
-	if ((v = cmd_opt(ctx, "count"))) {
-		char *end;
-		count = strtol(v, &end, 10);
-		if (*end || !*v || count < 1 || count > 100000000) {
-			cmd_error(ctx, "invalid --count: %s (a number of screens, at least 1)", v);
-			goto out;
-		}
-	}
-	if ((v = cmd_opt(ctx, "limit"))) {
-		char *end;
-		limit = strtol(v, &end, 10);
-		if (*end || !*v || limit < 0 || limit > 100000) {
-			cmd_error(ctx, "invalid --limit: %s (a number of functions)", v);
-			goto out;
-		}
-	}
-	if (argc == 0) {
-		if (!(ctx->in_shell && ctx->session && ctx->session->ntargets)) {
-			cmd_error(ctx, "top: missing argument (PID|NAME)\nusage: stackdump top [options] "
-				       "PID|NAME");
-			goto out;
-		}
-		t = cmd_current_target(ctx);
-	} else {
-		pid_t pid = cmd_resolve_pid(ctx, argv[0]);
-		if (pid <= 0) {
-			rc = EXIT_FAIL;
-			goto out;
-		}
-		struct sd_error err = {0};
-		t = target_new(pid, &err);
-		if (!t) {
-			cmd_error(ctx, "%s", err.msg);
-			rc = EXIT_FAIL;
-			goto out;
-		}
-		owned = 1;
-	}
+	double rate = cmd_real(ctx, TOP_RATE);
+	uint64_t refresh_us = cmd_num(ctx, TOP_REFRESH), duration_us = cmd_num(ctx, TOP_DURATION);
+	long count = (long)cmd_num(ctx, TOP_COUNT), limit = (long)cmd_num(ctx, TOP_LIMIT);
 	struct sd_profile_opts po;
 	profile_opts_init(&po);
-	po.no_idle = cmd_flag(ctx, "no-idle");
+	po.no_idle = cmd_has(ctx, TOP_NO_IDLE);
 	po.no_inline = so.no_inline;
 	po.no_source = so.no_source;
 	p = profile_new(&po);
@@ -339,11 +318,8 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	/* Ctrl-C is how top is meant to end. */
 	cmd_interrupted = 0;
 	free(groups);
-out:
 	profile_free(p);
 	free(th);
-	if (owned)
-		target_free(t);
 	free(tids);
 	return rc;
 }
@@ -364,5 +340,6 @@ const struct cmd_entry cmd_top_entry = {
 	.min_args = 0,
 	.max_args = 1,
 	.arg_complete = CMPL_PID,
+	.flags = CMD_NEEDS_TARGET | CMD_TARGET_ATTACH,
 	.exec = top_exec,
 };

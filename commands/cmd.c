@@ -5,6 +5,7 @@
 #include "cmd.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,14 +102,42 @@ const struct cmd_entry *cmd_find(const char *name, int exact_only, char *msg, si
 
 void cmd_write(struct cmd_ctx *ctx, const char *s, size_t n)
 {
-	fwrite(s, 1, n, ctx->out);
+	if (fwrite(s, 1, n, ctx->out) != n && !ctx->out_errno)
+		ctx->out_errno = errno ? errno : EIO;
+}
+
+int cmd_json_text(struct strbuf *sb, json_t *doc)
+{
+	if (!doc)
+		return -EINVAL;
+	char *txt = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(doc);
+	if (!txt)
+		return -ENOMEM;
+	strbuf_adds(sb, txt);
+	strbuf_adds(sb, "\n");
+	free(txt);
+	return 0;
+}
+
+void cmd_print_json(struct cmd_ctx *ctx, json_t *doc)
+{
+	struct strbuf sb;
+	strbuf_init(&sb);
+	if (doc && cmd_json_text(&sb, doc) < 0)
+		cmd_error(ctx, "cannot write the JSON document: out of memory");
+	else
+		cmd_write(ctx, sb.buf, sb.len);
+	strbuf_release(&sb);
 }
 
 void cmd_print(struct cmd_ctx *ctx, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vfprintf(ctx->out, fmt, ap);
+	errno = 0;
+	if (vfprintf(ctx->out, fmt, ap) < 0 && !ctx->out_errno)
+		ctx->out_errno = errno ? errno : EIO;
 	va_end(ap);
 }
 
@@ -131,15 +160,277 @@ static int opt_index(const struct cmd_entry *e, const char *name)
 	return -1;
 }
 
-const char *cmd_opt(const struct cmd_ctx *ctx, const char *name)
+int cmd_has(const struct cmd_ctx *ctx, int opt)
 {
-	int i = ctx->entry ? opt_index(ctx->entry, name) : -1;
-	return i >= 0 ? ctx->optval[i] : NULL;
+	return ctx->opt[opt].str != NULL;
 }
 
-int cmd_flag(const struct cmd_ctx *ctx, const char *name)
+const char *cmd_str(const struct cmd_ctx *ctx, int opt)
 {
-	return cmd_opt(ctx, name) != NULL;
+	if (ctx->opt[opt].str)
+		return ctx->opt[opt].str;
+	return ctx->entry ? ctx->entry->options[opt].def : NULL;
+}
+
+uint64_t cmd_num(const struct cmd_ctx *ctx, int opt)
+{
+	return ctx->opt[opt].num;
+}
+
+double cmd_real(const struct cmd_ctx *ctx, int opt)
+{
+	return ctx->opt[opt].real;
+}
+
+int cmd_is(const struct cmd_ctx *ctx, int opt, const char *word)
+{
+	const char *v = cmd_str(ctx, opt);
+	return v && !strcmp(v, word);
+}
+
+const struct cmd_option cmd_global_options[] = {
+	[CMD_GLOBAL_HELP] = OPT_FLAG("help", 'h',
+				     "show the help ('stackdump COMMAND --help' for a command)"),
+	[CMD_GLOBAL_VERSION] = OPT_FLAG("version", 'V', "show the version"),
+	[CMD_GLOBAL_COMMANDS] = OPT_STRING(NULL, 'c', "CMDS",
+					   "run shell commands (separated by ';') and exit",
+					   CMPL_NONE),
+	[CMD_GLOBAL_COMPLETION] = OPT_CHOICE("completion", 0, "SHELL",
+					     "print the completion script for bash, zsh or fish",
+					     "bash zsh fish", NULL),
+	{0},
+};
+
+void cmd_help_globals(struct strbuf *sb)
+{
+	for (const struct cmd_option *o = cmd_global_options; o->help; o++) {
+		char left[40];
+		if (o->name && o->short_name)
+			snprintf(left, sizeof(left), "-%c, --%s%s%s", o->short_name, o->name,
+				 o->arg ? " " : "", o->arg ? o->arg : "");
+		else if (o->name)
+			snprintf(left, sizeof(left), "--%s%s%s", o->name, o->arg ? " " : "",
+				 o->arg ? o->arg : "");
+		else
+			snprintf(left, sizeof(left), "-%c%s%s", o->short_name, o->arg ? " " : "",
+				 o->arg ? o->arg : "");
+		strbuf_addf(sb, "  %-18s %s\n", left, o->help);
+	}
+}
+
+/* Does the space-separated list LIST hold WORD? */
+static int word_in(const char *list, const char *word)
+{
+	size_t wl = strlen(word);
+	while (list && *list) {
+		size_t l = strcspn(list, " ");
+		if (l == wl && !strncmp(list, word, l))
+			return 1;
+		list += l;
+		while (*list == ' ')
+			list++;
+	}
+	return 0;
+}
+
+/* "2s", "100ms", "100us": a bound in the unit it reads best in. */
+static void fmt_duration(char *buf, size_t n, double us)
+{
+	if (us >= 3600e6 && !fmod(us, 3600e6))
+		snprintf(buf, n, "%gh", us / 3600e6);
+	else if (us >= 1e6 && !fmod(us, 1e6))
+		snprintf(buf, n, "%gs", us / 1e6);
+	else if (us >= 1e3 && !fmod(us, 1e3))
+		snprintf(buf, n, "%gms", us / 1e3);
+	else
+		snprintf(buf, n, "%gus", us);
+}
+
+static void fmt_size(char *buf, size_t n, double b)
+{
+	static const char units[] = "KMG";
+	int u = -1;
+	while (u < 2 && b >= 1024 && !fmod(b, 1024)) {
+		b /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, n, "%g", b);
+	else
+		snprintf(buf, n, "%g%c", b, units[u]);
+}
+
+/* What a valid value of O looks like, for the error message. */
+static void opt_hint(struct strbuf *sb, const struct cmd_option *o)
+{
+	if (o->hint) {
+		strbuf_adds(sb, o->hint);
+		return;
+	}
+	char lo[32], hi[32];
+	int bounded = o->min != 0 || o->max != 0;
+	switch (o->type) {
+	case CMD_OPT_COUNT:
+	case CMD_OPT_REAL:
+		snprintf(lo, sizeof(lo), "%.15g", o->min);
+		snprintf(hi, sizeof(hi), "%.15g", o->max);
+		strbuf_adds(sb, o->type == CMD_OPT_COUNT ? "a whole number" : "a number");
+		break;
+	case CMD_OPT_DURATION:
+		fmt_duration(lo, sizeof(lo), o->min);
+		fmt_duration(hi, sizeof(hi), o->max);
+		strbuf_adds(sb, "e.g. 500ms, 2s");
+		break;
+	case CMD_OPT_SIZE:
+		fmt_size(lo, sizeof(lo), o->min);
+		fmt_size(hi, sizeof(hi), o->max);
+		strbuf_adds(sb, "e.g. 256K, 4M");
+		break;
+	default:
+		return;
+	}
+	if (!bounded)
+		return;
+	if (o->max == 0)
+		strbuf_addf(sb, "%sat least %s", o->type == CMD_OPT_COUNT || o->type == CMD_OPT_REAL
+						     ? ", "
+						     : "; ",
+			    lo);
+	else
+		strbuf_addf(sb, "%s%s to %s",
+			    o->type == CMD_OPT_COUNT || o->type == CMD_OPT_REAL ? " from " : "; ", lo,
+			    hi);
+}
+
+/* Parse V as a value of O into OUT. Returns 0, or -1 when V is not a
+ * valid value (the caller reports it). */
+static int opt_value(const struct cmd_option *o, const char *v, struct cmd_optval *out)
+{
+	uint64_t n = 0;
+	double d = 0;
+	switch (o->type) {
+	case CMD_OPT_FLAG:
+	case CMD_OPT_STRING:
+		return 0;
+	case CMD_OPT_CHOICE:
+		return word_in(o->choices, v) ? 0 : -1;
+	case CMD_OPT_COUNT: {
+		char *end;
+		if (!*v || *v == '-' || *v == '+')
+			return -1;
+		errno = 0;
+		unsigned long long x = strtoull(v, &end, 10);
+		if (errno || *end)
+			return -1;
+		n = x;
+		d = (double)x;
+		break;
+	}
+	case CMD_OPT_DURATION:
+		if (sd_parse_duration(v, &n) < 0)
+			return -1;
+		d = (double)n;
+		break;
+	case CMD_OPT_SIZE:
+		if (sd_parse_size(v, &n) < 0)
+			return -1;
+		d = (double)n;
+		break;
+	case CMD_OPT_REAL: {
+		char *end;
+		errno = 0;
+		d = strtod(v, &end);
+		if (errno || end == v || *end || d != d)
+			return -1;
+		break;
+	}
+	}
+	if ((o->min != 0 || o->max != 0) && (d < o->min || (o->max != 0 && d > o->max)))
+		return -1;
+	out->num = n;
+	out->real = d;
+	return 0;
+}
+
+/* Fill the options E's command line left out: from the shell's settings
+ * where one stands in, else the declared default. */
+static void opt_fill(struct cmd_ctx *ctx, const struct cmd_entry *e)
+{
+	const struct cmd_settings *st = ctx->session ? &ctx->session->settings : NULL;
+	for (int i = 0; e->options && e->options[i].name; i++) {
+		const struct cmd_option *o = &e->options[i];
+		struct cmd_optval *v = &ctx->opt[i];
+		if (v->str)
+			continue;
+		if (st) {
+			switch (o->setting) {
+			case CMD_SET_FORMAT:
+				if (st->format && word_in(o->choices, st->format))
+					v->str = st->format;
+				break;
+			case CMD_SET_MAX_FRAMES:
+				if (st->max_frames != ~0u) {
+					v->str = "";
+					v->num = st->max_frames;
+					v->real = st->max_frames;
+				}
+				break;
+			case CMD_SET_NO_INLINE:
+				if (st->no_inline)
+					v->str = "";
+				break;
+			case CMD_SET_NO_SOURCE:
+				if (st->no_source)
+					v->str = "";
+				break;
+			case CMD_SET_NONE:
+				break;
+			}
+			if (v->str)
+				continue;
+		}
+		/* A default that does not parse is a bug in the table: the
+		 * consistency test catches it (cmd_table_check). */
+		if (o->def)
+			(void)opt_value(o, o->def, v);
+	}
+}
+
+int cmd_table_check(char *msg, size_t msgsz)
+{
+	for (size_t i = 0; i < cmd_table_len; i++) {
+		const struct cmd_entry *e = cmd_table[i];
+		int n = 0;
+		for (; e->options && e->options[n].name; n++) {
+			const struct cmd_option *o = &e->options[n];
+			struct cmd_optval v = {0};
+			if (o->def && opt_value(o, o->def, &v) < 0) {
+				snprintf(msg, msgsz, "%s --%s: default '%s' is not a valid value",
+					 e->name, o->name, o->def);
+				return -1;
+			}
+			if ((o->type == CMD_OPT_FLAG) != !o->arg) {
+				snprintf(msg, msgsz, "%s --%s: a flag has no metavariable, others one",
+					 e->name, o->name);
+				return -1;
+			}
+			if (o->type == CMD_OPT_CHOICE && !o->choices) {
+				snprintf(msg, msgsz, "%s --%s: a choice without choices", e->name,
+					 o->name);
+				return -1;
+			}
+		}
+		if (n > CMD_MAX_OPTS) {
+			snprintf(msg, msgsz, "%s: more than %d options", e->name, CMD_MAX_OPTS);
+			return -1;
+		}
+		/* A hole in a designated array ends the table early. */
+		if (e->options && n == 0) {
+			snprintf(msg, msgsz, "%s: empty option array", e->name);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 static void usage_line(struct strbuf *sb, const struct cmd_entry *e)
@@ -192,7 +483,7 @@ int cmd_parse(struct cmd_ctx *ctx, const struct cmd_entry *e, int *argcp, char *
 	char **pos = sd_xcalloc((size_t)argc + 1, sizeof(char *));
 	int npos = 0, only_pos = 0;
 	ctx->entry = e;
-	memset(ctx->optval, 0, sizeof(ctx->optval));
+	memset(ctx->opt, 0, sizeof(ctx->opt));
 	for (int i = 1; i < argc; i++) {
 		char *a = argv[i];
 		if (only_pos || a[0] != '-' || !a[1] || (a[1] >= '0' && a[1] <= '9')) {
@@ -266,27 +557,21 @@ int cmd_parse(struct cmd_ctx *ctx, const struct cmd_entry *e, int *argcp, char *
 			}
 			val = argv[++i];
 		}
-		if (o->complete == CMPL_CHOICES && o->choices && val) {
-			/* Check the value is one of the declared choices. */
-			const char *c = o->choices;
-			int ok = 0;
-			size_t vl = strlen(val);
-			while (*c) {
-				size_t l = strcspn(c, " ");
-				if (l == vl && !strncmp(c, val, l))
-					ok = 1;
-				c += l;
-				while (*c == ' ')
-					c++;
-			}
-			if (!ok) {
+		if (val && opt_value(o, val, &ctx->opt[idx]) < 0) {
+			if (o->type == CMD_OPT_CHOICE) {
 				cmd_error(ctx, "%s: invalid value for --%s: %s (one of: %s)", e->name,
 					  o->name, val, o->choices);
-				free(pos);
-				return -1;
+			} else {
+				struct strbuf hint;
+				strbuf_init(&hint);
+				opt_hint(&hint, o);
+				cmd_error(ctx, "invalid --%s: %s (%s)", o->name, val, hint.buf);
+				strbuf_release(&hint);
 			}
+			free(pos);
+			return -1;
 		}
-		ctx->optval[idx] = val ? val : "";
+		ctx->opt[idx].str = val ? val : "";
 	}
 	if (npos < e->min_args || (e->max_args >= 0 && npos > e->max_args)) {
 		struct strbuf sb;
@@ -301,6 +586,7 @@ int cmd_parse(struct cmd_ctx *ctx, const struct cmd_entry *e, int *argcp, char *
 		free(pos);
 		return -1;
 	}
+	opt_fill(ctx, e);
 	/* argv[0] then the positional arguments, in an array of our own. */
 	free(ctx->posv);
 	ctx->posv = sd_xcalloc((size_t)npos + 2, sizeof(char *));
@@ -319,6 +605,46 @@ void cmd_ctx_release(struct cmd_ctx *ctx)
 	ctx->posv = NULL;
 }
 
+/* Resolve the target of a CMD_NEEDS_TARGET command into CTX->target: the
+ * PID|NAME in ARGV[0] (ARGC positional arguments), or in the shell the
+ * loaded snapshot or the current target. Returns 0 or an exit code after
+ * printing an error. */
+static int resolve_target(struct cmd_ctx *ctx, const struct cmd_entry *e, int argc, char **argv)
+{
+	struct cmd_target *tg = &ctx->target;
+	struct cmd_session *s = ctx->session;
+	if (argc >= 1) {
+		tg->pid = cmd_resolve_pid(ctx, argv[0]);
+		if (tg->pid <= 0)
+			return EXIT_FAIL;
+		if (e->flags & CMD_TARGET_ATTACH) {
+			struct sd_error err = {0};
+			tg->t = target_new(tg->pid, &err);
+			if (!tg->t) {
+				cmd_error(ctx, "%s", err.msg);
+				return EXIT_FAIL;
+			}
+			tg->owned = 1;
+		}
+		return 0;
+	}
+	if (!ctx->in_shell) {
+		cmd_error(ctx, "%s: missing argument (PID|NAME)\nusage: stackdump %s [options] PID|NAME",
+			  e->name, e->name);
+		return EXIT_USAGE;
+	}
+	if ((e->flags & CMD_TARGET_LOADED) && s && s->loaded) {
+		tg->loaded = s->loaded;
+		return 0;
+	}
+	tg->t = cmd_current_target(ctx);
+	if (!tg->t)
+		return EXIT_FAIL;
+	tg->pid = tg->t->pid;
+	tg->from_shell = 1;
+	return 0;
+}
+
 int cmd_run(struct cmd_ctx *ctx, const struct cmd_entry *e, int argc, char **argv)
 {
 	if ((e->flags & CMD_SHELL_ONLY) && !ctx->in_shell) {
@@ -329,8 +655,10 @@ int cmd_run(struct cmd_ctx *ctx, const struct cmd_entry *e, int argc, char **arg
 	 * parse intact around ours. */
 	char **saved_posv = ctx->posv;
 	const struct cmd_entry *saved_entry = ctx->entry;
-	const char *saved_optval[CMD_MAX_OPTS];
-	memcpy(saved_optval, ctx->optval, sizeof(saved_optval));
+	struct cmd_optval saved_opt[CMD_MAX_OPTS];
+	struct cmd_target saved_target = ctx->target;
+	memcpy(saved_opt, ctx->opt, sizeof(saved_opt));
+	memset(&ctx->target, 0, sizeof(ctx->target));
 	ctx->posv = NULL;
 	int r = cmd_parse(ctx, e, &argc, &argv);
 	int rc;
@@ -338,12 +666,19 @@ int cmd_run(struct cmd_ctx *ctx, const struct cmd_entry *e, int argc, char **arg
 		rc = EXIT_USAGE;
 	else if (r > 0)
 		rc = EXIT_OK;
+	else if (e->check && e->check(ctx) < 0)
+		rc = EXIT_USAGE;
+	else if ((e->flags & CMD_NEEDS_TARGET) && (rc = resolve_target(ctx, e, argc - 1, argv + 1)))
+		;
 	else
 		rc = e->exec(ctx, argc - 1, argv + 1);
+	if (ctx->target.owned)
+		target_free(ctx->target.t);
 	free(ctx->posv);
 	ctx->posv = saved_posv;
 	ctx->entry = saved_entry;
-	memcpy(ctx->optval, saved_optval, sizeof(saved_optval));
+	ctx->target = saved_target;
+	memcpy(ctx->opt, saved_opt, sizeof(saved_opt));
 	return rc;
 }
 
@@ -393,49 +728,18 @@ int cmd_snap_opts(struct cmd_ctx *ctx, struct sd_snap_opts *o, pid_t **tids)
 		o->capture = SD_CAPMODE_FREEZE;
 	else if (mode && !strcmp(mode, "ctxsw"))
 		o->capture = SD_CAPMODE_CTXSW;
-	const struct cmd_settings *st = ctx->session ? &ctx->session->settings : NULL;
-	if (st) {
-		o->no_inline = st->no_inline;
-		o->no_source = st->no_source;
-		if (st->max_frames != ~0u)
-			o->max_frames = st->max_frames;
-	}
-	const char *v;
-	if ((v = cmd_opt(ctx, "max-frames"))) {
-		char *end;
-		errno = 0;
-		long n = strtol(v, &end, 10);
-		if (errno || *end || n < 0 || n > 10000000) {
-			cmd_error(ctx, "invalid --max-frames: %s (expected a number >= 0)", v);
-			return -1;
-		}
-		o->max_frames = (unsigned)n;
-	}
-	if (cmd_flag(ctx, "no-inline"))
-		o->no_inline = 1;
-	if (cmd_flag(ctx, "no-source"))
-		o->no_source = 1;
-	if (cmd_flag(ctx, "per-thread"))
-		o->per_thread = 1;
-	if ((v = cmd_opt(ctx, "stack-bytes"))) {
-		uint64_t b;
-		if (sd_parse_size(v, &b) < 0 || b < 4096 || b > (1ull << 30)) {
-			cmd_error(ctx, "invalid --stack-bytes: %s (e.g. 256K, 4M; 4K to 1G)", v);
-			return -1;
-		}
-		o->max_stack = (size_t)b;
-	}
-	if ((v = cmd_opt(ctx, "timeout"))) {
-		uint64_t us;
-		if (sd_parse_duration(v, &us) < 0 || us < 1000 || us > 600000000ull) {
-			cmd_error(ctx, "invalid --timeout: %s (e.g. 500ms, 2s)", v);
-			return -1;
-		}
-		o->timeout_ms = (unsigned)(us / 1000);
-	}
-	if ((v = cmd_opt(ctx, "name")))
-		o->name_glob = v;
-	if ((v = cmd_opt(ctx, "tid"))) {
+	if (cmd_has(ctx, SNAP_OPT_MAX_FRAMES))
+		o->max_frames = (unsigned)cmd_num(ctx, SNAP_OPT_MAX_FRAMES);
+	o->no_inline = cmd_has(ctx, SNAP_OPT_NO_INLINE);
+	o->no_source = cmd_has(ctx, SNAP_OPT_NO_SOURCE);
+	o->per_thread = cmd_has(ctx, SNAP_OPT_PER_THREAD);
+	if (cmd_has(ctx, SNAP_OPT_STACK_BYTES))
+		o->max_stack = (size_t)cmd_num(ctx, SNAP_OPT_STACK_BYTES);
+	if (cmd_has(ctx, SNAP_OPT_TIMEOUT))
+		o->timeout_ms = (unsigned)(cmd_num(ctx, SNAP_OPT_TIMEOUT) / 1000);
+	o->name_glob = cmd_str(ctx, SNAP_OPT_NAME);
+	const char *v = cmd_str(ctx, SNAP_OPT_TID);
+	if (v) {
 		size_t n = 0, cap = 0;
 		pid_t *arr = NULL;
 		char *copy = sd_xstrdup(v), *save = NULL;

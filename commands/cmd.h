@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include <jansson.h>
+#include <stdint.h>
+
 #include "../src/snapshot.h"
 #include "../src/target.h"
 #include "../src/util.h"
@@ -37,6 +40,27 @@ enum cmd_complete {
 	CMPL_CHOICES,  /* choices listed in cmd_option.choices */
 };
 
+/* What an option's value is. Values are parsed and checked against the
+ * bounds once, by cmd_parse; commands read them typed, by index. */
+enum cmd_opt_type {
+	CMD_OPT_FLAG = 0, /* no value */
+	CMD_OPT_STRING,   /* any text */
+	CMD_OPT_COUNT,    /* a whole number in [min, max] */
+	CMD_OPT_DURATION, /* 500ms, 2s, 1m: microseconds in [min, max] */
+	CMD_OPT_SIZE,     /* 4096, 256K, 4M: bytes in [min, max] */
+	CMD_OPT_REAL,     /* a decimal number in [min, max] */
+	CMD_OPT_CHOICE,   /* one of the words in choices */
+};
+
+/* The shell setting that stands in for an option a command was not given. */
+enum cmd_setting_id {
+	CMD_SET_NONE = 0,
+	CMD_SET_FORMAT,     /* set format: when the command accepts that format */
+	CMD_SET_MAX_FRAMES, /* set max-frames N */
+	CMD_SET_NO_INLINE,  /* set inline off */
+	CMD_SET_NO_SOURCE,  /* set source off */
+};
+
 struct cmd_option {
 	const char *name;       /* long name without dashes */
 	char short_name;        /* 0 if none */
@@ -44,12 +68,48 @@ struct cmd_option {
 	const char *help;
 	enum cmd_complete complete;
 	const char *choices;    /* "text json" for CMPL_CHOICES */
+	enum cmd_opt_type type;
+	double min, max;        /* bounds of numeric types (both 0: none) */
+	const char *def;        /* default, written as on the command line; NULL: none */
+	enum cmd_setting_id setting;
+	const char *hint;       /* what a valid value looks like (in errors); NULL: derived */
 };
 
+/* Declaring options. Each command names its options by an enum and fills
+ * its array with designated initializers, [DUMP_VERBOSE] = OPT_FLAG(...),
+ * so that a lookup by a misspelt name does not compile. */
+#define OPT_FLAG(n, s, h) {.name = (n), .short_name = (s), .help = (h), .type = CMD_OPT_FLAG}
+#define OPT_STRING(n, s, a, h, cmpl)                                                               \
+	{.name = (n), .short_name = (s), .arg = (a), .help = (h), .complete = (cmpl),              \
+	 .type = CMD_OPT_STRING}
+#define OPT_COUNT(n, s, a, h, lo, hi, d)                                                           \
+	{.name = (n), .short_name = (s), .arg = (a), .help = (h), .type = CMD_OPT_COUNT,           \
+	 .min = (lo), .max = (hi), .def = (d)}
+#define OPT_DURATION(n, s, h, lo, hi, d)                                                           \
+	{.name = (n), .short_name = (s), .arg = "DURATION", .help = (h),                           \
+	 .type = CMD_OPT_DURATION, .min = (lo), .max = (hi), .def = (d)}
+#define OPT_SIZE(n, s, h, lo, hi, d)                                                               \
+	{.name = (n), .short_name = (s), .arg = "SIZE", .help = (h), .type = CMD_OPT_SIZE,         \
+	 .min = (lo), .max = (hi), .def = (d)}
+#define OPT_REAL(n, s, a, h, lo, hi, d)                                                            \
+	{.name = (n), .short_name = (s), .arg = (a), .help = (h), .type = CMD_OPT_REAL,            \
+	 .min = (lo), .max = (hi), .def = (d)}
+#define OPT_CHOICE(n, s, a, h, ch, d)                                                              \
+	{.name = (n), .short_name = (s), .arg = (a), .help = (h), .complete = CMPL_CHOICES,        \
+	 .choices = (ch), .type = CMD_OPT_CHOICE, .def = (d)}
+/* --format: a choice the shell's `set format` stands in for. */
+#define OPT_FORMAT(h, ch, d)                                                                       \
+	{.name = "format", .short_name = 'f', .arg = "FORMAT", .help = (h),                        \
+	 .complete = CMPL_CHOICES, .choices = (ch), .type = CMD_OPT_CHOICE, .def = (d),            \
+	 .setting = CMD_SET_FORMAT}
+
 enum {
-	CMD_NEEDS_TARGET = 1 << 0, /* in the shell, uses the current target */
+	CMD_NEEDS_TARGET = 1 << 0, /* one PID|NAME, or in the shell the current target;
+				      cmd_run resolves it into ctx->target */
 	CMD_SHELL_ONLY = 1 << 1,
 	CMD_CLI_ONLY = 1 << 2,
+	CMD_TARGET_ATTACH = 1 << 3, /* with NEEDS_TARGET: open an sd_target (not only a PID) */
+	CMD_TARGET_LOADED = 1 << 4, /* with NEEDS_TARGET: a loaded snapshot serves in the shell */
 };
 
 #define CMD_MAX_OPTS 32
@@ -66,6 +126,9 @@ struct cmd_entry {
 	int min_args, max_args;   /* max -1: unlimited */
 	enum cmd_complete arg_complete;
 	unsigned flags;
+	/* Checks between options, after parsing and before the target is
+	 * resolved: 0, or -1 after a usage error. May be NULL. */
+	int (*check)(struct cmd_ctx *ctx);
 	int (*exec)(struct cmd_ctx *ctx, int argc, char **argv);
 };
 
@@ -90,14 +153,32 @@ struct cmd_session {
 	int quit;
 };
 
+/* One option's value after parsing. */
+struct cmd_optval {
+	const char *str; /* as given ("" for a flag); NULL: not given */
+	uint64_t num;    /* count, duration (us), size (bytes); the default if not given */
+	double real;     /* CMD_OPT_REAL */
+};
+
+/* The target of a CMD_NEEDS_TARGET command, resolved by cmd_run. */
+struct cmd_target {
+	pid_t pid;                        /* 0 when a loaded snapshot serves */
+	struct sd_target *t;              /* with CMD_TARGET_ATTACH, else NULL */
+	const struct sd_snapshot *loaded; /* the shell's loaded snapshot, or NULL */
+	int from_shell;                   /* the shell's current target (not an argument) */
+	int owned;                        /* t is ours to free after exec */
+};
+
 struct cmd_ctx {
 	FILE *out, *err;
 	struct cmd_session *session;
 	const struct cmd_entry *entry;
-	const char *optval[CMD_MAX_OPTS]; /* value (or "" for a flag) per option */
+	struct cmd_optval opt[CMD_MAX_OPTS]; /* per option of entry, by index */
+	struct cmd_target target;
 	int color;
 	int in_shell;
 	char **posv;  /* positional arguments of the last parse (heap array) */
+	int out_errno; /* the first error writing OUT (0: none), for the exit status */
 };
 
 extern const struct cmd_entry *const cmd_table[];
@@ -123,14 +204,41 @@ void cmd_ctx_release(struct cmd_ctx *ctx);
 /* Parse and run ENTRY with ARGV (argv[0] is the command name). */
 int cmd_run(struct cmd_ctx *ctx, const struct cmd_entry *e, int argc, char **argv);
 
-/* Option accessors by long name. */
-const char *cmd_opt(const struct cmd_ctx *ctx, const char *name);
-int cmd_flag(const struct cmd_ctx *ctx, const char *name);
+/* Option accessors by index into the command's options. cmd_has: given on
+ * the command line or by a shell setting. cmd_str: the text given, else
+ * the default text, else NULL (for a choice: the chosen word). cmd_num:
+ * count, duration (us) or size (bytes), the default when not given (0 if
+ * none). cmd_real: the same for decimal options. */
+int cmd_has(const struct cmd_ctx *ctx, int opt);
+const char *cmd_str(const struct cmd_ctx *ctx, int opt);
+uint64_t cmd_num(const struct cmd_ctx *ctx, int opt);
+double cmd_real(const struct cmd_ctx *ctx, int opt);
+/* Is the chosen word of a choice option WORD? */
+int cmd_is(const struct cmd_ctx *ctx, int opt, const char *word);
+
+/* The options of the binary itself, in the same form as a command's (the
+ * -c option has no long name): main parses them, help and the generators
+ * list them. Terminated by an entry whose help is NULL. */
+extern const struct cmd_option cmd_global_options[];
+enum { CMD_GLOBAL_HELP, CMD_GLOBAL_VERSION, CMD_GLOBAL_COMMANDS, CMD_GLOBAL_COMPLETION };
+/* Check the table's declarations (defaults parse, flags have no
+ * metavariable, choices are listed, no more than CMD_MAX_OPTS options).
+ * Returns 0, or -1 with MSG naming the first mistake. */
+int cmd_table_check(char *msg, size_t msgsz);
+/* Help lines of the global options. */
+void cmd_help_globals(struct strbuf *sb);
 
 /* Output helpers. */
 void cmd_print(struct cmd_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cmd_error(struct cmd_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cmd_write(struct cmd_ctx *ctx, const char *s, size_t n);
+/* Print DOC indented (2 spaces, keys in insertion order) and a newline,
+ * then release DOC (NULL: nothing printed). Every --format json goes
+ * through here. */
+void cmd_print_json(struct cmd_ctx *ctx, json_t *doc);
+/* The same text appended to SB (for output that goes to a file); DOC is
+ * released. Returns 0 or a negative errno. */
+int cmd_json_text(struct strbuf *sb, json_t *doc);
 
 /* Help text of one command. */
 void cmd_help_command(struct strbuf *sb, const struct cmd_entry *e);
@@ -152,19 +260,53 @@ struct sd_target *cmd_current_target(struct cmd_ctx *ctx);
 /* The exit status a snapshot deserves. */
 int cmd_snapshot_status(const struct sd_snapshot *s);
 
-/* The standard snapshot options, for inclusion in option arrays. */
+/* The standard snapshot options: the first SNAP_OPT__COUNT options of a
+ * command that takes snapshots, read by cmd_snap_opts. A command's own
+ * options follow from index SNAP_OPT__COUNT. */
+enum {
+	SNAP_OPT_TID,
+	SNAP_OPT_NAME,
+	SNAP_OPT_PER_THREAD,
+	SNAP_OPT_MAX_FRAMES,
+	SNAP_OPT_NO_INLINE,
+	SNAP_OPT_NO_SOURCE,
+	SNAP_OPT_STACK_BYTES,
+	SNAP_OPT_TIMEOUT,
+	SNAP_OPT__COUNT
+};
 #define CMD_SNAPSHOT_OPTIONS                                                                       \
-	{"tid", 't', "TID[,TID]", "only these threads", CMPL_TID, NULL},                          \
-	    {"name", 'n', "GLOB", "only threads whose name matches GLOB", CMPL_NONE, NULL},       \
-	    {"per-thread", 0, NULL, "freeze one thread at a time (shorter pauses, not consistent)", \
-	     CMPL_NONE, NULL},                                                                     \
-	    {"max-frames", 0, "N", "at most N frames per thread (default 256, 0: no limit)",       \
-	     CMPL_NONE, NULL},                                                                     \
-	    {"no-inline", 0, NULL, "do not show inline frames", CMPL_NONE, NULL},                 \
-	    {"no-source", 0, NULL, "do not show file:line", CMPL_NONE, NULL},                     \
-	    {"stack-bytes", 0, "SIZE", "stack copied per thread (default 1M)", CMPL_NONE, NULL},   \
-	    {"timeout", 0, "DURATION", "how long to wait for threads to stop (default 2s)",       \
-	     CMPL_NONE, NULL}
+	[SNAP_OPT_TID] = OPT_STRING("tid", 't', "TID[,TID]", "only these threads", CMPL_TID),     \
+	[SNAP_OPT_NAME] = OPT_STRING("name", 'n', "GLOB", "only threads whose name matches GLOB",  \
+				     CMPL_NONE),                                                   \
+	[SNAP_OPT_PER_THREAD] = OPT_FLAG(                                                          \
+	    "per-thread", 0, "freeze one thread at a time (shorter pauses, not consistent)"),      \
+	[SNAP_OPT_MAX_FRAMES] = {.name = "max-frames",                                             \
+				 .arg = "N",                                                       \
+				 .help = "at most N frames per thread (default 256, 0: no limit)", \
+				 .type = CMD_OPT_COUNT,                                            \
+				 .max = 10000000,                                                  \
+				 .setting = CMD_SET_MAX_FRAMES,                                    \
+				 .hint = "expected a number >= 0"},                                \
+	[SNAP_OPT_NO_INLINE] = {.name = "no-inline",                                               \
+				.help = "do not show inline frames",                               \
+				.setting = CMD_SET_NO_INLINE},                                     \
+	[SNAP_OPT_NO_SOURCE] = {.name = "no-source",                                               \
+				.help = "do not show file:line",                                   \
+				.setting = CMD_SET_NO_SOURCE},                                     \
+	[SNAP_OPT_STACK_BYTES] = {.name = "stack-bytes",                                           \
+				  .arg = "SIZE",                                                   \
+				  .help = "stack copied per thread (default 1M)",                  \
+				  .type = CMD_OPT_SIZE,                                            \
+				  .min = 4096,                                                     \
+				  .max = 1 << 30,                                                  \
+				  .hint = "e.g. 256K, 4M; 4K to 1G"},                              \
+	[SNAP_OPT_TIMEOUT] = {.name = "timeout",                                                   \
+			      .arg = "DURATION",                                                   \
+			      .help = "how long to wait for threads to stop (default 2s)",         \
+			      .type = CMD_OPT_DURATION,                                            \
+			      .min = 1000,                                                         \
+			      .max = 600000000,                                                    \
+			      .hint = "e.g. 500ms, 2s"}
 
 /* Session lifetime. */
 void cmd_session_init(struct cmd_session *s);

@@ -10,23 +10,6 @@
 #include "repl.h"
 #include "../src/version.h"
 
-/* Options of the binary itself (commands/main.c). */
-struct global_opt {
-	const char *name; /* long name, NULL if none */
-	char short_name;
-	const char *arg;
-	const char *help;
-	const char *choices;
-};
-static const struct global_opt global_opts[] = {
-	{"help", 'h', NULL, "show the help ('stackdump COMMAND --help' for a command)", NULL},
-	{"version", 'V', NULL, "show the version", NULL},
-	{NULL, 'c', "CMDS", "run shell commands (separated by ';') and exit", NULL},
-	{"completion", 0, "SHELL", "print the completion script for bash, zsh or fish",
-	 "bash zsh fish"},
-	{0},
-};
-
 static const char *const kind_names[] = {
 	[CMPL_NONE] = "none",	    [CMPL_PID] = "pid",	      [CMPL_TID] = "tid",
 	[CMPL_FILE] = "file",	    [CMPL_DIR] = "dir",	      [CMPL_FORMAT] = "format",
@@ -75,9 +58,14 @@ static json_t *choices_json(const struct cmd_option *o)
 
 int repl_list_commands(struct cmd_ctx *ctx)
 {
+	char bad[256];
+	if (cmd_table_check(bad, sizeof(bad)) < 0) {
+		cmd_error(ctx, "--list-commands: the command table is inconsistent: %s", bad);
+		return EXIT_FAIL;
+	}
 	json_t *doc = json_object();
 	json_t *g = json_array();
-	for (const struct global_opt *o = global_opts; o->help; o++) {
+	for (const struct cmd_option *o = cmd_global_options; o->help; o++) {
 		json_t *j = json_object();
 		json_object_set_new(j, "name", o->name ? json_string(o->name) : json_null());
 		json_object_set_new(j, "short",
@@ -305,7 +293,7 @@ static void gen_bash(struct strbuf *sb)
 	/* Top level: commands, PIDs, the global options and those of dump
 	 * (`stackdump [options] PID` is a dump). */
 	strbuf_adds(sb, "\t'')\n\t\tcase $prev in\n");
-	for (const struct global_opt *g = global_opts; g->help; g++) {
+	for (const struct cmd_option *g = cmd_global_options; g->help; g++) {
 		if (!g->arg)
 			continue;
 		strbuf_adds(sb, "\t\t");
@@ -320,7 +308,7 @@ static void gen_bash(struct strbuf *sb)
 	}
 	bash_value_cases(sb, dump);
 	strbuf_adds(sb, "\t\tesac\n\t\tif [[ $cur == -* ]]; then\n\t\t\tCOMPREPLY=($(compgen -W \"");
-	for (const struct global_opt *g = global_opts; g->help; g++) {
+	for (const struct cmd_option *g = cmd_global_options; g->help; g++) {
 		if (g->short_name)
 			strbuf_addf(sb, "-%c ", g->short_name);
 		if (g->name)
@@ -468,7 +456,7 @@ static void gen_zsh(struct strbuf *sb)
 			"\tlocal curcontext=$curcontext state line ret=1\n"
 			"\ttypeset -A opt_args\n"
 			"\t_arguments -C -s \\\n");
-	for (const struct global_opt *g = global_opts; g->help; g++) {
+	for (const struct cmd_option *g = cmd_global_options; g->help; g++) {
 		strbuf_adds(sb, "\t\t");
 		if (!g->arg) {
 			strbuf_addf(sb, "'(- *)'{-%c,--%s}'[", g->short_name, g->name);
@@ -615,7 +603,7 @@ static void gen_fish(struct strbuf *sb)
 		}
 	strbuf_adds(&names, " shell");
 	strbuf_adds(sb, "complete -c stackdump -f\n");
-	for (const struct global_opt *g = global_opts; g->help; g++) {
+	for (const struct cmd_option *g = cmd_global_options; g->help; g++) {
 		strbuf_adds(sb, "complete -c stackdump -n __fish_use_subcommand");
 		if (g->short_name)
 			strbuf_addf(sb, " -s %c", g->short_name);
@@ -895,7 +883,7 @@ int repl_man_page(struct cmd_ctx *ctx)
 	strbuf_addf(&sb, ".TH STACKDUMP 1 \"\" \"stackdump %s\" \"User Commands\"\n",
 		    STACKDUMP_VERSION);
 	strbuf_adds(&sb, man_head);
-	for (const struct global_opt *g = global_opts; g->help; g++)
+	for (const struct cmd_option *g = cmd_global_options; g->help; g++)
 		man_option(&sb, g->short_name, g->name, g->arg, g->help);
 	strbuf_adds(&sb, ".SH COMMANDS\n"
 			 "Each command also takes \\fB\\-h\\fR, \\fB\\-\\-help\\fR. In the shell, a "

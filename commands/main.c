@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The stackdump binary: `stackdump PID...` dumps and exits, `stackdump
 // COMMAND ...` runs one command, `stackdump` alone opens the shell.
+#include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -39,16 +41,46 @@ static void usage(FILE *f)
 		    "       stackdump [shell [PID|NAME]]        interactive shell\n"
 		    "       stackdump -c 'CMD; CMD' [PID|NAME]  run shell commands\n\n");
 	cmd_help_overview(&sb);
+	strbuf_adds(&sb, "\nGlobal options:\n");
+	cmd_help_globals(&sb);
 	strbuf_adds(&sb,
-		    "\nGlobal options:\n"
-		    "  -h, --help         show this help ('stackdump COMMAND --help' for a command)\n"
-		    "  -V, --version      show the version\n"
-		    "  -c CMDS            run shell commands (separated by ';') and exit\n"
-		    "  --completion SHELL print the completion script for bash, zsh or fish\n\n"
-		    "Exit status: 0 ok, 1 partial (some threads or processes could not be read),\n"
+		    "\nExit status: 0 ok, 1 partial (some threads or processes could not be read),\n"
 		    "2 failure, 3 deadlock found (locks), 64 usage error, 130 interrupted.\n");
 	fputs(sb.buf, f);
 	strbuf_release(&sb);
+}
+
+/* Which global option ARG is (cmd_global_options), or -1. */
+static int global_option(const char *arg)
+{
+	for (int i = 0; cmd_global_options[i].help; i++) {
+		const struct cmd_option *o = &cmd_global_options[i];
+		if (arg[0] != '-')
+			return -1;
+		if (o->short_name && arg[1] == o->short_name && !arg[2])
+			return i;
+		if (o->name && arg[1] == '-' && !strcmp(arg + 2, o->name))
+			return i;
+	}
+	return -1;
+}
+
+/* Everything written to stdout must have arrived: a full disk or a closed
+ * pipe turns a successful exit into a failure (exit 2). */
+static int check_stdout(const struct cmd_ctx *ctx, int rc)
+{
+	int err = ctx->out_errno;
+	errno = 0;
+	if (fflush(stdout) != 0 && !err)
+		err = errno ? errno : EIO;
+	else if (ferror(stdout) && !err)
+		err = EIO;
+	if (!err)
+		return rc;
+	/* A reader that stopped early (head) already has what it wanted. */
+	if (err != EPIPE)
+		fprintf(stderr, "stackdump: cannot write the output: %s\n", strerror(err));
+	return rc == EXIT_OK || rc == EXIT_PARTIAL ? EXIT_FAIL : rc;
 }
 
 int main(int argc, char **argv)
@@ -63,14 +95,15 @@ int main(int argc, char **argv)
 	struct cmd_ctx ctx = {.out = stdout, .err = stderr, .session = &session};
 	ctx.color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
 	int rc;
+	int g = argc >= 2 ? global_option(argv[1]) : -1;
 
-	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+	if (g == CMD_GLOBAL_HELP) {
 		usage(stdout);
 		rc = EXIT_OK;
-	} else if (argc >= 2 && (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version"))) {
+	} else if (g == CMD_GLOBAL_VERSION) {
 		printf("stackdump %s\n", STACKDUMP_VERSION);
 		rc = EXIT_OK;
-	} else if (argc >= 2 && !strcmp(argv[1], "--completion")) {
+	} else if (g == CMD_GLOBAL_COMPLETION) {
 		rc = repl_completion_script(&ctx, argc > 2 ? argv[2] : NULL);
 	} else if (argc == 2 && !strcmp(argv[1], "--list-commands")) {
 		/* Hidden: the command table as JSON, for the consistency tests. */
@@ -78,7 +111,7 @@ int main(int argc, char **argv)
 	} else if (argc == 2 && !strcmp(argv[1], "--man-page")) {
 		/* Hidden: regenerates docs/stackdump.1. */
 		rc = repl_man_page(&ctx);
-	} else if (argc >= 2 && !strcmp(argv[1], "-c")) {
+	} else if (g == CMD_GLOBAL_COMMANDS) {
 		if (argc < 3) {
 			fprintf(stderr, "stackdump: -c needs commands, e.g. -c 'threads; locks' PID\n");
 			rc = EXIT_USAGE;
@@ -118,7 +151,7 @@ int main(int argc, char **argv)
 			rc = EXIT_USAGE;
 		}
 	}
-	fflush(stdout);
+	rc = check_stdout(&ctx, rc);
 	cmd_ctx_release(&ctx);
 	cmd_session_release(&session);
 	return rc;

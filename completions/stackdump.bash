@@ -161,11 +161,11 @@ _stackdump()
 			compopt -o filenames 2>/dev/null
 			COMPREPLY=($(compgen -d -- "$cur"))
 			return ;;
-		-e|--every|--for|-c|--count|--max-disk|-w|--when|-b|--burst|-t|--tid|-n|--name|--max-frames|--stack-bytes|--timeout)
+		-t|--tid|-n|--name|--max-frames|--stack-bytes|--timeout|-e|--every|--for|-c|--count|--max-disk|-w|--when|-b|--burst)
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--pid-of --every --for --count --out --max-disk --compress --follow --when --burst --quiet --verbose --tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --pid-of --every --for --count --out --max-disk --compress --follow --when --burst --quiet --verbose --help" -- "$cur"))
 		else
 			_stackdump_pids "$cur"
 		fi

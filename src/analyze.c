@@ -4,6 +4,7 @@
 // futex waits, lock analysis.
 #include "analyze.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "locks.h"
@@ -105,8 +106,17 @@ static void classify(struct sd_thread *th)
 
 void analyze_snapshot(struct sd_target *t, struct sd_snapshot *s)
 {
+	/* Owners inferred from stacks that a loaded snapshot no longer has:
+	 * kept from when it was taken. */
+	struct sd_wait *inferred = NULL;
 	for (size_t i = 0; i < s->nthreads; i++) {
 		struct sd_thread *th = &s->threads[i];
+		if (!th->stack && th->wait.owner_known &&
+		    th->wait.owner_evidence == SD_EVIDENCE_STACK) {
+			if (!inferred)
+				inferred = sd_xcalloc(s->nthreads, sizeof(*inferred));
+			inferred[i] = th->wait;
+		}
 		/* A loaded snapshot may carry waits classified when it was
 		 * taken, without the evidence to redo it: keep those. */
 		if (!th->syscall_known && !th->have_regs && th->wait.kind != SD_WAIT_NONE)
@@ -118,6 +128,18 @@ void analyze_snapshot(struct sd_target *t, struct sd_snapshot *s)
 			th->wait = old;
 	}
 	locks_analyze(t, s);
+	for (size_t i = 0; inferred && i < s->nthreads; i++) {
+		struct sd_wait *w = &s->threads[i].wait, *o = &inferred[i];
+		if (o->owner_known && !w->owner_known && w->address == o->address &&
+		    w->kind == o->kind) {
+			w->owner = o->owner;
+			w->owner_known = 1;
+			w->owner_evidence = SD_EVIDENCE_STACK;
+			w->owner_frame = o->owner_frame;
+			w->note = o->note;
+		}
+	}
+	free(inferred);
 }
 
 const char *analyze_state_text(const struct sd_thread *th)

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "format.h"
+#include "locks.h"
 #include "procfs.h"
 
 json_t *format_json_str(const char *s)
@@ -62,7 +63,32 @@ json_t *format_json_wait(const struct sd_snapshot *s, const struct sd_thread *th
 		json_object_set_new(o, "type", json_string(w->subkind));
 	if (w->note)
 		json_object_set_new(o, "note", json_string(w->note));
+	if (w->owner_known && w->owner > 0 && w->owner_evidence != SD_EVIDENCE_NONE) {
+		json_object_set_new(o, "owner_evidence",
+				    json_string(sd_evidence_name(w->owner_evidence)));
+		if (w->owner_frame >= 0)
+			json_object_set_new(o, "owner_frame", json_integer(w->owner_frame));
+	}
 	return o;
+}
+
+json_t *format_json_holds(const struct sd_thread *th)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < th->nholds; i++) {
+		const struct sd_hold *h = &th->holds[i];
+		json_t *o = json_object();
+		json_object_set_new(o, "kind", json_string(locks_kind_name(h->kind)));
+		json_object_set_new(o, "address", format_json_hex(h->address));
+		json_object_set_new(o, "symbol", format_json_str(h->symbol));
+		json_object_set_new(o, "mode", format_json_str(h->mode));
+		json_object_set_new(o, "frame", h->frame >= 0 ? json_integer(h->frame) : json_null());
+		json_object_set_new(o, "owner_evidence",
+				    format_json_str(sd_evidence_name(h->evidence)));
+		json_object_set_new(o, "candidates", json_integer((json_int_t)h->ncandidates));
+		json_array_append_new(a, o);
+	}
+	return a;
 }
 
 json_t *format_json_thread(const struct sd_snapshot *s, const struct sd_thread *th)
@@ -100,6 +126,7 @@ json_t *format_json_thread(const struct sd_snapshot *s, const struct sd_thread *
 	json_object_set_new(o, "frames", frames);
 	json_object_set_new(o, "unwind_stop", format_json_str(th->unwind_stop));
 	json_object_set_new(o, "capture", json_string(snapshot_capture_kind_name(th->kind)));
+	json_object_set_new(o, "holds", format_json_holds(th));
 	return o;
 }
 
@@ -119,6 +146,7 @@ json_t *format_json_snapshot(const struct sd_snapshot *s)
 	json_object_set_new(tm, "capture_us", json_integer((json_int_t)s->capture_us));
 	json_object_set_new(tm, "unwind_us", json_integer((json_int_t)s->unwind_us));
 	json_object_set_new(tm, "symbolize_us", json_integer((json_int_t)s->symbolize_us));
+	json_object_set_new(tm, "infer_us", json_integer((json_int_t)s->infer_us));
 	json_object_set_new(tm, "stack_bytes", json_integer((json_int_t)s->stack_bytes));
 	json_object_set_new(tm, "frozen", json_integer((json_int_t)s->nfrozen));
 	json_object_set_new(tm, "asleep", json_integer((json_int_t)s->nasleep));

@@ -37,6 +37,11 @@ static void add_thread_label(struct strbuf *out, const struct sd_snapshot *s, pi
 static void add_lock_label(struct strbuf *out, enum sd_wait_kind kind, uint64_t address,
 			   const char *symbol)
 {
+	if (!address && kind == SD_WAIT_MONITOR) {
+		/* Grouped by kind alone: the monitor is not read. */
+		strbuf_adds(out, "java-monitor (which monitor is not known)");
+		return;
+	}
 	strbuf_addf(out, "%s 0x%" PRIx64, locks_kind_name(kind), address);
 	if (symbol) {
 		strbuf_adds(out, " <");
@@ -51,7 +56,9 @@ static void add_stack(struct strbuf *out, const struct sd_thread *th,
 	for (size_t k = 0; k < th->nframes; k++) {
 		strbuf_adds(out, "  ");
 		format_text_frame(out, k, &th->frames[k], o);
+		format_text_holds(out, th, (long)k, o);
 	}
+	format_text_holds(out, th, -1, o);
 	if (!th->nframes)
 		strbuf_adds(out, "    (no stack)\n");
 }
@@ -111,6 +118,49 @@ static void add_waiters(struct strbuf *out, const struct sd_snapshot *s, const s
 	free(th);
 }
 
+/* "frame #2 fx::keep" of TID's stack, or "a register" */
+static void add_frame_ref(struct strbuf *out, const struct sd_snapshot *s, pid_t tid, int frame)
+{
+	const struct sd_thread *th = snapshot_find_thread(s, tid);
+	if (th && frame >= 0 && (size_t)frame < th->nframes) {
+		strbuf_addf(out, "frame #%d ", frame);
+		strbuf_add_escaped(out, th->frames[frame].function ? th->frames[frame].function
+								   : "??");
+	} else {
+		strbuf_adds(out, "a register");
+	}
+}
+
+/* Threads holding a reference to a lock no memory names the owner of:
+ * all of them hold it (the readers of a read-held rwlock), or one of them
+ * may (no owner edge is drawn). */
+static void add_candidates(struct strbuf *out, const struct sd_snapshot *s,
+			   const struct sd_lock *l)
+{
+	int certain = 1;
+	for (size_t i = 0; i < l->ncandidates; i++) {
+		const struct sd_thread *th = snapshot_find_thread(s, l->candidates[i].tid);
+		for (size_t k = 0; th && k < th->nholds; k++)
+			if (th->holds[k].address == l->address && th->holds[k].ncandidates > 1)
+				certain = 0;
+	}
+	if (certain)
+		strbuf_addf(out, "  held by %zu threads (inferred: a reference in each stack): ",
+			    l->ncandidates);
+	else
+		strbuf_addf(out, "  may be held by one of %zu threads (inferred: a reference in "
+				 "each stack, too many to say which): ",
+			    l->ncandidates);
+	for (size_t i = 0; i < l->ncandidates; i++) {
+		strbuf_adds(out, i ? ", " : "");
+		add_thread_label(out, s, l->candidates[i].tid);
+		strbuf_adds(out, " (");
+		add_frame_ref(out, s, l->candidates[i].tid, l->candidates[i].frame);
+		strbuf_adds(out, ")");
+	}
+	strbuf_adds(out, "\n");
+}
+
 static void add_holder(struct strbuf *out, const struct sd_snapshot *s, const struct sd_lock *l,
 		       const struct sd_render_opts *o)
 {
@@ -121,11 +171,18 @@ static void add_holder(struct strbuf *out, const struct sd_snapshot *s, const st
 			strbuf_add_escaped(out, l->note);
 		}
 		strbuf_adds(out, "\n");
+		if (l->ncandidates)
+			add_candidates(out, s, l);
 		return;
 	}
 	const struct sd_thread *h = snapshot_find_thread(s, l->owner);
 	strbuf_adds(out, l->kind == SD_WAIT_JOIN ? "  joined thread " : "  held by ");
 	add_thread_label(out, s, l->owner);
+	if (h && l->owner_evidence == SD_EVIDENCE_STACK) {
+		strbuf_adds(out, " (inferred: ");
+		add_frame_ref(out, s, l->owner, l->owner_frame);
+		strbuf_adds(out, " holds a reference to it)");
+	}
 	if (!h) {
 		strbuf_adds(out, " (");
 		strbuf_add_escaped(out, l->note ? l->note : "not in this snapshot");
@@ -262,11 +319,14 @@ void format_text_locks(struct strbuf *out, const struct sd_snapshot *s,
 		       const struct sd_lockgraph *g, const struct sd_parked *parked, size_t nparked,
 		       size_t nsnaps, double span, const struct sd_render_opts *o)
 {
-	size_t nwait = 0, nidle = 0;
+	size_t nwait = 0, nidle = 0, nruntime = 0;
 	for (size_t i = 0; i < g->nlocks; i++)
 		nwait += g->locks[i].nwaiters;
-	for (size_t i = 0; i < g->nidle; i++)
+	for (size_t i = 0; i < g->nidle; i++) {
 		nidle += g->idle[i].nwaiters;
+		if (g->idle[i].kind == SD_WAIT_IDLE)
+			nruntime += g->idle[i].nwaiters;
+	}
 	strbuf_addf(out, "%sPID %d (", col(o, C_BOLD), (int)s->pid);
 	strbuf_add_escaped(out, s->comm ? s->comm : "?");
 	if (nwait)
@@ -274,8 +334,11 @@ void format_text_locks(struct strbuf *out, const struct sd_snapshot *s,
 			    nwait == 1 ? "" : "s", g->nlocks, g->nlocks == 1 ? "" : "s");
 	else
 		strbuf_addf(out, ")%s: no thread waiting on a lock", col(o, C_RESET));
-	if (nidle)
+	if (nidle && !nruntime)
 		strbuf_addf(out, ", %zu idle on condvars", nidle);
+	else if (nidle)
+		strbuf_addf(out, ", %zu idle (%zu on condvars, %zu in the language runtime)", nidle,
+			    nidle - nruntime, nruntime);
 	strbuf_addf(out, ", %zu thread%s, paused %.2f ms", s->nthreads, s->nthreads == 1 ? "" : "s",
 		    (double)s->pause_us / 1000.0);
 	if (nsnaps > 1)
@@ -338,6 +401,24 @@ static json_t *json_lock(const struct sd_snapshot *s, const struct sd_lock *l)
 	json_object_set_new(o, "type", jstr(l->subkind));
 	json_object_set_new(o, "owner_name", l->owner_known ? jname(s, l->owner) : json_null());
 	json_object_set_new(o, "note", jstr(l->note));
+	json_object_set_new(o, "owner_evidence",
+			    l->owner_known ? jstr(sd_evidence_name(l->owner_evidence)) : json_null());
+	json_object_set_new(o, "owner_frame", l->owner_known && l->owner_frame >= 0
+						      ? json_integer(l->owner_frame)
+						      : json_null());
+	if (!locks_is_idle(l->kind)) {
+		json_t *c = json_array();
+		for (size_t i = 0; i < l->ncandidates; i++) {
+			json_t *x = json_object();
+			json_object_set_new(x, "tid", json_integer(l->candidates[i].tid));
+			json_object_set_new(x, "name", jname(s, l->candidates[i].tid));
+			json_object_set_new(x, "frame", l->candidates[i].frame >= 0
+								? json_integer(l->candidates[i].frame)
+								: json_null());
+			json_array_append_new(c, x);
+		}
+		json_object_set_new(o, "candidates", c);
+	}
 	if (l->kind == SD_WAIT_RWLOCK_READ || l->kind == SD_WAIT_RUST_RWLOCK) {
 		json_object_set_new(o, "readers_waiting", json_integer((json_int_t)l->nreaders));
 		json_object_set_new(o, "writers_waiting", json_integer((json_int_t)l->nwriters));
@@ -377,6 +458,13 @@ json_t *format_json_locks(const struct sd_snapshot *s, const struct sd_lockgraph
 			json_object_set_new(x, "name", jname(s, ed->tid));
 			json_object_set_new(x, "symbol", jstr(ed->symbol));
 			json_object_set_new(x, "owner_name", jname(s, ed->owner));
+			json_object_set_new(x, "owner_evidence",
+					    jstr(sd_evidence_name(ed->owner_evidence)));
+			json_object_set_new(x, "owner_frame", ed->owner_frame >= 0
+								  ? json_integer(ed->owner_frame)
+								  : json_null());
+			if (ed->owner_evidence == SD_EVIDENCE_STACK)
+				json_object_set_new(x, "evidence", jstr(ed->note));
 			json_array_append_new(cyc, x);
 		}
 		json_array_append_new(dl, cyc);

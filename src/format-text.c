@@ -6,6 +6,7 @@
 
 #include "analyze.h"
 #include "format.h"
+#include "locks.h"
 
 #define C_RESET "\033[0m"
 #define C_BOLD "\033[1m"
@@ -84,6 +85,8 @@ void format_text_wait(struct strbuf *out, const struct sd_snapshot *s, const str
 		strbuf_addf(out, "%s", sd_wait_kind_name(w->kind));
 		if (w->address)
 			strbuf_addf(out, " 0x%" PRIx64, w->address);
+		else if (w->kind == SD_WAIT_MONITOR)
+			strbuf_adds(out, " (which one is not known)");
 		if (w->symbol) {
 			strbuf_adds(out, " <");
 			strbuf_add_escaped(out, w->symbol);
@@ -104,6 +107,38 @@ void format_text_wait(struct strbuf *out, const struct sd_snapshot *s, const str
 	}
 }
 
+/* The jstack-style lines under frame IDX of TH (IDX -1: the holds no
+ * frame was found for, after the last frame): what that frame holds. */
+void format_text_holds(struct strbuf *out, const struct sd_thread *th, long idx,
+		       const struct sd_render_opts *o)
+{
+	for (size_t i = 0; i < th->nholds; i++) {
+		const struct sd_hold *h = &th->holds[i];
+		int frame = h->frame >= 0 && (size_t)h->frame < th->nframes ? h->frame : -1;
+		if (frame != idx)
+			continue;
+		strbuf_addf(out, "  %s        - ", col(o, C_DIM));
+		if (h->evidence != SD_EVIDENCE_STACK)
+			strbuf_adds(out, "holds ");
+		else if (h->ncandidates > 1)
+			strbuf_addf(out, "may hold (inferred, one of %zu candidates) ",
+				    h->ncandidates);
+		else
+			strbuf_adds(out, "holds (inferred) ");
+		strbuf_addf(out, "%s 0x%" PRIx64, locks_kind_name(h->kind), h->address);
+		if (h->symbol) {
+			strbuf_adds(out, " <");
+			strbuf_add_escaped(out, h->symbol);
+			strbuf_adds(out, ">");
+		}
+		if (h->mode)
+			strbuf_addf(out, " for %s", !strcmp(h->mode, "read") ? "reading" : "writing");
+		if (frame < 0)
+			strbuf_adds(out, " (no frame holds a reference to it)");
+		strbuf_addf(out, "%s\n", col(o, C_RESET));
+	}
+}
+
 static int is_lock_wait(enum sd_wait_kind k)
 {
 	return k >= SD_WAIT_MUTEX && k <= SD_WAIT_FUTEX;
@@ -121,16 +156,17 @@ void format_text_thread_header(struct strbuf *out, const struct sd_snapshot *s,
 		strbuf_adds(out, col(o, C_RESET));
 		return;
 	}
-	if (is_lock_wait(th->wait.kind) && th->wait.kind != SD_WAIT_FUTEX) {
+	int plain = th->wait.kind == SD_WAIT_FUTEX || th->wait.kind == SD_WAIT_IDLE;
+	if (is_lock_wait(th->wait.kind) && !plain) {
 		strbuf_adds(out, " waiting for ");
 		format_text_wait(out, s, th);
 	} else {
 		const char *st = analyze_state_text(th);
 		if (*st)
 			strbuf_addf(out, " %s", st);
-		if (th->wait.kind == SD_WAIT_FUTEX && th->wait.address)
+		if (plain && th->wait.address)
 			strbuf_addf(out, " 0x%" PRIx64, th->wait.address);
-		if (th->wait.kind == SD_WAIT_FUTEX && th->wait.note) {
+		if (plain && th->wait.note) {
 			strbuf_adds(out, " (");
 			strbuf_add_escaped(out, th->wait.note);
 			strbuf_adds(out, ")");
@@ -171,15 +207,20 @@ void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
 	}
 	if (o && o->verbose)
 		strbuf_addf(out,
-			    "  capture %.2f ms (%.1f KiB of stack), unwind %.2f ms, symbolize %.2f ms\n",
+			    "  capture %.2f ms (%.1f KiB of stack), unwind %.2f ms, symbolize %.2f ms, "
+			    "lock inference %.2f ms\n",
 			    (double)s->capture_us / 1000.0, (double)s->stack_bytes / 1024.0,
-			    (double)s->unwind_us / 1000.0, (double)s->symbolize_us / 1000.0);
+			    (double)s->unwind_us / 1000.0, (double)s->symbolize_us / 1000.0,
+			    (double)s->infer_us / 1000.0);
 	for (size_t i = 0; i < s->nthreads; i++) {
 		const struct sd_thread *th = &s->threads[i];
 		format_text_thread_header(out, s, th, o);
 		strbuf_adds(out, "\n");
-		for (size_t k = 0; k < th->nframes; k++)
+		for (size_t k = 0; k < th->nframes; k++) {
 			format_text_frame(out, k, &th->frames[k], o);
+			format_text_holds(out, th, (long)k, o);
+		}
+		format_text_holds(out, th, -1, o);
 		if (th->unwind_stop && th->status == SD_THREAD_OK)
 			strbuf_addf(out, "  %s-- unwinding stopped: %s%s\n", col(o, C_WARN),
 				    th->unwind_stop, col(o, C_RESET));

@@ -25,6 +25,12 @@ void format_text_thread_header(struct strbuf *out, const struct sd_snapshot *s,
 void format_text_frame(struct strbuf *out, size_t idx, const struct sd_frame *f,
 		       const struct sd_render_opts *o);
 
+/* Under frame IDX of TH (-1: after its last frame), one line per lock TH
+ * holds there: "- holds mutex 0x... <sym>" when the lock records it,
+ * "- holds (inferred) ..." when a reference in that frame says so. */
+void format_text_holds(struct strbuf *out, const struct sd_thread *th, long idx,
+		       const struct sd_render_opts *o);
+
 /* JSON helpers: a string or null, and "0x..." for an address. */
 json_t *format_json_str(const char *s);
 json_t *format_json_hex(uint64_t v);
@@ -34,6 +40,9 @@ json_t *format_json_snapshot(const struct sd_snapshot *s);
 json_t *format_json_thread(const struct sd_snapshot *s, const struct sd_thread *th);
 json_t *format_json_frame(const struct sd_frame *f);
 json_t *format_json_wait(const struct sd_snapshot *s, const struct sd_thread *th);
+/* The locks TH holds (th->holds) as a JSON array: kind, address, symbol,
+ * mode, frame, owner_evidence, candidates. */
+json_t *format_json_holds(const struct sd_thread *th);
 
 /* "mutex 0x55d0e1c3a040 <g_ledger_lock> held by 4243 "flusher"" */
 void format_text_wait(struct strbuf *out, const struct sd_snapshot *s, const struct sd_thread *th);

@@ -6,6 +6,7 @@
 // without libc debug info. Layouts are glibc's on x86_64 (2.26 and later;
 // see the LOCKS.md notes), Rust std's futex locks (1.62 and later).
 #include "locks.h"
+#include "locks-int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -26,7 +27,6 @@
 #define FUTEX_LOCK_PI2 13
 #define FUTEX_CMD_MASK 0x7fu
 #define FUTEX_PRIVATE 0x80u
-#define FUTEX_CLOCK_RT 0x100u
 #define FUTEX_TID_MASK 0x3fffffffu
 #define FUTEX_OWNER_DIED 0x40000000u
 #define FUTEX_WAITERS 0x80000000u
@@ -58,6 +58,7 @@
 
 /* pthread_cond_t: the waiter count in __wrefs (above 3 flag bits) */
 #define CV_WREFS_SHIFT 3
+#define CV_WREFS_PSHARED 1u
 
 /* Rust std futex RwLock state */
 #define RUST_RW_MASK 0x3fffffffu
@@ -73,7 +74,7 @@ int locks_is_wait(enum sd_wait_kind k)
 
 int locks_is_idle(enum sd_wait_kind k)
 {
-	return k == SD_WAIT_CONDVAR || k == SD_WAIT_RUST_CONDVAR;
+	return k == SD_WAIT_CONDVAR || k == SD_WAIT_RUST_CONDVAR || k == SD_WAIT_IDLE;
 }
 
 const char *locks_kind_name(enum sd_wait_kind k)
@@ -83,24 +84,19 @@ const char *locks_kind_name(enum sd_wait_kind k)
 	return sd_wait_kind_name(k);
 }
 
-struct tid_index {
-	pid_t tid;
-	size_t idx;
-};
-
 static int cmp_tid_index(const void *a, const void *b)
 {
 	const struct tid_index *x = a, *y = b;
 	return (x->tid > y->tid) - (x->tid < y->tid);
 }
 
-static int cmp_pid(const void *a, const void *b)
+int locks_cmp_pid(const void *a, const void *b)
 {
 	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
 	return (x > y) - (x < y);
 }
 
-static long index_find(const struct tid_index *ix, size_t n, pid_t tid)
+long locks_index_find(const struct tid_index *ix, size_t n, pid_t tid)
 {
 	struct tid_index key = {tid, 0};
 	const struct tid_index *r = bsearch(&key, ix, n, sizeof(*ix), cmp_tid_index);
@@ -117,8 +113,7 @@ struct ctx {
 	struct tid_index *by_tid, *by_ns_tid; /* sorted, for thousands of threads */
 };
 
-/* Sorted (tid, index) pairs of S's threads, keyed by KEYS[i] when given. */
-static struct tid_index *tid_index_new(const struct sd_snapshot *s, const pid_t *keys)
+struct tid_index *locks_tid_index_new(const struct sd_snapshot *s, const pid_t *keys)
 {
 	struct tid_index *ix = sd_xmalloc((s->nthreads ? s->nthreads : 1) * sizeof(*ix));
 	for (size_t i = 0; i < s->nthreads; i++) {
@@ -134,8 +129,8 @@ static void ctx_init(struct ctx *c, struct sd_snapshot *s, pid_t pid, pid_t *ns_
 	c->s = s;
 	c->pid = pid;
 	c->ns_tid = ns_tid;
-	c->by_tid = tid_index_new(s, NULL);
-	c->by_ns_tid = ns_tid ? tid_index_new(s, ns_tid) : NULL;
+	c->by_tid = locks_tid_index_new(s, NULL);
+	c->by_ns_tid = ns_tid ? locks_tid_index_new(s, ns_tid) : NULL;
 }
 
 static void ctx_release(struct ctx *c)
@@ -147,7 +142,7 @@ static void ctx_release(struct ctx *c)
 
 static const struct sd_thread *snap_thread(const struct ctx *c, pid_t tid)
 {
-	long i = index_find(c->by_tid, c->s->nthreads, tid);
+	long i = locks_index_find(c->by_tid, c->s->nthreads, tid);
 	return i >= 0 ? &c->s->threads[i] : NULL;
 }
 
@@ -162,7 +157,7 @@ static pid_t host_tid(const struct ctx *c, uint64_t v)
 	if (!tid_plausible(v))
 		return 0;
 	if (c->ns_tid) {
-		long i = index_find(c->by_ns_tid, c->s->nthreads, (pid_t)v);
+		long i = locks_index_find(c->by_ns_tid, c->s->nthreads, (pid_t)v);
 		return i >= 0 ? c->s->threads[i].tid : 0;
 	}
 	return (pid_t)v;
@@ -308,6 +303,39 @@ static const struct frame_rule frame_rules[] = {
 };
 
 #define FRAMES_LOOKED_AT 12
+
+/* Language runtimes that wait on futexes of their own, recognised from
+ * their functions anywhere in the frames looked at, before the libc
+ * rules: HotSpot parks a thread entering a monitor on its own event (a
+ * pthread condvar), and its idle workers on semaphores; Go's idle Ms and
+ * sysmon sleep on notes. None of these is contention on a lock whose
+ * memory we can read. */
+static const struct frame_rule runtime_rules[] = {
+	{"ObjectMonitor::EnterI", SD_WAIT_MONITOR, "jvm",
+	 "entering a synchronized block; the monitor and its owner are not read"},
+	{"ObjectMonitor::ReenterI", SD_WAIT_MONITOR, "jvm",
+	 "re-entering a synchronized block after wait(); the monitor and its owner are "
+	 "not read"},
+	{"PosixSemaphore::wait", SD_WAIT_IDLE, "jvm", "a JVM thread idle on its semaphore"},
+	{"runtime.notesleep", SD_WAIT_IDLE, "go", "Go runtime: a thread with no work, parked"},
+	{"runtime.notetsleep", SD_WAIT_IDLE, "go", "Go runtime: a timed sleep (sysmon, timers)"},
+	{"runtime.lock2", SD_WAIT_FUTEX, "go-runtime-lock", "a Go runtime lock (runtime.lock)"},
+};
+
+static int runtime_kind(const struct sd_thread *th, const struct frame_rule **rule)
+{
+	for (size_t i = 0; i < th->nframes && i < FRAMES_LOOKED_AT; i++) {
+		const char *f = th->frames[i].function;
+		if (!f)
+			continue;
+		for (size_t r = 0; r < sizeof(runtime_rules) / sizeof(runtime_rules[0]); r++)
+			if (strstr(f, runtime_rules[r].needle)) {
+				*rule = &runtime_rules[r];
+				return 1;
+			}
+	}
+	return 0;
+}
 
 static enum sd_wait_kind frames_kind(const struct sd_thread *th, const char **subkind,
 				     const char **note)
@@ -601,8 +629,11 @@ static enum strength try_rwlock(struct ctx *c, struct sd_thread *th, const struc
  * flags) sits 4 bytes below __g_signals[0] in every layout since 2.25;
  * glibc up to 2.40 also counts the group's waiters in __g_refs[g], 24
  * bytes below, and starts the condvar 40 bytes below __g_signals[0]
- * (32 from 2.41, which dropped __g_refs). The flags must agree with the
- * futex call: bit 0 = CLOCK_MONOTONIC, bit 1 = process-shared. */
+ * (32 from 2.41, which dropped __g_refs). Flags: bit 0 process-shared,
+ * which must agree with the futex being private or not; bit 1 the
+ * condvar's clock (MONOTONIC), which says nothing about the futex call:
+ * pthread_cond_wait always passes REALTIME, pthread_cond_clockwait the
+ * caller's clock, pthread_cond_timedwait the condvar's. */
 static enum strength try_condvar(struct ctx *c, struct sd_thread *th, const struct fcall *f,
 				 int strong_only)
 {
@@ -613,9 +644,7 @@ static enum strength try_condvar(struct ctx *c, struct sd_thread *th, const stru
 		uint32_t waiters = wrefs >> CV_WREFS_SHIFT;
 		if (waiters < 1 || waiters > (1u << 24))
 			continue;
-		if (!!(wrefs & 2) == f->priv)
-			continue;
-		if (f->cmd == FUTEX_WAIT_BITSET && !!(wrefs & 1) == !!(f->op & FUTEX_CLOCK_RT))
+		if (!!(wrefs & CV_WREFS_PSHARED) == f->priv)
 			continue;
 		int old_layout = rd32(c, th, f->uaddr - 24, &grefs) && grefs >= 2 &&
 				 (grefs >> 1) <= waiters;
@@ -718,6 +747,16 @@ static void classify_futex(struct ctx *c, struct sd_thread *th)
 
 	memset(w, 0, sizeof(*w));
 	set_kind(w, SD_WAIT_FUTEX, f.uaddr);
+	const struct frame_rule *rr;
+	if (runtime_kind(th, &rr)) {
+		/* The runtime's own functions are decisive: its futex words
+		 * may look like a pthread object's by chance. A monitor's
+		 * address is not the futex (the thread's own event). */
+		set_kind(w, rr->kind, rr->kind == SD_WAIT_MONITOR ? 0 : f.uaddr);
+		w->subkind = intern(c, rr->subkind);
+		w->note = intern(c, rr->note);
+		return;
+	}
 	const char *fsub, *fnote;
 	enum sd_wait_kind fk = frames_kind(th, &fsub, &fnote);
 	enum strength ev = EV_NONE;
@@ -805,6 +844,13 @@ static void classify_futex(struct ctx *c, struct sd_thread *th)
 		w->note = intern(c, "owner unknown (classified from the stack)");
 		break;
 	}
+}
+
+int locks_mem32(const struct sd_snapshot *s, const struct sd_thread *th, uint64_t addr,
+		uint32_t *v)
+{
+	struct ctx c = {.s = (struct sd_snapshot *)s};
+	return rd32(&c, th, addr, v);
 }
 
 void locks_classify(struct sd_snapshot *s, struct sd_thread *th)
@@ -903,210 +949,7 @@ void locks_analyze(struct sd_target *t, struct sd_snapshot *s)
 		}
 	}
 	ctx_release(&c);
-}
-
-/* ---- the graph ---- */
-
-/* rwlock waits of either mode are waits on one lock. */
-static enum sd_wait_kind lock_group(enum sd_wait_kind k)
-{
-	return k == SD_WAIT_RWLOCK_WRITE ? SD_WAIT_RWLOCK_READ : k;
-}
-
-static int cmp_lock(const void *a, const void *b)
-{
-	const struct sd_lock *x = a, *y = b;
-	if (x->nwaiters != y->nwaiters)
-		return x->nwaiters < y->nwaiters ? 1 : -1;
-	if (x->address != y->address)
-		return x->address < y->address ? -1 : 1;
-	return (int)x->kind - (int)y->kind;
-}
-
-static int cmp_deadlock(const void *a, const void *b)
-{
-	const struct sd_deadlock *x = a, *y = b;
-	return cmp_pid(&x->edges[0].tid, &y->edges[0].tid);
-}
-
-/* Add TH's wait to the lock it waits on in *V (found by kind group and
- * address), creating it if needed. */
-static void add_waiter(struct sd_lock **v, size_t *n, size_t *cap, const struct sd_thread *th)
-{
-	const struct sd_wait *w = &th->wait;
-	struct sd_lock *l = NULL;
-	for (size_t i = 0; i < *n; i++)
-		if ((*v)[i].address == w->address &&
-		    lock_group((*v)[i].kind) == lock_group(w->kind))
-			l = &(*v)[i];
-	if (!l) {
-		sd_grow(v, cap, *n + 1, sizeof(**v));
-		l = &(*v)[(*n)++];
-		memset(l, 0, sizeof(*l));
-		l->kind = lock_group(w->kind);
-		l->address = w->address;
-	}
-	l->waiters = sd_xrealloc(l->waiters, (l->nwaiters + 1) * sizeof(*l->waiters));
-	l->waiters[l->nwaiters++] = th->tid;
-	if (w->kind == SD_WAIT_RWLOCK_READ ||
-	    (w->kind == SD_WAIT_RUST_RWLOCK && w->subkind && !strcmp(w->subkind, "read")))
-		l->nreaders++;
-	if (w->kind == SD_WAIT_RWLOCK_WRITE ||
-	    (w->kind == SD_WAIT_RUST_RWLOCK && w->subkind && !strcmp(w->subkind, "write")))
-		l->nwriters++;
-	if (!l->symbol)
-		l->symbol = w->symbol;
-	if (!l->subkind && w->kind != SD_WAIT_RUST_RWLOCK)
-		l->subkind = w->subkind;
-	if (!l->owner_known && w->owner_known && w->owner > 0) {
-		l->owner = w->owner;
-		l->owner_known = 1;
-		l->note = w->note; /* about the owner, if anything */
-	} else if (!l->owner_known && !l->note) {
-		l->note = w->note;
-	}
-}
-
-struct sd_lockgraph *locks_graph(const struct sd_snapshot *s)
-{
-	struct sd_lockgraph *g = sd_xcalloc(1, sizeof(*g));
-	size_t lcap = 0, icap = 0, dcap = 0;
-	for (size_t i = 0; i < s->nthreads; i++) {
-		const struct sd_thread *th = &s->threads[i];
-		if (!locks_is_wait(th->wait.kind))
-			continue;
-		if (locks_is_idle(th->wait.kind))
-			add_waiter(&g->idle, &g->nidle, &icap, th);
-		else
-			add_waiter(&g->locks, &g->nlocks, &lcap, th);
-	}
-	for (size_t i = 0; i < g->nlocks; i++)
-		sd_sort(g->locks[i].waiters, g->locks[i].nwaiters, sizeof(pid_t), cmp_pid);
-	for (size_t i = 0; i < g->nidle; i++)
-		sd_sort(g->idle[i].waiters, g->idle[i].nwaiters, sizeof(pid_t), cmp_pid);
-	if (g->nlocks)
-		sd_sort(g->locks, g->nlocks, sizeof(*g->locks), cmp_lock);
-	if (g->nidle)
-		sd_sort(g->idle, g->nidle, sizeof(*g->idle), cmp_lock);
-
-	/* Wait-for edges: each thread waits for at most one thing, so each
-	 * node has at most one outgoing edge; follow the chains, and a walk
-	 * that meets itself has found a cycle (jstack does the same). */
-	size_t n = s->nthreads;
-	if (!n)
-		return g;
-	struct tid_index *ix = sd_xmalloc(n * sizeof(*ix));
-	for (size_t i = 0; i < n; i++) {
-		ix[i].tid = s->threads[i].tid;
-		ix[i].idx = i;
-	}
-	sd_sort(ix, n, sizeof(*ix), cmp_tid_index);
-	long *next = sd_xmalloc(n * sizeof(*next));
-	size_t *walk = sd_xcalloc(n, sizeof(*walk));
-	for (size_t i = 0; i < n; i++) {
-		const struct sd_wait *w = &s->threads[i].wait;
-		next[i] = -1;
-		if (locks_is_wait(w->kind) && !locks_is_idle(w->kind) && w->owner_known &&
-		    w->owner > 0)
-			next[i] = index_find(ix, n, w->owner);
-	}
-	for (size_t start = 0; start < n; start++) {
-		if (walk[start])
-			continue;
-		long j = (long)start;
-		while (j >= 0 && !walk[j]) {
-			walk[j] = start + 1;
-			j = next[j];
-		}
-		if (j < 0 || walk[j] != start + 1)
-			continue; /* ended, or joined an earlier walk */
-		/* j is on a cycle: collect it, starting at its smallest TID. */
-		size_t len = 0;
-		long k = j, first = j;
-		do {
-			len++;
-			if (s->threads[k].tid < s->threads[first].tid)
-				first = k;
-			k = next[k];
-		} while (k != j);
-		sd_grow(&g->deadlocks, &dcap, g->ndeadlocks + 1, sizeof(*g->deadlocks));
-		struct sd_deadlock *d = &g->deadlocks[g->ndeadlocks++];
-		d->n = len;
-		d->edges = sd_xcalloc(len, sizeof(*d->edges));
-		k = first;
-		for (size_t e = 0; e < len; e++, k = next[k]) {
-			const struct sd_thread *th = &s->threads[k];
-			d->edges[e].tid = th->tid;
-			d->edges[e].kind = th->wait.kind;
-			d->edges[e].address = th->wait.address;
-			d->edges[e].symbol = th->wait.symbol;
-			d->edges[e].owner = th->wait.owner;
-		}
-	}
-	if (g->ndeadlocks > 1)
-		sd_sort(g->deadlocks, g->ndeadlocks, sizeof(*g->deadlocks), cmp_deadlock);
-	free(walk);
-	free(next);
-	free(ix);
-	return g;
-}
-
-void locks_graph_free(struct sd_lockgraph *g)
-{
-	if (!g)
-		return;
-	for (size_t i = 0; i < g->nlocks; i++)
-		free(g->locks[i].waiters);
-	for (size_t i = 0; i < g->nidle; i++)
-		free(g->idle[i].waiters);
-	for (size_t i = 0; i < g->ndeadlocks; i++)
-		free(g->deadlocks[i].edges);
-	free(g->locks);
-	free(g->idle);
-	free(g->deadlocks);
-	free(g);
-}
-
-/* ---- across snapshots ---- */
-
-size_t locks_parked(struct sd_snapshot *const *snaps, size_t n, struct sd_parked **out)
-{
-	*out = NULL;
-	if (!n)
-		return 0;
-	const struct sd_snapshot *first = snaps[0], *last = snaps[n - 1];
-	struct tid_index **ix = sd_xcalloc(n, sizeof(*ix));
-	for (size_t k = 0; k + 1 < n; k++)
-		ix[k] = tid_index_new(snaps[k], NULL);
-	size_t cnt = 0, cap = 0;
-	for (size_t i = 0; i < last->nthreads; i++) {
-		const struct sd_thread *th = &last->threads[i], *o = th;
-		if (!locks_is_wait(th->wait.kind))
-			continue;
-		int all = 1;
-		for (size_t k = n - 1; k-- > 0 && all;) {
-			long j = index_find(ix[k], snaps[k]->nthreads, th->tid);
-			o = j >= 0 ? &snaps[k]->threads[j] : NULL;
-			all = o && o->wait.address == th->wait.address &&
-			      lock_group(o->wait.kind) == lock_group(th->wait.kind);
-		}
-		if (!all)
-			continue;
-		/* o is now the thread in the first snapshot */
-		sd_grow(out, &cap, cnt + 1, sizeof(**out));
-		struct sd_parked *p = &(*out)[cnt++];
-		memset(p, 0, sizeof(*p));
-		p->tid = th->tid;
-		p->name = th->name;
-		p->wait = th->wait;
-		p->seconds = last->time - first->time;
-		uint64_t ours = SD_SNAPSHOT_CTXSW * (uint64_t)(n - 1);
-		uint64_t delta = th->vol_ctxsw >= o->vol_ctxsw ? th->vol_ctxsw - o->vol_ctxsw : 0;
-		p->switches = delta > ours ? delta - ours : 0;
-		p->moved = p->switches > 0;
-	}
-	for (size_t k = 0; k + 1 < n; k++)
-		free(ix[k]);
-	free(ix);
-	return cnt;
+	uint64_t t0 = sd_now_ns();
+	locks_infer(s);
+	s->infer_us = (sd_now_ns() - t0) / 1000;
 }

@@ -24,6 +24,24 @@ void locks_analyze(struct sd_target *t, struct sd_snapshot *s);
  * S's pool. Exposed for the unit tests. */
 void locks_classify(struct sd_snapshot *s, struct sd_thread *th);
 
+/* Infer the holders of the locks S's threads wait on that the lock
+ * memory does not record: a thread that is not waiting on the lock and
+ * holds its address in a live stack slot (from its stack pointer up) or in
+ * a callee-saved register is a candidate. One candidate (as many as the
+ * readers of a read-held rwlock): it holds it, recorded in th->holds, and
+ * the waiters' wait.owner is set with owner_evidence SD_EVIDENCE_STACK.
+ * More: each is listed in its holds with ncandidates > 1, and no owner is
+ * set. Recorded owners get a hold with SD_EVIDENCE_MEMORY, attributed to
+ * the frame holding the reference when one is found. Needs the stack
+ * copies (before snapshot_drop_capture); without them only recorded
+ * owners get holds. locks_analyze() calls it. */
+void locks_infer(struct sd_snapshot *s);
+
+/* Read the 32-bit word at ADDR from the lock memory captured while frozen
+ * (TH's, or any other thread's of S covering it). Returns 1 when found. */
+int locks_mem32(const struct sd_snapshot *s, const struct sd_thread *th, uint64_t addr,
+		uint32_t *v);
+
 /* Is K a wait on something (a lock, condvar, semaphore, join, futex),
  * as opposed to running or another syscall? */
 int locks_is_wait(enum sd_wait_kind k);
@@ -33,6 +51,13 @@ int locks_is_idle(enum sd_wait_kind k);
  * "rwlock" for both rwlock waits, else sd_wait_kind_name(K). */
 const char *locks_kind_name(enum sd_wait_kind k);
 
+/* A thread that may hold a lock: a reference to it in its frame FRAME
+ * (-1: in a register), one of several, so no owner was named. */
+struct sd_lock_candidate {
+	pid_t tid;
+	int frame;
+};
+
 /* One lock (or other wait target) and the threads parked on it. */
 struct sd_lock {
 	enum sd_wait_kind kind;   /* for rwlocks: of the first waiter */
@@ -41,8 +66,12 @@ struct sd_lock {
 	const char *subkind;
 	pid_t owner;              /* 0 when unknown */
 	int owner_known;
+	enum sd_evidence owner_evidence;
+	int owner_frame;          /* frame of the owner holding a reference, or -1 */
 	const char *note;         /* why no owner, or about the owner */
 	pid_t *waiters;           /* heap, ascending */
+	struct sd_lock_candidate *candidates; /* heap: inferred, none certain */
+	size_t ncandidates;
 	size_t nwaiters;
 	size_t nreaders, nwriters; /* rwlock waiters by mode */
 };
@@ -54,6 +83,9 @@ struct sd_lock_edge {
 	uint64_t address;
 	const char *symbol;
 	pid_t owner;
+	enum sd_evidence owner_evidence; /* memory, or stack (inferred) */
+	int owner_frame;
+	const char *note;                /* the evidence of an inferred edge */
 };
 
 struct sd_deadlock {

@@ -229,6 +229,7 @@ static int idle_wait(const struct sd_thread *th, int frames_idle)
 	switch (th->wait.kind) {
 	case SD_WAIT_CONDVAR:
 	case SD_WAIT_RUST_CONDVAR:
+	case SD_WAIT_IDLE:
 	case SD_WAIT_JOIN:
 		return 1;
 	case SD_WAIT_MUTEX:
@@ -236,6 +237,7 @@ static int idle_wait(const struct sd_thread *th, int frames_idle)
 	case SD_WAIT_RWLOCK_WRITE:
 	case SD_WAIT_RUST_MUTEX:
 	case SD_WAIT_RUST_RWLOCK:
+	case SD_WAIT_MONITOR:
 	case SD_WAIT_SEMAPHORE:
 	case SD_WAIT_DISK:
 		return 0; /* contention and I/O are what off-CPU profiles are for */

@@ -476,6 +476,14 @@ static void put_thread(struct strbuf *sb, struct strcache *c, const struct sd_sn
 	put_str(sb, th->unwind_stop);
 	put_key(sb, "capture", 0);
 	put_str(sb, snapshot_capture_kind_name(th->kind));
+	put_key(sb, "holds", 0);
+	{
+		json_t *h = format_json_holds(th);
+		char *txt = json_dumps(h, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		apps(sb, txt ? txt : "[]");
+		free(txt);
+		json_decref(h);
+	}
 
 	/* What the dump leaves out. */
 	put_key(sb, "syscall_nr", 0);
@@ -1314,6 +1322,48 @@ static int read_wait(struct rd *r, json_t *o, struct sd_thread *th)
 	if (get_bool(r, o, "owner_known", &b) < 0)
 		return -1;
 	w->owner_known = b && w->owner > 0;
+	const char *ev = NULL;
+	if (get_str(r, o, "owner_evidence", 0, &ev) < 0)
+		return -1;
+	/* Absent (older files): unsaid, as it was. */
+	w->owner_evidence = !w->owner_known || !ev	  ? SD_EVIDENCE_NONE
+			    : !strcmp(ev, "stack") ? SD_EVIDENCE_STACK
+						  : SD_EVIDENCE_MEMORY;
+	long long frame = -1;
+	if (get_int(r, o, "owner_frame", 0, 0, INT_MAX, &frame) < 0)
+		return -1;
+	w->owner_frame = w->owner_evidence != SD_EVIDENCE_NONE ? (int)frame : -1;
+	return 0;
+}
+
+/* The locks a thread held, as lock analysis saw them when it was taken. */
+static int read_holds(struct rd *r, json_t *arr, struct sd_thread *th)
+{
+	size_t n = json_array_size(arr);
+	th->holds = sd_xcalloc(n ? n : 1, sizeof(*th->holds));
+	for (size_t i = 0; i < n; i++) {
+		size_t old = rd_push(r, ".holds[%zu]", i);
+		json_t *o = json_array_get(arr, i);
+		struct sd_hold *h = &th->holds[th->nholds];
+		const char *kind = NULL, *ev = NULL;
+		long long x = -1, c = 1;
+		if (!json_is_object(o))
+			return rd_fail(r, NULL, "expected a hold object, found %s", type_name(o));
+		if (get_str(r, o, "kind", 1, &kind) < 0 || get_hex(r, o, "address", 1, &h->address) < 0 ||
+		    get_str(r, o, "symbol", 0, &h->symbol) < 0 || get_str(r, o, "mode", 0, &h->mode) < 0 ||
+		    get_int(r, o, "frame", 0, 0, INT_MAX, &x) < 0 ||
+		    get_str(r, o, "owner_evidence", 0, &ev) < 0 ||
+		    get_int(r, o, "candidates", 0, 0, INT_MAX, &c) < 0)
+			return -1;
+		h->kind = !strcmp(kind, "rwlock") ? SD_WAIT_RWLOCK_READ : sd_wait_kind_parse(kind);
+		if (h->kind < SD_WAIT_MUTEX)
+			h->kind = SD_WAIT_FUTEX;
+		h->frame = (int)x;
+		h->evidence = ev && !strcmp(ev, "stack") ? SD_EVIDENCE_STACK : SD_EVIDENCE_MEMORY;
+		h->ncandidates = (size_t)c;
+		th->nholds++;
+		rd_pop(r, old);
+	}
 	return 0;
 }
 
@@ -1474,6 +1524,11 @@ static int read_thread(struct rd *r, json_t *o, struct sd_thread **out)
 		return -1;
 	if (lm && read_lockmem(r, lm, th) < 0)
 		return -1;
+	json_t *holds = get_array(r, o, "holds", 0);
+	if (r->failed)
+		return -1;
+	if (holds && read_holds(r, holds, th) < 0)
+		return -1;
 
 	json_t *frames = get_array(r, o, "frames", 0);
 	if (r->failed)
@@ -1617,6 +1672,7 @@ static int read_doc(struct rd *r, json_t *doc, struct snapio_meta *m)
 		if (get_u64(r, tm, "capture_us", &s->capture_us) < 0 ||
 		    get_u64(r, tm, "unwind_us", &s->unwind_us) < 0 ||
 		    get_u64(r, tm, "symbolize_us", &s->symbolize_us) < 0 ||
+		    get_u64(r, tm, "infer_us", &s->infer_us) < 0 ||
 		    get_u64(r, tm, "stack_bytes", &s->stack_bytes) < 0)
 			return -1;
 		rd_pop(r, old);

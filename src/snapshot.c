@@ -20,6 +20,7 @@ static void thread_release(struct sd_thread *t)
 		free(t->stack);
 	free(t->lockmem);
 	free(t->frames);
+	free(t->holds);
 }
 
 void snapshot_free(struct sd_snapshot *s)
@@ -159,12 +160,19 @@ static const char *const wait_names[SD_WAIT__COUNT] = {
 	[SD_WAIT_RUST_MUTEX] = "rust-mutex",
 	[SD_WAIT_RUST_RWLOCK] = "rust-rwlock",
 	[SD_WAIT_RUST_CONDVAR] = "rust-condvar",
+	[SD_WAIT_IDLE] = "runtime-idle",
+	[SD_WAIT_MONITOR] = "java-monitor",
 	[SD_WAIT_FUTEX] = "futex",
 };
 
 const char *sd_wait_kind_name(enum sd_wait_kind k)
 {
 	return (unsigned)k < SD_WAIT__COUNT ? wait_names[k] : "unknown";
+}
+
+const char *sd_evidence_name(enum sd_evidence e)
+{
+	return e == SD_EVIDENCE_MEMORY ? "memory" : e == SD_EVIDENCE_STACK ? "stack" : NULL;
 }
 
 enum sd_wait_kind sd_wait_kind_parse(const char *name)

@@ -66,20 +66,48 @@ enum sd_wait_kind {
 	SD_WAIT_RUST_MUTEX,
 	SD_WAIT_RUST_RWLOCK,
 	SD_WAIT_RUST_CONDVAR,
+	SD_WAIT_IDLE,     /* a language runtime idling (Go's notes, JVM workers) */
+	SD_WAIT_MONITOR,  /* entering a Java monitor (synchronized) */
 	SD_WAIT_FUTEX,    /* a futex wait we could not name */
 	SD_WAIT__COUNT
 };
 
+/* Where a lock's owner comes from: the lock memory records it (a fact), or
+ * the owner's frozen stack holds a reference to the lock (an inference). */
+enum sd_evidence {
+	SD_EVIDENCE_NONE = 0,
+	SD_EVIDENCE_MEMORY,
+	SD_EVIDENCE_STACK,
+};
+
 /* What a thread waits for; filled by lock analysis. owner is a TID, 0 when
- * unknown; owner_known says the evidence named it. */
+ * unknown; owner_known says the evidence named it, owner_evidence which
+ * evidence; owner_frame is the frame of the owner that holds a reference
+ * to the lock (an index into its frames), -1 when none was found. */
 struct sd_wait {
 	enum sd_wait_kind kind;
 	uint64_t address;
 	const char *symbol;  /* data symbol of the lock, pool string or NULL */
 	pid_t owner;
 	int owner_known;
+	enum sd_evidence owner_evidence;
+	int owner_frame;
 	const char *note;    /* why no owner, or a detail; pool string */
 	const char *subkind; /* "normal", "recursive", "robust", "pi" ... */
+};
+
+/* A lock a thread holds, as jstack's "- locked" lines: recorded by the lock
+ * (evidence memory) or inferred from a reference to it in this thread's
+ * live stack or registers (evidence stack). frame indexes the thread's
+ * frames, -1 when the reference was not found in any frame. */
+struct sd_hold {
+	enum sd_wait_kind kind; /* the kind the waiters wait with */
+	uint64_t address;
+	const char *symbol;     /* pool string or NULL */
+	const char *mode;       /* "read", "write" or NULL */
+	enum sd_evidence evidence;
+	int frame;
+	size_t ncandidates;     /* > 1: one of that many candidates, not a holder for sure */
 };
 
 enum sd_thread_status {
@@ -142,6 +170,8 @@ struct sd_thread {
 
 	/* analyze */
 	struct sd_wait wait;
+	struct sd_hold *holds; /* heap; locks others wait for that this one holds */
+	size_t nholds;
 };
 
 /* A loaded module as the snapshot saw it. */
@@ -163,6 +193,7 @@ struct sd_snapshot {
 	int per_thread;       /* taken in per-thread mode */
 	uint64_t pause_us;    /* longest time any thread was stopped */
 	uint64_t capture_us, unwind_us, symbolize_us;
+	uint64_t infer_us;    /* lock holders inferred from the stacks (part of analyze) */
 	uint64_t seize_us, stop_us, detach_us; /* the pause, phase by phase */
 	uint64_t memcopy_us;  /* part of detach_us: the batched memory copy */
 	uint64_t stack_bytes; /* bytes copied */
@@ -214,6 +245,8 @@ uint64_t snapshot_stack_hash(const struct sd_thread *th);
  * unknown or NULL name (files saved before the capture kinds). */
 const char *snapshot_capture_kind_name(enum sd_capture_kind k);
 enum sd_capture_kind snapshot_capture_kind_parse(const char *name);
+/* "memory", "stack", or NULL for none. */
+const char *sd_evidence_name(enum sd_evidence e);
 
 /* Short name of a wait kind, as in JSON ("mutex", "rwlock-read"...). */
 const char *sd_wait_kind_name(enum sd_wait_kind k);

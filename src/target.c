@@ -1057,7 +1057,7 @@ static void reuse_save(struct snapctx *cx)
 /* Stop, once, each sleeper whose unwind needs a register /proc does not
  * give; unwind it again from the copy when the stop proves the copy is
  * still exact, else from what was read while it was stopped. */
-static void regstop_stage(struct snapctx *cx, struct sd_error *err)
+static void regstop_stage(struct snapctx *cx, int for_locks, struct sd_error *err)
 {
 	struct sd_snapshot *s = cx->s;
 	pid_t *need = sd_xmalloc((s->nthreads + 1) * sizeof(*need));
@@ -1072,6 +1072,8 @@ static void regstop_stage(struct snapctx *cx, struct sd_error *err)
 		struct sd_taskinfo st;
 		if (procfs_task_state(cx->tc, cx->taskdir, cx->t->pid, th->tid, &st) == 0 &&
 		    st.state == 'D') {
+			if (for_locks)
+				continue;
 			th->unwind_stop = strpool_intern(s->pool,
 							 "the rest needs registers only a stop gives, "
 							 "and the thread is in uninterruptible sleep");
@@ -1122,6 +1124,32 @@ static void regstop_stage(struct snapctx *cx, struct sd_error *err)
 	}
 	(void)err;
 	free(need);
+}
+
+/* Does lock analysis need the callee-saved registers of the sleepers?
+ * Only when a thread waits on a lock that keeps no owner a holder could
+ * be found for (a mutex or rwlock, glibc's or Rust's) and some sleeper's
+ * registers came from /proc. Marks those sleepers for a stop. */
+static int locks_need_registers(struct snapctx *cx)
+{
+	struct sd_snapshot *s = cx->s;
+	int need = 0;
+	for (size_t i = 0; i < s->nthreads && !need; i++) {
+		const struct sd_wait *w = &s->threads[i].wait;
+		enum sd_wait_kind k = w->kind;
+		need = (k == SD_WAIT_MUTEX || k == SD_WAIT_RWLOCK_READ || k == SD_WAIT_RWLOCK_WRITE ||
+			k == SD_WAIT_RUST_MUTEX || k == SD_WAIT_RUST_RWLOCK) &&
+		       !(w->owner_known && w->owner_evidence == SD_EVIDENCE_MEMORY);
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < s->nthreads && need; i++) {
+		struct sd_thread *th = &s->threads[i];
+		if (th->kind == SD_CAPTURE_ASLEEP && th->regs_partial && th->status == SD_THREAD_OK) {
+			th->needs_regs = 1;
+			n++;
+		}
+	}
+	return n > 0;
 }
 
 struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_opts *o,
@@ -1424,7 +1452,7 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 		}
 	}
 	if (cx.auto_mode)
-		regstop_stage(&cx, err);
+		regstop_stage(&cx, 0, err);
 	for (size_t i = 0; i < s->nthreads; i++) {
 		struct sd_thread *th = &s->threads[i];
 		switch (th->kind) {
@@ -1453,6 +1481,28 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 		}
 	}
 	s->symbolize_us = (sd_now_ns() - t2) / 1000;
+	analyze_snapshot(t, s);
+	if (cx.auto_mode && locks_need_registers(&cx)) {
+		/* A lock waited on with no owner in memory: its holder is
+		 * inferred from stack slots and callee-saved registers, and
+		 * /proc gave none of the latter. Every sleeper is stopped
+		 * once for them (the copy stays the one taken before when
+		 * the stop proves it exact), then unwound and judged again. */
+		regstop_stage(&cx, 1, err);
+		for (size_t i = 0; i < s->nthreads && !o->no_symbols; i++) {
+			struct sd_thread *th = &s->threads[i];
+			if (th->kind == SD_CAPTURE_ASLEEP && th->needs_regs && !th->regs_partial)
+				symbols_thread(t->sym, s, th, o->no_inline, o->no_source);
+		}
+		for (size_t i = 0; i < s->nthreads; i++) {
+			struct sd_thread *th = &s->threads[i];
+			if (th->needs_regs && !th->regs_partial) {
+				th->needs_regs = 0;
+				syscall_from_regs(th);
+			}
+		}
+		analyze_snapshot(t, s);
+	}
 	if (cx.auto_mode && o->reuse)
 		reuse_save(&cx);
 	if (cx.taskdir >= 0)
@@ -1460,7 +1510,6 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 	cx.taskdir = -1;
 	free(cx.p);
 	cx.p = NULL;
-	analyze_snapshot(t, s);
 	add_modules(s, t);
 	t->last_stack_bytes = s->stack_bytes;
 	if (!o->keep_capture) {

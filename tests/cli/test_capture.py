@@ -309,7 +309,7 @@ def tracer_of(pid, tid):
 def lock_view(doc):
     def one(lk):
         return (lk["kind"], lk.get("symbol") or lk["address"], lk["owner"],
-                tuple(sorted(lk["waiters"])), lk.get("type"))
+                tuple(sorted(lk["waiters"])), lk.get("type"), lk.get("owner_evidence"))
     dl = sorted(tuple(sorted((e["tid"], e["owner"], e["kind"]) for e in c))
                 for c in doc.get("deadlocks") or [])
     idle = json.dumps(doc.get("idle"), sort_keys=True)
@@ -330,13 +330,19 @@ LOCK_FIXTURES = [
     (("fx-deadlock", 3), 3),
     (("fx-cxxlocks", 2, 2), 5),
     (("fx-rustlock", 2, 2), 4),
+    (("fx-rustinfer", "abba"), 2),
+    (("fx-rustinfer", "rwlock"), 2),
+    (("fx-rustinfer", "rwread"), 1),
+    (("fx-rustinfer", "cycle3"), 3),
+    (("fx-rustinfer", "decoys"), 4),
+    (("fx-cxxinfer", "abba"), 2),
 ]
 
 
 def test_lock_views_as_all_frozen():
     for args, parked in LOCK_FIXTURES:
-        if args[0] == "fx-rustlock" and not available("fx-rustlock"):
-            raise AssertionError("fx-rustlock was not built (rustc missing?)")
+        if args[0].startswith("fx-rust") and not available(args[0]):
+            raise AssertionError("%s was not built (rustc missing?)" % args[0])
         with start(*args, parked=parked) as fx:
             views = []
             for env in (FROZEN, None, FROZEN):

@@ -207,5 +207,22 @@ def test_partial_result_when_some_pids_fail():
         contains(r.err, "no such process")
 
 
+def test_write_error_on_stdout_fails():
+    """A dump that cannot be written (a full disk) is a failure, said so."""
+    with start("fx-stacks", blocked=6) as fx:
+        e = dict(os.environ)
+        e["NO_COLOR"] = "1"
+        for args in ([fx.pid], ["dump", "--format", "json", fx.pid], ["--version"]):
+            with open("/dev/full", "w") as full:
+                p = subprocess.run([sdtest.binary()] + [str(a) for a in args], stdout=full,
+                                   stderr=subprocess.PIPE, text=True, timeout=120, env=e)
+            eq(p.returncode, 2, (args, p.stderr))
+            contains(p.stderr, "cannot write the output: No space left on device")
+        sdtest.assert_running(fx.pid)
+        # The same dump to a working stdout succeeds.
+        r = sdtest.run(fx.pid)
+        eq(r.rc, 0, r)
+
+
 if __name__ == "__main__":
     sdtest.main(globals())
