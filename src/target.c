@@ -499,6 +499,7 @@ struct tplan {
 	int copy_now;          /* copy its memory while this freeze holds it */
 	int late;              /* seized but did not stop within the budget */
 	int round;             /* read asleep by the late stage of this round */
+	int reunwound;         /* unwound again after a stop for registers */
 };
 
 enum stage { STAGE_MAIN, STAGE_RETRY, STAGE_REGS };
@@ -1120,6 +1121,7 @@ static void regstop_stage(struct snapctx *cx, int for_locks, struct sd_error *er
 			th->nframes = 0;
 			th->unwind_stop = NULL;
 			unwind_thread(cx->t->unw, s, th, cx->o->max_frames);
+			tp->reunwound = 1;
 		}
 	}
 	(void)err;
@@ -1451,8 +1453,11 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 			unwind_thread(t->unw, s, th, o->max_frames);
 		}
 	}
-	if (cx.auto_mode)
+	if (cx.auto_mode) {
 		regstop_stage(&cx, 0, err);
+		for (size_t i = 0; i < s->nthreads; i++)
+			cx.p[i].reunwound = 0; /* symbolized with the others below */
+	}
 	for (size_t i = 0; i < s->nthreads; i++) {
 		struct sd_thread *th = &s->threads[i];
 		switch (th->kind) {
@@ -1489,17 +1494,15 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 		 * once for them (the copy stays the one taken before when
 		 * the stop proves it exact), then unwound and judged again. */
 		regstop_stage(&cx, 1, err);
-		for (size_t i = 0; i < s->nthreads && !o->no_symbols; i++) {
-			struct sd_thread *th = &s->threads[i];
-			if (th->kind == SD_CAPTURE_ASLEEP && th->needs_regs && !th->regs_partial)
-				symbols_thread(t->sym, s, th, o->no_inline, o->no_source);
-		}
 		for (size_t i = 0; i < s->nthreads; i++) {
 			struct sd_thread *th = &s->threads[i];
-			if (th->needs_regs && !th->regs_partial) {
-				th->needs_regs = 0;
-				syscall_from_regs(th);
-			}
+			th->needs_regs = 0;
+			if (!cx.p[i].reunwound)
+				continue;
+			cx.p[i].reunwound = 0;
+			syscall_from_regs(th);
+			if (!o->no_symbols)
+				symbols_thread(t->sym, s, th, o->no_inline, o->no_source);
 		}
 		analyze_snapshot(t, s);
 	}

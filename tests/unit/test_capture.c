@@ -30,6 +30,7 @@
 #endif
 
 struct fx {
+	const char *exe; /* fx-wake (frame pointers) or fx-wake-nofp */
 	pid_t pid;
 	char dir[64], wake[96], ack[96];
 };
@@ -52,7 +53,9 @@ static void fx_start(struct fx *f)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(out[1], 1);
 		close(out[0]);
-		execl(SD_FIXTURE_DIR "/fx-wake", "fx-wake", f->wake, f->ack, (char *)NULL);
+		char path[256];
+		snprintf(path, sizeof(path), "%s/%s", SD_FIXTURE_DIR, f->exe);
+		execl(path, f->exe, f->wake, f->ack, (char *)NULL);
 		_exit(127);
 	}
 	close(out[1]);
@@ -70,6 +73,25 @@ static void fx_start(struct fx *f)
 	assert_int_equal(sscanf(line, "ready %d", &ready), 1);
 	assert_int_equal(ready, pid);
 	f->pid = pid;
+	/* "ready" comes before main reaches pause(): wait until no thread
+	 * runs (every syscall file names a wait), polling, no deadline but
+	 * the test runner's. */
+	for (;;) {
+		pid_t *tids;
+		size_t n, asleep = 0;
+		assert_int_equal(procfs_list_tids(pid, &tids, &n, NULL), 0);
+		for (size_t i = 0; i < n; i++) {
+			struct sd_taskinfo ti;
+			memset(&ti, 0, sizeof(ti));
+			if (procfs_task_syscall(NULL, AT_FDCWD, pid, tids[i], &ti) == 0 &&
+			    ti.syscall_known && !ti.running && ti.syscall_nr >= 0)
+				asleep++;
+		}
+		free(tids);
+		if (n == 3 && asleep == n)
+			break;
+		usleep(1000);
+	}
 }
 
 static void fx_stop(struct fx *f)
@@ -129,10 +151,12 @@ static struct sd_snapshot *snap(struct sd_target *t, void (*hook)(void *), void 
 	return s;
 }
 
+/* STATE: the fixture's name. Without frame pointers every unwind ends
+ * from /proc's registers and no thread is stopped: the counters alone
+ * decide. With them, the stop for registers checks the counters too. */
 static void test_asleep_kept_when_counters_agree(void **state)
 {
-	(void)state;
-	struct fx f;
+	struct fx f = {.exe = *state};
 	fx_start(&f);
 	struct sd_error err = {0};
 	struct sd_target *t = target_new(f.pid, &err);
@@ -153,8 +177,7 @@ static void test_asleep_kept_when_counters_agree(void **state)
 
 static void test_woken_between_readings_is_read_again(void **state)
 {
-	(void)state;
-	struct fx f;
+	struct fx f = {.exe = *state};
 	fx_start(&f);
 	struct sd_error err = {0};
 	struct sd_target *t = target_new(f.pid, &err);
@@ -204,8 +227,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_schedstat),
-		cmocka_unit_test(test_asleep_kept_when_counters_agree),
-		cmocka_unit_test(test_woken_between_readings_is_read_again),
+		cmocka_unit_test_prestate(test_asleep_kept_when_counters_agree, "fx-wake-nofp"),
+		cmocka_unit_test_prestate(test_woken_between_readings_is_read_again, "fx-wake-nofp"),
+		cmocka_unit_test_prestate(test_asleep_kept_when_counters_agree, "fx-wake"),
+		cmocka_unit_test_prestate(test_woken_between_readings_is_read_again, "fx-wake"),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
