@@ -409,7 +409,10 @@ int ptrace_freeze_all(struct sd_freeze *fz, pid_t pid, unsigned timeout_ms,
 	if (!stopped) {
 		ptrace_thaw_all(fz);
 		current_freeze = NULL;
-		if (fz->n == 0 || procfs_procinfo(pid, &(struct sd_procinfo){0}, NULL) < 0)
+		struct sd_procinfo pi = {0};
+		int gone = fz->n == 0 || procfs_procinfo(pid, &pi, NULL) < 0;
+		procfs_procinfo_release(&pi);
+		if (gone)
 			return sd_error_set(err, ESRCH, "cannot attach to %d: it exited", (int)pid);
 		return sd_error_set(err, ETIMEDOUT,
 				    "no thread of %d stopped within %u ms (all in "

@@ -1135,18 +1135,33 @@ static void regstop_stage(struct snapctx *cx, int for_locks, struct sd_error *er
 static int locks_need_registers(struct snapctx *cx)
 {
 	struct sd_snapshot *s = cx->s;
-	int need = 0;
-	for (size_t i = 0; i < s->nthreads && !need; i++) {
+	int all = 0;
+	size_t n = 0;
+	for (size_t i = 0; i < s->nthreads; i++) {
 		const struct sd_wait *w = &s->threads[i].wait;
 		enum sd_wait_kind k = w->kind;
-		need = (k == SD_WAIT_MUTEX || k == SD_WAIT_RWLOCK_READ || k == SD_WAIT_RWLOCK_WRITE ||
-			k == SD_WAIT_RUST_MUTEX || k == SD_WAIT_RUST_RWLOCK) &&
-		       !(w->owner_known && w->owner_evidence == SD_EVIDENCE_MEMORY);
+		if (k != SD_WAIT_MUTEX && k != SD_WAIT_RWLOCK_READ && k != SD_WAIT_RWLOCK_WRITE &&
+		    k != SD_WAIT_RUST_MUTEX && k != SD_WAIT_RUST_RWLOCK)
+			continue;
+		if (!(w->owner_known && w->owner_evidence == SD_EVIDENCE_MEMORY)) {
+			all = 1;
+			continue;
+		}
+		/* A recorded owner: its frame that holds the lock is found
+		 * the same way, in its slots and registers. */
+		for (size_t k2 = 0; k2 < s->nthreads; k2++) {
+			struct sd_thread *o = &s->threads[k2];
+			if (o->tid == w->owner && o->kind == SD_CAPTURE_ASLEEP && o->regs_partial &&
+			    o->status == SD_THREAD_OK && !o->needs_regs) {
+				o->needs_regs = 1;
+				n++;
+			}
+		}
 	}
-	size_t n = 0;
-	for (size_t i = 0; i < s->nthreads && need; i++) {
+	for (size_t i = 0; i < s->nthreads && all; i++) {
 		struct sd_thread *th = &s->threads[i];
-		if (th->kind == SD_CAPTURE_ASLEEP && th->regs_partial && th->status == SD_THREAD_OK) {
+		if (th->kind == SD_CAPTURE_ASLEEP && th->regs_partial && th->status == SD_THREAD_OK &&
+		    !th->needs_regs) {
 			th->needs_regs = 1;
 			n++;
 		}
