@@ -1152,7 +1152,7 @@ static int locks_need_registers(struct snapctx *cx)
 		for (size_t k2 = 0; k2 < s->nthreads; k2++) {
 			struct sd_thread *o = &s->threads[k2];
 			if (o->tid == w->owner && o->kind == SD_CAPTURE_ASLEEP && o->regs_partial &&
-			    o->status == SD_THREAD_OK && !o->needs_regs) {
+			    o->status == SD_THREAD_OK) {
 				o->needs_regs = 1;
 				n++;
 			}
@@ -1160,8 +1160,7 @@ static int locks_need_registers(struct snapctx *cx)
 	}
 	for (size_t i = 0; i < s->nthreads && all; i++) {
 		struct sd_thread *th = &s->threads[i];
-		if (th->kind == SD_CAPTURE_ASLEEP && th->regs_partial && th->status == SD_THREAD_OK &&
-		    !th->needs_regs) {
+		if (th->kind == SD_CAPTURE_ASLEEP && th->regs_partial && th->status == SD_THREAD_OK) {
 			th->needs_regs = 1;
 			n++;
 		}
