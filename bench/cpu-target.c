@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 // CPU-bound benchmark target for profile/sampling benchmarks: N worker threads
 // spin on small work units a few frames deep and count them in per-thread
-// counters inside a mmapped file, so a script can measure throughput. With
-// -s, that many more threads sleep in a futex wait SLEEP_DEPTH frames deep
-// and never wake (the mostly-asleep pools of real servers).
+// counters inside a mmapped file, so a script can measure throughput; and
+// optionally S more threads that sleep (the mostly-idle server shape).
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -15,9 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <linux/futex.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -73,32 +70,6 @@ static NOINLINE uint64_t spin_even(int depth, uint64_t x, struct bench_slot *slo
 	return r ^ 2;
 }
 
-static atomic_int g_asleep;
-static int g_futex_word; /* never changes: sleepers wait forever */
-static volatile int g_stop; /* never set */
-
-static NOINLINE void sleep_leaf(void)
-{
-	atomic_fetch_add(&g_asleep, 1);
-	while (!g_stop)
-		syscall(SYS_futex, &g_futex_word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
-}
-
-static NOINLINE void sleep_chain(int depth)
-{
-	if (depth > 0)
-		sleep_chain(depth - 1);
-	else
-		sleep_leaf();
-	BARRIER();
-}
-
-static void *sleeper_main(void *p)
-{
-	sleep_chain((int)(intptr_t)p);
-	return NULL;
-}
-
 struct worker_arg {
 	int idx;
 	int depth;
@@ -121,36 +92,54 @@ static void *worker_main(void *p)
 	return NULL;
 }
 
+/* A sleeper: a few frames deep, asleep in the kernel for good. */
+static NOINLINE void sleep_deep(int depth)
+{
+	if (depth > 0) {
+		sleep_deep(depth - 1);
+		BARRIER();
+		return;
+	}
+	atomic_fetch_add(&g_started, 1);
+	for (;;)
+		pause();
+}
+
+static void *sleeper_main(void *p)
+{
+	(void)p;
+	pthread_setname_np(pthread_self(), "sleeper");
+	sleep_deep(6);
+	return NULL;
+}
+
 static void usage(const char *argv0)
 {
 	fprintf(stderr,
-		"usage: %s -w WORK_FILE [-n THREADS] [-d DEPTH] [-s SLEEPERS [-D SLEEP_DEPTH]]\n"
-		"          [-t TIMEOUT_S]\n"
+		"usage: %s -w WORK_FILE [-n THREADS] [-s SLEEPERS] [-d DEPTH] [-t TIMEOUT_S]\n"
 		"Runs THREADS (default 100) CPU-bound workers, DEPTH (default 6) frames\n"
-		"deep, counting work units into WORK_FILE, and SLEEPERS threads (default\n"
-		"0) asleep in a futex wait SLEEP_DEPTH (default 20) frames deep; prints\n"
-		"'ready <pid>'.\n"
+		"deep, counting work units into WORK_FILE, and SLEEPERS (default 0)\n"
+		"threads asleep in pause(); prints 'ready <pid>'.\n"
 		"Exits after TIMEOUT_S seconds (default 3600) or when its parent dies.\n",
 		argv0);
 }
 
 int main(int argc, char **argv)
 {
-	int nthreads = 100, depth = 6, timeout_s = 3600, nsleepers = 0, sdepth = 20;
+	int nthreads = 100, depth = 6, timeout_s = 3600, nsleepers = 0;
 	const char *path = NULL;
 	int opt;
-	while ((opt = getopt(argc, argv, "n:d:w:t:s:D:h")) != -1) {
+	while ((opt = getopt(argc, argv, "n:s:d:w:t:h")) != -1) {
 		switch (opt) {
 		case 'n': nthreads = atoi(optarg); break;
+		case 's': nsleepers = atoi(optarg); break;
 		case 'd': depth = atoi(optarg); break;
 		case 'w': path = optarg; break;
 		case 't': timeout_s = atoi(optarg); break;
-		case 's': nsleepers = atoi(optarg); break;
-		case 'D': sdepth = atoi(optarg); break;
 		default: usage(argv[0]); return opt == 'h' ? 0 : 2;
 		}
 	}
-	if (!path || nthreads < 1 || depth < 0 || timeout_s < 1 || nsleepers < 0 || sdepth < 0) {
+	if (!path || nthreads < 1 || nsleepers < 0 || depth < 0 || timeout_s < 1) {
 		usage(argv[0]);
 		return 2;
 	}
@@ -194,14 +183,14 @@ int main(int argc, char **argv)
 	pthread_attr_setstacksize(&attr, 64 * 1024);
 	for (int i = 0; i < nsleepers; i++) {
 		pthread_t th;
-		int err = pthread_create(&th, &attr, sleeper_main, (void *)(intptr_t)sdepth);
+		int err = pthread_create(&th, &attr, sleeper_main, NULL);
 		if (err) {
 			fprintf(stderr, "pthread_create sleeper #%d: %s\n", i, strerror(err));
 			return 1;
 		}
 		pthread_detach(th);
 	}
-	while (atomic_load(&g_started) < nthreads || atomic_load(&g_asleep) < nsleepers)
+	while (atomic_load(&g_started) < nthreads + nsleepers)
 		usleep(1000);
 	printf("ready %d\n", (int)getpid());
 	fflush(stdout);

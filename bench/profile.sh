@@ -1,14 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Sampling-cost benchmark: how much throughput a CPU-bound 100-thread target
-# loses while `stackdump profile` samples it (baseline and sampling windows
-# interleaved in the same run), stackdump's own CPU use, and the highest
-# snapshot rate stackdump, a gdb loop and an eu-stack loop sustain on it.
-# With --sleepers N the target also has N threads asleep 20 frames deep (a
-# mostly idle pool: -n 4 --sleepers 996 is 1000 threads, 4 busy), and each
-# pair adds a window sampled in the all-frozen mode (STACKDUMP_CAPTURE=
-# freeze) to compare the profiles: sleeper stacks per snapshot, and the
-# busy threads' split between work_unit and the frames above it.
+# loses while `stackdump profile` samples it, with the ptrace engine and
+# with the perf engine, beside bench/ptrace-floor (baseline and sampling
+# windows interleaved in the same run), stackdump's own CPU use and the
+# thread samples each engine delivered, and the highest snapshot rate
+# stackdump, a gdb loop and an eu-stack loop sustain on it.
 #
 # Needs: cc, python3, gdb, eu-stack, /usr/bin/time, setsid, timeout.
 #   apt-get install -y time gdb elfutils   (the script checks and says so)
@@ -20,27 +17,29 @@ usage() {
 	cat <<EOF
 usage: $0 [options]
   -n N              worker threads in cpu-target (default 100)
+  -s N              sleeping threads in cpu-target besides the workers (default 0)
+  --no-floor        skip the ptrace-floor windows
   --window S        length of each baseline / sampling window (default 10)
   --rate HZ         sampling rate of the throughput windows (default 20)
   --pairs P         baseline+sampling window pairs (default 2)
   --max-rate HZ     rate asked of stackdump in the max-rate test (default 1000)
   --loop S          length of each max-rate test (default 10)
   --no-max          skip the max-rate tests
-  --sleepers N      N more threads asleep in the target (default 0)
 EOF
 }
 
-NTHREADS=100 WINDOW=10 RATE=20 PAIRS=2 MAXRATE=1000 LOOP=10 DO_MAX=1 SLEEPERS=0
+NTHREADS=100 NSLEEPERS=0 DO_FLOOR=1 WINDOW=10 RATE=20 PAIRS=2 MAXRATE=1000 LOOP=10 DO_MAX=1
 while (($#)); do
 	case $1 in
 	-n) NTHREADS=$2; shift 2 ;;
+	-s) NSLEEPERS=$2; shift 2 ;;
+	--no-floor) DO_FLOOR=0; shift ;;
 	--window) WINDOW=$2; shift 2 ;;
 	--rate) RATE=$2; shift 2 ;;
 	--pairs) PAIRS=$2; shift 2 ;;
 	--max-rate) MAXRATE=$2; shift 2 ;;
 	--loop) LOOP=$2; shift 2 ;;
 	--no-max) DO_MAX=0; shift ;;
-	--sleepers) SLEEPERS=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; exit 2 ;;
 	esac
@@ -59,8 +58,8 @@ WORKFILE=$WORK/work.shm
 RESULTS=$WORK/results.tsv
 TMO=$((WINDOW > LOOP ? WINDOW * 3 + 60 : LOOP * 3 + 60))
 
-bench_log "starting cpu-target: $NTHREADS busy threads, $SLEEPERS asleep"
-bench_start_target "$WORK/target.out" "$BUILD_DIR/cpu-target" -n "$NTHREADS" -s "$SLEEPERS" \
+bench_log "starting cpu-target: $NTHREADS threads"
+bench_start_target "$WORK/target.out" "$BUILD_DIR/cpu-target" -n "$NTHREADS" -s "$NSLEEPERS" \
 	-w "$WORKFILE" -t $(((PAIRS * 2 * WINDOW + 3 * LOOP) * 3 + 600))
 NTASKS=$(ls /proc/"$TARGET_PID"/task | wc -l)
 bench_log "target pid $TARGET_PID ready ($NTASKS threads); warming up 2 s"
@@ -125,27 +124,27 @@ for ((p = 1; p <= PAIRS; p++)); do
 	record_row "${r[@]:0:6}" 0 0 "${r[6]}" "${r[7]}"
 
 	out=$WORK/sample$p.folded
-	run_window "sampling$p" "stackdump@${RATE}Hz" "$STACKDUMP" profile "$TARGET_PID" \
-		--rate "$RATE" --duration "$WINDOW" --format folded -o "$out"
+	run_window "sampling$p" "stackdump-ptrace@${RATE}Hz" "$STACKDUMP" profile "$TARGET_PID" \
+		--engine ptrace --rate "$RATE" --duration "$WINDOW" --format folded -o "$out"
 	record_profile_row "$out" "$WORK/sampling$p.err"
 
-	if ((SLEEPERS)); then
-		out=$WORK/frozen$p.folded
-		run_window "frozen$p" "all-frozen@${RATE}Hz" env STACKDUMP_CAPTURE=freeze \
-			"$STACKDUMP" profile "$TARGET_PID" --rate "$RATE" --duration "$WINDOW" \
-			--format folded -o "$out"
-		record_profile_row "$out" "$WORK/frozen$p.err"
-	fi
+	out=$WORK/perf$p.folded
+	run_window "perf$p" "stackdump-perf@${RATE}Hz" "$STACKDUMP" profile "$TARGET_PID" \
+		--engine perf --rate "$RATE" --duration "$WINDOW" --format folded -o "$out" -v
+	record_profile_row "$out" "$WORK/perf$p.err"
+	grep -E '^perf: ' "$WORK/perf$p.err" | sed 's/^/    /' >&2
 
 	# The floor: the same stop-the-world ptrace sampling with nothing
 	# else (threads stay seized between samples; registers only, no
 	# stack copy, unwinding or symbols). What any ptrace sampler pays.
-	run_window "floor$p" "ptrace-floor@${RATE}Hz" "$BUILD_DIR/ptrace-floor" -p "$TARGET_PID" \
-		-r "$RATE" -d "$WINDOW"
-	r=("${WIN_ROW[@]}")
-	n=$(grep -oE 'samples [0-9]+' "$WORK/floor$p.out" | cut -d' ' -f2)
-	[[ -n $n ]] || n=0
-	record_row "${r[@]:0:6}" $((n * NTASKS)) "$n" "${r[6]}" "${r[7]}"
+	if ((DO_FLOOR)); then
+		run_window "floor$p" "ptrace-floor@${RATE}Hz" "$BUILD_DIR/ptrace-floor" -p "$TARGET_PID" \
+			-r "$RATE" -d "$WINDOW"
+		r=("${WIN_ROW[@]}")
+		n=$(grep -oE 'samples [0-9]+' "$WORK/floor$p.out" | cut -d' ' -f2)
+		[[ -n $n ]] || n=0
+		record_row "${r[@]:0:6}" $((n * NTASKS)) "$n" "${r[6]}" "${r[7]}"
+	fi
 done
 
 # --- max sustained snapshot rate -------------------------------------------
@@ -177,10 +176,10 @@ if ((DO_MAX)); then
 	record_row "${r[@]:0:6}" $((n * NTASKS)) "$n" "${r[6]}" "${r[7]}"
 fi
 
-python3 - "$RESULTS" "$NTHREADS" "$NTASKS" "$RATE" "$MAXRATE" "$STACKDUMP" "$WORK" <<'PY'
-import csv, os, sys
+python3 - "$RESULTS" "$NTHREADS" "$NTASKS" "$RATE" "$MAXRATE" "$STACKDUMP" <<'PY'
+import csv, sys
 
-path, nthreads, ntasks, rate, maxrate, sdpath, work = sys.argv[1:]
+path, nthreads, ntasks, rate, maxrate, sdpath = sys.argv[1:]
 rows = list(csv.DictReader(open(path), delimiter="\t"))
 for r in rows:
     r["rate"] = int(r["work"]) / float(r["secs"])
@@ -188,7 +187,7 @@ for r in rows:
                     if float(r["wall_s"]) > 0 else 0.0)
 base = [r for r in rows if r["phase"].startswith("baseline")]
 samp = [r for r in rows if r["phase"].startswith("sampling")]
-frozen = [r for r in rows if r["phase"].startswith("frozen")]
+perf = [r for r in rows if r["phase"].startswith("perf")]
 floor = [r for r in rows if r["phase"].startswith("floor")]
 mx = [r for r in rows if r["phase"].startswith("max-")]
 brate = sum(r["rate"] for r in base) / len(base)
@@ -216,7 +215,7 @@ t = [["window", "sampler", "work units/s", "vs baseline", "secs",
 for r in rows:
     if r["phase"].startswith("max-"):
         continue
-    is_s = r["phase"].startswith(("sampling", "floor", "frozen"))
+    is_s = r["phase"].startswith(("sampling", "perf", "floor"))
     wall = float(r["wall_s"]) or float(r["secs"])
     t.append([r["phase"], r["tool"], f"{r['rate']:.0f}",
               f"{-loss(r):+.1f}%", f"{float(r['secs']):.1f}",
@@ -232,9 +231,21 @@ if samp:
     print()
     note = (f"  (baseline windows differ by {spread:.1f}% from each other: noise)"
             if len(base) > 1 else "  (one baseline window: no noise estimate)")
-    print(f"target throughput loss while stackdump samples at {rate} Hz: "
+    print(f"target throughput loss while stackdump (ptrace engine) samples at {rate} Hz: "
           f"{100 * (1 - srate / brate):.1f}%{note}")
     print(f"stackdump CPU use at {rate} Hz: {cpu:.1f}% of one core (user+sys)")
+    want = int(float(rate) * float(samp[0]["secs"]) + 0.5)
+    print(f"thread samples per window: " +
+          ", ".join(r["stacks"] for r in samp) +
+          f" (a full count would be about {ntasks} x {want})")
+if perf:
+    prate = sum(r["rate"] for r in perf) / len(perf)
+    pcpu = sum(r["cpu_pct"] for r in perf) / len(perf)
+    print(f"target throughput loss while stackdump (perf engine) samples at {rate} Hz: "
+          f"{100 * (1 - prate / brate):.1f}%")
+    print(f"stackdump CPU use (perf engine) at {rate} Hz: {pcpu:.1f}% of one core (user+sys)")
+    print(f"thread samples per window (perf): " + ", ".join(r["stacks"] for r in perf) +
+          f"; snapshots: " + ", ".join(r["snapshots"] for r in perf))
 if floor:
     frate = sum(r["rate"] for r in floor) / len(floor)
     fcpu = sum(r["cpu_pct"] for r in floor) / len(floor)
@@ -265,35 +276,6 @@ if mx:
     print(f"(stackdump asked for {maxrate} Hz; snapshots/s = samples it reports, "
           f"or folded stacks / {ntasks} threads, / wall time; loops count "
           f"completed runs)")
-def truth(phase):
-    """(sleeper stacks per snapshot, work_unit share of the busy stacks)."""
-    counts = {}
-    try:
-        with open(os.path.join(work, phase + ".folded")) as f:
-            for line in f:
-                st, n = line.rsplit(" ", 1)
-                counts[st] = counts.get(st, 0) + int(n)
-    except OSError:
-        return None
-    sleep = sum(n for s, n in counts.items() if "sleep_leaf" in s)
-    busy = {s: n for s, n in counts.items() if "worker_main" in s}
-    unit = sum(n for s, n in busy.items() if s.endswith("work_unit"))
-    snaps = [r for r in rows if r["phase"] == phase][0]["snapshots"]
-    snaps = float(snaps) or 1
-    return sleep / snaps, unit / float(sum(busy.values()) or 1)
-
-if frozen:
-    print()
-    print("profile truth (sleeper stacks per snapshot; busy samples in work_unit):")
-    for r in samp + frozen:
-        t = truth(r["phase"])
-        if t:
-            print(f"  {r['phase']:<10} {r['tool']:<20} {t[0]:8.1f} per snapshot   "
-                  f"work_unit {100 * t[1]:.1f}%")
-    fcpu = sum(r["cpu_pct"] for r in frozen) / len(frozen)
-    frate = sum(r["rate"] for r in frozen) / len(frozen)
-    print(f"all-frozen mode at {rate} Hz: target loss {100 * (1 - frate / brate):.1f}%, "
-          f"{fcpu:.1f}% of one core")
 bad = [r["tool"] for r in rows if int(r["stopped"] or 0)]
 if bad:
     print("WARNING: threads left in t/T state after: " + ", ".join(bad))

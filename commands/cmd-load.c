@@ -34,6 +34,11 @@ static void describe(struct strbuf *sb, const char *path, const struct sd_snapsh
 		strbuf_add_escaped(sb, m->reason);
 		strbuf_adds(sb, ")");
 	}
+	if (m->engine && strcmp(m->engine, "ptrace")) {
+		strbuf_adds(sb, " [engine ");
+		strbuf_add_escaped(sb, m->engine);
+		strbuf_adds(sb, "]");
+	}
 	if (m->version == 0)
 		strbuf_adds(sb, " [dump JSON: no module list]");
 	if (s->partial)

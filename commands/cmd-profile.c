@@ -12,6 +12,7 @@
 
 #include "../src/procfs.h"
 #include "../src/profile.h"
+#include "../src/sampler.h"
 #include "../src/symbols.h"
 #include "cmd.h"
 
@@ -21,6 +22,8 @@ enum {
 	PROF_DURATION,
 	PROF_COUNT,
 	PROF_PID_OF,
+	PROF_ENGINE,
+	PROF_PERF_BUFFER,
 	PROF_ON_CPU,
 	PROF_OFF_CPU,
 	PROF_NO_IDLE,
@@ -72,6 +75,14 @@ static const struct cmd_option profile_options[] = {
 			.hint = "a number of samples, at least 1"},
 	[PROF_PID_OF] = OPT_STRING("pid-of", 0, "NAME", "every process named NAME, aggregated",
 				   CMPL_PID),
+	[PROF_ENGINE] = OPT_CHOICE("engine", 'e', "ENGINE",
+				   "auto (perf events where permitted, else ptrace), perf or ptrace "
+				   "(default auto)",
+				   "auto perf ptrace", "auto"),
+	[PROF_PERF_BUFFER] = OPT_SIZE("perf-buffer", 0,
+				      "perf engine: ring buffer per thread (default 128k, 64k above "
+				      "256 threads)",
+				      4096, 64 << 20, NULL),
 	[PROF_ON_CPU] = OPT_FLAG("on-cpu", 0, "only samples of threads on a CPU (state R)"),
 	[PROF_OFF_CPU] = OPT_FLAG("off-cpu", 0, "only samples of threads off CPU (blocked, sleeping)"),
 	[PROF_NO_IDLE] = OPT_FLAG("no-idle", 0,
@@ -112,6 +123,7 @@ static const struct cmd_option profile_options[] = {
 /* A process being sampled. */
 struct ptarget {
 	struct sd_target *t;
+	struct sd_sampler *smp;
 	int owned;   /* ours to free (not the shell's) */
 	int gone;    /* exited or failed: not sampled any more */
 };
@@ -123,14 +135,6 @@ static void add_pid(pid_t **pids, size_t *n, size_t *cap, pid_t pid)
 			return;
 	sd_grow(pids, cap, *n + 1, sizeof(**pids));
 	(*pids)[(*n)++] = pid;
-}
-
-static void sleep_until(uint64_t deadline_ns)
-{
-	struct timespec ts = {(time_t)(deadline_ns / 1000000000ull),
-			      (long)(deadline_ns % 1000000000ull)};
-	/* sd_now_ns is CLOCK_MONOTONIC; EINTR (Ctrl-C) returns early. */
-	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 }
 
 /* Did the run stop before the samples' intervals were over (Ctrl-C, or a
@@ -200,6 +204,21 @@ static void report_verbose(struct cmd_ctx *ctx, struct sd_profile *p, struct pta
 	for (size_t i = 0; i < p->nprocs; i++)
 		snaps += p->procs[i].samples;
 	double per = snaps ? 1.0 / (double)snaps : 0;
+	struct sd_perf_stats ps = {0};
+	for (size_t i = 0; i < n; i++)
+		if (v[i].smp)
+			sampler_stats_add(v[i].smp, &ps);
+	fprintf(ctx->err, "engine: %s\n", p->engine ? p->engine : "ptrace");
+	if (p->engine && strstr(p->engine, "perf"))
+		fprintf(ctx->err,
+			"perf: %llu task-clock and %llu context-switch samples, %llu lost, "
+			"throttled %llu times; %llu unwound, %llu threads seeded by ptrace, %llu "
+			"threads followed, %llu gone, %llu ring reads\n",
+			(unsigned long long)ps.clock_samples, (unsigned long long)ps.switch_samples,
+			(unsigned long long)ps.lost, (unsigned long long)ps.throttled,
+			(unsigned long long)ps.unwinds, (unsigned long long)ps.seeded,
+			(unsigned long long)ps.threads_opened, (unsigned long long)ps.threads_closed,
+			(unsigned long long)ps.drains);
 	fprintf(ctx->err,
 		"sampling: %llu samples in %.2f s (%.1f Hz), %llu thread stacks, %llu unreadable\n"
 		"per snapshot: capture %.2f ms (pause, max %.2f ms), unwind %.2f ms\n"
@@ -260,6 +279,18 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	}
 	const char *format = cmd_str(ctx, PROF_FORMAT);
 	int locks = cmd_has(ctx, PROF_LOCKS);
+	struct sd_sampler_opts smo = {.engine = SD_ENGINE_AUTO};
+	sd_engine_parse(cmd_str(ctx, PROF_ENGINE), &smo.engine); /* a checked choice */
+	smo.ring_kb = (size_t)(cmd_num(ctx, PROF_PERF_BUFFER) / 1024);
+	if (locks && smo.engine == SD_ENGINE_PERF) {
+		cmd_error(ctx, "profile: --locks needs --engine ptrace (lock words are read while "
+			       "the threads are stopped)");
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	/* Lock words must be read at the instant of the stack: ptrace. */
+	if (locks)
+		smo.engine = SD_ENGINE_PTRACE;
 	if (locks && strcmp(format, "top") && strcmp(format, "tree") && strcmp(format, "json")) {
 		cmd_error(ctx, "profile: --locks gives a text or JSON report, not %s", format);
 		rc = EXIT_USAGE;
@@ -348,6 +379,31 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	prof = profile_new(&po);
 	prof->interval_us = interval_us;
 
+	/* One sampler per process; auto says once why perf could not be used. */
+	smo.interval_us = interval_us;
+	int said_fallback = 0, nperf = 0, nptrace = 0;
+	for (size_t i = 0; i < nt; i++) {
+		struct sd_error err = {0};
+		tv[i].smp = sampler_new(tv[i].t, &so, &smo, &err);
+		if (!tv[i].smp) {
+			cmd_error(ctx, "%s", err.msg);
+			rc = EXIT_FAIL;
+			goto out;
+		}
+		if (sampler_fallback(tv[i].smp) && !said_fallback) {
+			cmd_error(ctx, "perf engine not available, sampling with ptrace: %s",
+				  sampler_fallback(tv[i].smp));
+			said_fallback = 1;
+		}
+		if (sampler_engine(tv[i].smp) == SD_ENGINE_PERF)
+			nperf++;
+		else
+			nptrace++;
+	}
+	prof->engine = strpool_intern(prof->pool, nperf && nptrace ? "perf+ptrace"
+						  : nperf	    ? "perf"
+								    : "ptrace");
+
 	/* Sample. Ticks are planned on a fixed grid; when a snapshot takes
 	 * longer than the interval the missed ticks are skipped, not made up
 	 * in a burst, so the achieved rate is what the machine allows. */
@@ -357,6 +413,22 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	uint64_t interval_ns = interval_us * 1000, end_ns = duration_us ? start + duration_us * 1000 : 0;
 	size_t live = nt;
 	int fatal = 0;
+	struct sd_sampler **smps = sd_xcalloc(nt + 1, sizeof(*smps));
+	for (size_t i = 0; i < nt; i++)
+		smps[i] = tv[i].smp;
+	/* perf: a tick is the latest sample of each thread, so the first
+	 * one comes an interval after the events were opened. */
+	uint64_t last_tick = start;
+	if (nperf) {
+		/* Ticks at start + k intervals, k = 1..N: N ticks cover
+		 * (start, start + N intervals], the duration asked. */
+		if (end_ns)
+			end_ns += interval_ns / 2;
+		next = start + interval_ns;
+		if (end_ns && next > end_ns)
+			next = end_ns;
+		sampler_sleep_until(smps, nt, next);
+	}
 	while (!cmd_interrupted && live) {
 		if (count && prof->samples >= count)
 			break;
@@ -368,7 +440,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			if (tv[i].gone)
 				continue;
 			struct sd_error err = {0};
-			struct sd_snapshot *s = target_snapshot(tv[i].t, &so, &err);
+			struct sd_snapshot *s = sampler_take(tv[i].smp, &err);
 			if (!s) {
 				tv[i].gone = 1;
 				live--;
@@ -392,8 +464,10 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			snapshot_free(s);
 			took = 1;
 		}
-		if (took)
+		if (took) {
 			prof->samples++;
+			last_tick = sd_now_ns();
+		}
 		now = sd_now_ns();
 		prof->duration_us = (now - start) / 1000;
 		if (progress && now - last_progress > 250000000ull) {
@@ -415,7 +489,15 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		if (count && prof->samples >= count)
 			break;
 		if (!cmd_interrupted && live)
-			sleep_until(next);
+			sampler_sleep_until(smps, nt, next);
+	}
+	free(smps);
+	{
+		struct sd_perf_stats ps = {0};
+		for (size_t i = 0; i < nt; i++)
+			sampler_stats_add(tv[i].smp, &ps);
+		prof->lost_samples = ps.lost;
+		prof->throttled = ps.throttled;
 	}
 	uint64_t stop = sd_now_ns();
 	/* Each sample stands for one interval: N samples on time cover N
@@ -423,6 +505,10 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	prof->duration_us = (stop - start) / 1000;
 	if (!interrupted_early(prof, interval_us) && prof->duration_us < prof->samples * interval_us)
 		prof->duration_us = prof->samples * interval_us;
+	/* perf: each tick closes the interval before it; the run covered up
+	 * to the last one. */
+	if (nperf && !interrupted_early(prof, interval_us) && prof->samples)
+		prof->duration_us = (last_tick - start) / 1000;
 	double cpu = cpu_seconds() - cpu0;
 	if (progress)
 		fprintf(ctx->err, "\r\033[K");
@@ -477,9 +563,11 @@ out:
 	if (out)
 		fclose(out);
 	profile_free(prof);
-	for (size_t i = 0; i < nt; i++)
+	for (size_t i = 0; i < nt; i++) {
+		sampler_free(tv[i].smp);
 		if (tv[i].owned)
 			target_free(tv[i].t);
+	}
 	free(tv);
 	free(pids);
 	free(tids);

@@ -18,6 +18,7 @@
 #include "../src/format.h"
 #include "../src/locks.h"
 #include "../src/procfs.h"
+#include "../src/sampler.h"
 #include "../src/snapio.h"
 #include "../src/version.h"
 #include "cmd.h"
@@ -38,6 +39,7 @@ enum {
 	REC_BURST,
 	REC_QUIET,
 	REC_VERBOSE,
+	REC_ENGINE,
 };
 
 static const struct cmd_option record_options[] = {
@@ -91,6 +93,10 @@ static const struct cmd_option record_options[] = {
 	[REC_QUIET] = OPT_FLAG("quiet", 'q', "do not print a line per snapshot"),
 	[REC_VERBOSE] = OPT_FLAG("verbose", 'v',
 				 "the CPU cost of each snapshot, by stage, on stderr"),
+	[REC_ENGINE] = OPT_CHOICE("engine", 0, "ENGINE",
+				  "auto (ptrace: lock words read while stopped), ptrace, or perf "
+				  "(stacks from perf samples, lock owners unknown)",
+				  "auto perf ptrace", "auto"),
 	{0},
 };
 
@@ -137,6 +143,10 @@ struct rec {
 	struct trigger trig[8];
 	int ntrig;
 	struct sd_snap_opts opts;
+	struct sd_sampler_opts smo;
+	struct sd_sampler *smp;     /* takes the snapshots of t */
+	const struct sd_target *smp_t;
+	int said_fallback;
 
 	struct sd_target *t;
 	pid_t pid;
@@ -476,6 +486,31 @@ static size_t find_cycle(const struct sd_snapshot *s, struct strbuf *desc)
 
 static void stuck_rebaseline(struct rec *r);
 
+static void drop_sampler(struct rec *r)
+{
+	sampler_free(r->smp);
+	r->smp = NULL;
+	r->smp_t = NULL;
+}
+
+/* A snapshot of r->t through its sampler (made again for a new target). */
+static struct sd_snapshot *rec_snapshot(struct rec *r, struct sd_error *err)
+{
+	if (!r->smp || r->smp_t != r->t) {
+		drop_sampler(r);
+		r->smp = sampler_new(r->t, &r->opts, &r->smo, err);
+		if (!r->smp)
+			return NULL;
+		r->smp_t = r->t;
+		if (sampler_fallback(r->smp) && !r->said_fallback) {
+			note(r, "perf engine not available, recording with ptrace: %s",
+			     sampler_fallback(r->smp));
+			r->said_fallback = 1;
+		}
+	}
+	return sampler_take(r->smp, err);
+}
+
 /* Take a snapshot without saving it (a trigger's confirmation). NULL after
  * a note when it failed. */
 static struct sd_snapshot *probe(struct rec *r)
@@ -483,7 +518,7 @@ static struct sd_snapshot *probe(struct rec *r)
 	struct sd_error err = {0};
 	if (r->stop_why)
 		return NULL;
-	struct sd_snapshot *s = target_snapshot(r->t, &r->opts, &err);
+	struct sd_snapshot *s = rec_snapshot(r, &err);
 	if (!s && proc_alive(r->pid)) {
 		note(r, "snapshot failed: %s", err.msg);
 		if (err.code == EPERM || err.code == EBUSY || err.code == EINVAL) {
@@ -532,7 +567,7 @@ static int take(struct rec *r, const char *reason, struct sd_snapshot *pre)
 	struct sd_snapshot *s = pre;
 	if (!s) {
 		struct sd_error err = {0};
-		s = target_snapshot(r->t, &r->opts, &err);
+		s = rec_snapshot(r, &err);
 		if (!s) {
 			if (err.code == ESRCH || !proc_alive(r->pid))
 				return 1;
@@ -550,6 +585,7 @@ static int take(struct rec *r, const char *reason, struct sd_snapshot *pre)
 	snapio_meta_init(&m);
 	m.reason = reason;
 	m.seq = ++r->seq;
+	m.engine = r->smp ? sd_engine_name(sampler_engine(r->smp)) : NULL;
 	if (r->t) {
 		m.ppid = r->t->info.ppid;
 		m.uid = (long)r->t->info.uid;
@@ -1059,6 +1095,7 @@ static int target_gone(struct rec *r, uint64_t end_us, const sigset_t *unblocked
 		if (best) {
 			struct sd_target *t = target_new(best, &err);
 			if (t) {
+				drop_sampler(r);
 				target_free(r->t);
 				r->t = t;
 				r->pid = best;
@@ -1158,6 +1195,12 @@ static int parse_options(struct rec *r, int argc, char **argv, pid_t **tids)
 		return -1;
 	}
 	r->for_us = cmd_num(ctx, REC_FOR);
+	/* Record keeps the lock view's promise by default: lock words read
+	 * while the threads are stopped. perf only when asked. */
+	sd_engine_parse(cmd_str(ctx, REC_ENGINE), &r->smo.engine);
+	if (r->smo.engine == SD_ENGINE_AUTO)
+		r->smo.engine = SD_ENGINE_PTRACE;
+	r->smo.interval_us = r->every_us;
 	r->count = (long)cmd_num(ctx, REC_COUNT);
 	if (cmd_has(ctx, REC_MAX_DISK)) {
 		r->max_disk = cmd_num(ctx, REC_MAX_DISK);
@@ -1420,6 +1463,7 @@ static int record_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	strbuf_release(&r.zout);
 	free(r.dl_prev);
 	free(r.dl_probed);
+	drop_sampler(&r);
 	target_free(r.t);
 	free(tids);
 	return r.rc;

@@ -11,9 +11,18 @@
 
 #include "../src/analyze.h"
 #include "../src/profile.h"
+#include "../src/sampler.h"
 #include "cmd.h"
 
-enum { TOP_RATE = SNAP_OPT__COUNT, TOP_REFRESH, TOP_DURATION, TOP_COUNT, TOP_NO_IDLE, TOP_LIMIT };
+enum {
+	TOP_RATE = SNAP_OPT__COUNT,
+	TOP_ENGINE,
+	TOP_REFRESH,
+	TOP_DURATION,
+	TOP_COUNT,
+	TOP_NO_IDLE,
+	TOP_LIMIT
+};
 
 static const struct cmd_option top_options[] = {
 	CMD_SNAPSHOT_OPTIONS,
@@ -26,6 +35,10 @@ static const struct cmd_option top_options[] = {
 		      .max = 10000,
 		      .def = "10",
 		      .hint = "samples per second, 0.1 to 10000"},
+	[TOP_ENGINE] = OPT_CHOICE("engine", 'e', "ENGINE",
+				  "auto (perf events where permitted, else ptrace), perf or ptrace "
+				  "(default auto)",
+				  "auto perf ptrace", "auto"),
 	[TOP_REFRESH] = {.name = "refresh",
 			 .arg = "DURATION",
 			 .help = "time between screens (default 1s)",
@@ -146,9 +159,13 @@ static void screen(struct strbuf *sb, struct sd_profile *p, const struct sd_targ
 		strbuf_adds(sb, "\n");
 	strbuf_addf(sb, "stackdump top: %d \"", (int)t->pid);
 	strbuf_add_escaped(sb, t->info.comm);
-	strbuf_addf(sb, "\"  %.1f s, %llu samples (%.1f Hz), longest pause %.2f ms\n", elapsed,
-		    (unsigned long long)p->samples, elapsed > 0 ? (double)p->samples / elapsed : 0.0,
+	strbuf_addf(sb, "\"  %.1f s, %llu samples (%.1f Hz), engine %s, longest pause %.2f ms",
+		    elapsed, (unsigned long long)p->samples,
+		    elapsed > 0 ? (double)p->samples / elapsed : 0.0, p->engine ? p->engine : "ptrace",
 		    (double)p->max_pause_us / 1000.0);
+	if (p->lost_samples)
+		strbuf_addf(sb, ", %llu samples lost", (unsigned long long)p->lost_samples);
+	strbuf_adds(sb, "\n");
 	size_t live = 0, running = 0;
 	for (size_t i = 0; i < nth; i++)
 		if (th[i].seen) {
@@ -224,6 +241,7 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	so.light_discover = 1; /* a sample needs no wchan or switch counts */
 	int rc = EXIT_USAGE;
 	struct sd_target *t = ctx->target.t;
+	struct sd_sampler *smp = NULL;
 	struct sd_profile *p = NULL;
 	struct tthread *th = NULL;
 	size_t nth = 0, thcap = 0;
@@ -238,6 +256,22 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	p = profile_new(&po);
 	uint64_t interval_ns = (uint64_t)(1e9 / rate);
 	p->interval_us = interval_ns / 1000;
+	struct sd_sampler_opts smo = {.engine = SD_ENGINE_AUTO, .interval_us = p->interval_us};
+	sd_engine_parse(cmd_str(ctx, TOP_ENGINE), &smo.engine); /* a checked choice */
+	{
+		struct sd_error err = {0};
+		smp = sampler_new(t, &so, &smo, &err);
+		if (!smp) {
+			cmd_error(ctx, "%s", err.msg);
+			profile_free(p);
+			free(tids);
+			return EXIT_FAIL;
+		}
+		if (sampler_fallback(smp))
+			cmd_error(ctx, "perf engine not available, sampling with ptrace: %s",
+				  sampler_fallback(smp));
+		p->engine = strpool_intern(p->pool, sd_engine_name(sampler_engine(smp)));
+	}
 	int tty = isatty(fileno(ctx->out));
 	uint64_t start = sd_now_ns(), next = start, next_screen = start + refresh_us * 1000;
 	uint64_t end = duration_us ? start + duration_us * 1000 : 0;
@@ -247,9 +281,14 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	size_t gcap = 0;
 	if (tty)
 		cmd_print(ctx, "\033[?25l"); /* hide the cursor while drawing */
+	/* perf: a tick is each thread's latest sample; wait for the first. */
+	if (sampler_engine(smp) == SD_ENGINE_PERF) {
+		next = start + interval_ns;
+		sampler_sleep_until(&smp, 1, next);
+	}
 	while (!cmd_interrupted) {
 		struct sd_error err = {0};
-		struct sd_snapshot *s = target_snapshot(t, &so, &err);
+		struct sd_snapshot *s = sampler_take(smp, &err);
 		if (!s) {
 			if (!target_alive(t))
 				cmd_error(ctx, "process %d exited", (int)t->pid);
@@ -261,6 +300,12 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		sd_grow(&groups, &gcap, s->nthreads + 1, sizeof(*groups));
 		profile_add_snapshot(p, t, s, groups);
 		p->samples++;
+		{
+			struct sd_perf_stats ps = {0};
+			sampler_stats_add(smp, &ps);
+			p->lost_samples = ps.lost;
+			p->throttled = ps.throttled;
+		}
 		for (size_t i = 0; i < nth; i++)
 			th[i].seen = 0;
 		for (size_t i = 0; i < s->nthreads; i++) {
@@ -310,14 +355,14 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		next += interval_ns;
 		if (next < now)
 			next = now;
-		struct timespec ts = {(time_t)(next / 1000000000ull), (long)(next % 1000000000ull)};
-		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		sampler_sleep_until(&smp, 1, next);
 	}
 	if (tty)
 		cmd_print(ctx, "\033[?25h");
 	/* Ctrl-C is how top is meant to end. */
 	cmd_interrupted = 0;
 	free(groups);
+	sampler_free(smp);
 	profile_free(p);
 	free(th);
 	free(tids);

@@ -124,6 +124,9 @@ _stackdump()
 		--pid-of)
 			_stackdump_pids "$cur"
 			return ;;
+		-e|--engine)
+			COMPREPLY=($(compgen -W "auto perf ptrace" -- "$cur"))
+			return ;;
 		-f|--format)
 			COMPREPLY=($(compgen -W "top tree folded svg pprof json" -- "$cur"))
 			return ;;
@@ -131,11 +134,11 @@ _stackdump()
 			compopt -o filenames 2>/dev/null
 			COMPREPLY=($(compgen -f -- "$cur"))
 			return ;;
-		-t|--tid|-n|--name|--max-frames|--stack-bytes|--timeout|-r|--rate|-i|--interval|-d|--duration|-c|--count|-l|--limit|--min-percent|--title)
+		-t|--tid|-n|--name|--max-frames|--stack-bytes|--timeout|-r|--rate|-i|--interval|-d|--duration|-c|--count|--perf-buffer|-l|--limit|--min-percent|--title)
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --rate --interval --duration --count --pid-of --on-cpu --off-cpu --no-idle --group-threads --by-address --locks --format --output --limit --min-percent --title --quiet --verbose --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --rate --interval --duration --count --pid-of --engine --perf-buffer --on-cpu --off-cpu --no-idle --group-threads --by-address --locks --format --output --limit --min-percent --title --quiet --verbose --help" -- "$cur"))
 		else
 			_stackdump_pids "$cur"
 		fi
@@ -161,11 +164,14 @@ _stackdump()
 			compopt -o filenames 2>/dev/null
 			COMPREPLY=($(compgen -d -- "$cur"))
 			return ;;
+		--engine)
+			COMPREPLY=($(compgen -W "auto perf ptrace" -- "$cur"))
+			return ;;
 		-t|--tid|-n|--name|--max-frames|--stack-bytes|--timeout|-e|--every|--for|-c|--count|--max-disk|-w|--when|-b|--burst)
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --pid-of --every --for --count --out --max-disk --compress --follow --when --burst --quiet --verbose --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --pid-of --every --for --count --out --max-disk --compress --follow --when --burst --quiet --verbose --engine --help" -- "$cur"))
 		else
 			_stackdump_pids "$cur"
 		fi
@@ -210,11 +216,14 @@ _stackdump()
 		;;
 	top)
 		case $prev in
+		-e|--engine)
+			COMPREPLY=($(compgen -W "auto perf ptrace" -- "$cur"))
+			return ;;
 		-t|--tid|-n|--name|--max-frames|--stack-bytes|--timeout|-r|--rate|--refresh|-d|--duration|-c|--count|-l|--limit)
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --rate --refresh --duration --count --no-idle --limit --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --rate --engine --refresh --duration --count --no-idle --limit --help" -- "$cur"))
 		else
 			_stackdump_pids "$cur"
 		fi

@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dwcfi.h"
+
 static struct sd_elf *cache;
 
 static int in_bounds(const struct sd_elf *e, uint64_t off, uint64_t len)
@@ -209,6 +211,18 @@ void elfcache_put(struct sd_elf *e)
 	}
 	if (e->fd >= 0)
 		close(e->fd);
+	dwcfi_free(e->debug_frame);
 	free(e->path);
 	free(e);
+}
+
+const struct sd_dwcfi *elfcache_debug_frame(struct sd_elf *e)
+{
+	if (!e)
+		return NULL;
+	if (e->debug_frame_state == 0) {
+		e->debug_frame = dwcfi_from_elf(e->data, e->size);
+		e->debug_frame_state = e->debug_frame ? 1 : -1;
+	}
+	return e->debug_frame;
 }

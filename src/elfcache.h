@@ -10,6 +10,8 @@
 
 #include "util.h"
 
+struct sd_dwcfi;
+
 struct sd_load {
 	uint64_t vaddr, memsz, offset, filesz;
 	uint32_t flags;
@@ -29,6 +31,9 @@ struct sd_elf {
 	int nloads;
 	int has_eh_frame_hdr;
 	uint64_t eh_frame_hdr_vaddr, eh_frame_hdr_size;
+	/* .debug_frame, read on first use by elfcache_debug_frame() */
+	struct sd_dwcfi *debug_frame;
+	int debug_frame_state; /* 0 not read, 1 read, -1 none */
 	int refs;
 	struct sd_elf *next;
 };
@@ -51,6 +56,10 @@ const struct sd_load *elfcache_load_at(const struct sd_elf *e, uint64_t vaddr);
 /* Translate a virtual address of the file (bias removed) to a file offset.
  * Returns 0 and *OFF, or -1 if not backed by file bytes. */
 int elfcache_vaddr_to_offset(const struct sd_elf *e, uint64_t vaddr, uint64_t *off);
+
+/* The image's .debug_frame index (read and inflated on the first call), or
+ * NULL when it has none. Lives as long as the image. */
+const struct sd_dwcfi *elfcache_debug_frame(struct sd_elf *e);
 
 /* Copy LEN bytes at file-relative virtual address VADDR. 0 or -1. */
 int elfcache_read(const struct sd_elf *e, uint64_t vaddr, void *buf, size_t len);

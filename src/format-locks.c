@@ -138,12 +138,8 @@ static void add_candidates(struct strbuf *out, const struct sd_snapshot *s,
 			   const struct sd_lock *l)
 {
 	int certain = 1;
-	for (size_t i = 0; i < l->ncandidates; i++) {
-		const struct sd_thread *th = snapshot_find_thread(s, l->candidates[i].tid);
-		for (size_t k = 0; th && k < th->nholds; k++)
-			if (th->holds[k].address == l->address && th->holds[k].ncandidates > 1)
-				certain = 0;
-	}
+	for (size_t i = 0; i < l->ncandidates; i++)
+		certain &= l->candidates[i].certain;
 	if (certain)
 		strbuf_addf(out, "  held by %zu threads (inferred: a reference in each stack): ",
 			    l->ncandidates);
@@ -415,6 +411,7 @@ static json_t *json_lock(const struct sd_snapshot *s, const struct sd_lock *l)
 			json_object_set_new(x, "frame", l->candidates[i].frame >= 0
 								? json_integer(l->candidates[i].frame)
 								: json_null());
+			json_object_set_new(x, "certain", json_boolean(l->candidates[i].certain));
 			json_array_append_new(c, x);
 		}
 		json_object_set_new(o, "candidates", c);

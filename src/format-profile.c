@@ -55,7 +55,10 @@ static void add_header(struct strbuf *out, struct sd_profile *p)
 	if (p->samples)
 		strbuf_addf(out, ": %" PRIu64 " samples in %.2f s (%.1f Hz)", p->samples, secs,
 			    secs > 0 ? (double)p->samples / secs : 0.0);
-	strbuf_addf(out, ", %" PRIu64 " thread samples\n", p->thread_samples);
+	strbuf_addf(out, ", %" PRIu64 " thread samples", p->thread_samples);
+	if (p->engine)
+		strbuf_addf(out, ", engine %s", p->engine);
+	strbuf_adds(out, "\n");
 	uint64_t total = profile_total(p);
 	strbuf_addf(out, "on-CPU %" PRIu64 " (%.1f%%), off-CPU %" PRIu64 " (%.1f%%)", p->on_cpu,
 		    pct((double)p->on_cpu, (double)total), total - p->on_cpu,
@@ -66,6 +69,12 @@ static void add_header(struct strbuf *out, struct sd_profile *p)
 		strbuf_addf(out, "; %" PRIu64 " filtered out", p->filtered - p->idle);
 	if (p->lost)
 		strbuf_addf(out, "; %" PRIu64 " unreadable", p->lost);
+	if (p->lost_samples)
+		strbuf_addf(out, "; %" PRIu64 " samples lost by the kernel (ring buffer full)",
+			    p->lost_samples);
+	if (p->throttled)
+		strbuf_addf(out, "; sampling throttled %" PRIu64 " times (perf_event_max_sample_rate)",
+			    p->throttled);
 	strbuf_adds(out, "\n");
 }
 
@@ -335,6 +344,9 @@ json_t *format_profile_json(struct sd_profile *p)
 	json_object_set_new(doc, "filtered", json_integer((json_int_t)p->filtered));
 	json_object_set_new(doc, "idle", json_integer((json_int_t)p->idle));
 	json_object_set_new(doc, "lost", json_integer((json_int_t)p->lost));
+	json_object_set_new(doc, "engine", p->engine ? json_string(p->engine) : json_null());
+	json_object_set_new(doc, "lost_samples", json_integer((json_int_t)p->lost_samples));
+	json_object_set_new(doc, "throttled", json_integer((json_int_t)p->throttled));
 	json_t *stacks = json_array();
 	for (size_t i = 0; i < p->nstacks; i++) {
 		struct sd_pstack *st = &p->stacks[i];

@@ -95,6 +95,7 @@ static void add_candidates(struct sd_lock *l, const struct sd_snapshot *s)
 			l->candidates = sd_xrealloc(l->candidates,
 						    (l->ncandidates + 1) * sizeof(*l->candidates));
 			l->candidates[l->ncandidates].tid = th->tid;
+			l->candidates[l->ncandidates].certain = h->ncandidates <= 1;
 			l->candidates[l->ncandidates++].frame = h->frame;
 		}
 	}

@@ -93,9 +93,10 @@ static int frame_of_slot(const struct sd_thread *th, uint64_t addr)
 	}
 	if (k < 0)
 		return th->nframes ? 0 : -1;
-	if ((size_t)k + 1 == th->nframes && (th->unwind_stop || th->stack_truncated))
-		return -1; /* beyond the frames we could unwind */
 	while ((size_t)k + 1 < th->nframes && runtime_frame(&th->frames[k]))
+		k++;
+	/* Landed on an inline frame: its variables are its physical frame's. */
+	while ((size_t)k + 1 < th->nframes && (th->frames[k].flags & SD_FRAME_INLINED))
 		k++;
 	return k;
 }
@@ -200,18 +201,19 @@ static struct ilock *collect(const struct sd_snapshot *s, size_t *n)
 	return v;
 }
 
-/* Where TH's live frames end in its stack copy (an offset). When the
- * unwind reached the thread's first frame, what lies above it is the
- * thread's start-up data and TLS, not a frame; when it stopped early, the
- * rest of the copy may hold frames we could not name (found there, a
- * reference has no frame: -1). */
+/* Where TH's live frames end in its stack copy (an offset): at the stack
+ * pointer of its outermost unwound frame. Above the thread's first frame
+ * lie its start-up data and TLS (a cached arena pointer is the address of
+ * malloc's arena lock), not a frame; and frames the unwinder could not
+ * reach are not known to be live, so they are not scanned either. */
 static uint64_t live_end(const struct sd_thread *th)
 {
-	if (!th->nframes || th->unwind_stop || th->stack_truncated)
-		return th->stack_len;
-	uint64_t top = th->frames[th->nframes - 1].sp;
+	uint64_t top = 0;
+	for (size_t i = 0; i < th->nframes; i++)
+		if (th->frames[i].sp > top)
+			top = th->frames[i].sp;
 	if (top <= th->stack_base)
-		return th->stack_len;
+		return 0;
 	return top - th->stack_base < th->stack_len ? top - th->stack_base : th->stack_len;
 }
 

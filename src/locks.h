@@ -51,11 +51,14 @@ int locks_is_idle(enum sd_wait_kind k);
  * "rwlock" for both rwlock waits, else sd_wait_kind_name(K). */
 const char *locks_kind_name(enum sd_wait_kind k);
 
-/* A thread that may hold a lock: a reference to it in its frame FRAME
- * (-1: in a register), one of several, so no owner was named. */
+/* A thread holding a reference to an owner-less lock, in its frame FRAME
+ * (-1: in a register). CERTAIN: it holds it (one of as many readers as a
+ * read-held lock counts); else it is one of more candidates than holders,
+ * and no owner was named. */
 struct sd_lock_candidate {
 	pid_t tid;
 	int frame;
+	int certain;
 };
 
 /* One lock (or other wait target) and the threads parked on it. */

@@ -134,6 +134,10 @@ struct sd_profile {
 	uint64_t filtered;      /* thread stacks dropped by filters */
 	uint64_t idle;          /* of which idle (--no-idle) */
 	uint64_t lost;          /* threads that could not be read */
+	const char *engine;     /* capture engine ("perf", "ptrace"), pool
+				 * string; NULL when not known (old files) */
+	uint64_t lost_samples;  /* perf: samples the kernel dropped (ring full) */
+	uint64_t throttled;     /* perf: times the kernel throttled sampling */
 	uint64_t interval_us;   /* planned interval between samples */
 	uint64_t duration_us;   /* wall time sampled */
 	double start_time;      /* wall clock of the first sample */

@@ -608,6 +608,8 @@ static json_t *head_json(const struct sd_snapshot *s, const struct snapio_meta *
 	json_object_set_new(o, "version", json_integer(SNAPIO_VERSION));
 	json_object_set_new(o, "tool", json_string("stackdump " STACKDUMP_VERSION));
 	json_object_set_new(o, "reason", jstr(meta->reason));
+	if (meta->engine)
+		json_object_set_new(o, "engine", json_string(meta->engine));
 	if (meta->seq)
 		json_object_set_new(o, "seq", json_integer((json_int_t)meta->seq));
 	const char *key;
@@ -1570,7 +1572,8 @@ static int read_meta(struct rd *r, json_t *doc, struct snapio_meta *m)
 {
 	long long x = 0;
 	const char *reason = NULL, *tool = NULL;
-	if (get_str(r, doc, "reason", 0, &reason) < 0 || get_str(r, doc, "tool", 0, &tool) < 0)
+	if (get_str(r, doc, "reason", 0, &reason) < 0 || get_str(r, doc, "tool", 0, &tool) < 0 ||
+	    get_str(r, doc, "engine", 0, &m->engine) < 0)
 		return -1;
 	m->reason = reason;
 	m->tool = tool;

@@ -31,6 +31,8 @@
  * snapshot's pool and live as long as it. */
 struct snapio_meta {
 	const char *reason;   /* why it was taken: "every 1s", "SIGUSR1"... */
+	const char *engine;   /* what captured it: "ptrace" or "perf" (NULL:
+			       * not recorded, i.e. ptrace) */
 	uint64_t seq;         /* 1-based index within a recording, 0 if none */
 	pid_t ppid;
 	long uid;             /* -1 when unknown */

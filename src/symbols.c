@@ -9,10 +9,13 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <libiberty/demangle.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "dwindex.h"
 #include "target.h"
 
 /* One function of a resolved address: the innermost first. */
@@ -33,9 +36,46 @@ struct symcache_slot {
 	unsigned n;
 };
 
+/* The address-range index of one reported module, built on its first
+ * lookup. A module reported again with the same name and range is the same
+ * Dwfl_Module (libdwfl keeps it), so the index stays valid across syncs. */
+struct modindex {
+	Dwfl_Module *dm;
+	char *name;
+	uint64_t start, end;
+	struct sd_dwindex *idx; /* NULL: module without DWARF */
+	uint64_t bias;
+	struct modsym *syms;    /* function symbols by address */
+	size_t nsyms;
+};
+
+/* One function symbol of a module (from its .symtab, or .dynsym, or the
+ * separate debug file's, as libdwfl found them). libdwfl answers an
+ * address by a linear scan of every symbol, which on binaries with tens
+ * of thousands of symbols is most of the cost of a lookup; sorted once,
+ * a lookup is a binary search. */
+struct modsym {
+	uint64_t start, size; /* runtime addresses */
+	const char *name;     /* libdwfl's, lives as long as the module */
+	int rank;             /* binding: global 2, weak 1, local 0 */
+};
+
+/* A JIT's own map of its code, /tmp/perf-PID.map ("START SIZE name" per
+ * line, hex), as node --perf-basic-prof and JVM agents write it. */
+struct perfmap_ent {
+	uint64_t start, end;
+	const char *name; /* pool of the symbols session */
+};
+
 struct sd_symbols {
 	struct sd_target *target;
 	Dwfl *dwfl;
+	struct perfmap_ent *pm;
+	size_t npm;
+	off_t pm_size;
+	struct timespec pm_mtime;
+	struct modindex *mi;
+	size_t nmi;
 	struct strpool *pool;
 	struct symcache_slot *slots;
 	size_t cap, used;
@@ -102,6 +142,13 @@ void symbols_free(struct sd_symbols *s)
 		return;
 	cache_clear(s);
 	free(s->slots);
+	for (size_t i = 0; i < s->nmi; i++) {
+		dwindex_free(s->mi[i].idx);
+		free(s->mi[i].syms);
+		free(s->mi[i].name);
+	}
+	free(s->mi);
+	free(s->pm);
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
 	strpool_free(s->pool);
@@ -136,6 +183,25 @@ void symbols_sync(struct sd_symbols *s)
 	}
 	dwfl_report_end(s->dwfl, NULL, NULL);
 	s->synced_generation = t->generation;
+	/* Keep the indexes of modules libdwfl kept; the others' Dwarf is gone. */
+	size_t keep = 0;
+	for (size_t i = 0; i < s->nmi; i++) {
+		struct modindex *x = &s->mi[i];
+		int alive = 0;
+		for (size_t j = 0; j < t->nmods && !alive; j++) {
+			struct sd_tmod *m = &t->mods[j];
+			alive = m->dwmod == x->dm && m->start == x->start && m->end == x->end &&
+				strcmp(m->path, x->name) == 0;
+		}
+		if (alive) {
+			s->mi[keep++] = *x;
+		} else {
+			dwindex_free(x->idx);
+			free(x->syms);
+			free(x->name);
+		}
+	}
+	s->nmi = keep;
 }
 
 char *symbols_demangle(const char *name)
@@ -201,12 +267,156 @@ static void call_site(struct sd_symbols *s, Dwarf_Die *cu, Dwarf_Die *die, const
 	}
 }
 
+static int cmp_modsym(const void *a, const void *b)
+{
+	const struct modsym *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	/* At one address: sized before sizeless, then global, weak, local
+	 * (the order libdwfl prefers them in). */
+	if ((x->size != 0) != (y->size != 0))
+		return x->size ? -1 : 1;
+	return y->rank - x->rank;
+}
+
+static void index_symbols(struct modindex *x)
+{
+	int n = dwfl_module_getsymtab(x->dm);
+	size_t cap = 0;
+	for (int i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		const char *name = dwfl_module_getsym_info(x->dm, i, &sym, &addr, NULL, NULL, NULL);
+		int type = GELF_ST_TYPE(sym.st_info);
+		if (!name || !name[0] || sym.st_shndx == SHN_UNDEF ||
+		    (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE))
+			continue;
+		int bind = GELF_ST_BIND(sym.st_info);
+		sd_grow(&x->syms, &cap, x->nsyms + 1, sizeof(*x->syms));
+		x->syms[x->nsyms++] = (struct modsym){
+			.start = addr, .size = sym.st_size, .name = name,
+			.rank = bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0};
+	}
+	sd_sort(x->syms, x->nsyms, sizeof(*x->syms), cmp_modsym);
+	/* One entry per address: the preferred one. */
+	size_t k = 0;
+	for (size_t i = 0; i < x->nsyms; i++)
+		if (k == 0 || x->syms[k - 1].start != x->syms[i].start)
+			x->syms[k++] = x->syms[i];
+	x->nsyms = k;
+}
+
+/* The function symbol holding ADDR: the nearest one below it whose size
+ * covers it, else the nearest sizeless one with no sized symbol ending in
+ * between (assembly labels). NULL if none. */
+static const struct modsym *symbol_at(const struct modindex *x, uint64_t addr)
+{
+	size_t lo = 0, hi = x->nsyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (x->syms[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Symbols seldom nest; a few steps back find an enclosing one. */
+	for (size_t i = lo, steps = 0; i > 0 && steps < 8; i--, steps++) {
+		const struct modsym *m = &x->syms[i - 1];
+		if (m->size && addr - m->start < m->size)
+			return m;
+		if (!m->size && i == lo)
+			return m;
+		if (m->size)
+			break;
+	}
+	return NULL;
+}
+
+static struct modindex *module_index(struct sd_symbols *s, Dwfl_Module *dm)
+{
+	for (size_t i = 0; i < s->nmi; i++)
+		if (s->mi[i].dm == dm)
+			return &s->mi[i];
+	const char *name = NULL;
+	Dwarf_Addr start = 0, end = 0;
+	dwfl_module_info(dm, NULL, &start, &end, NULL, NULL, &name, NULL);
+	s->mi = sd_xrealloc(s->mi, (s->nmi + 1) * sizeof(*s->mi));
+	struct modindex *x = &s->mi[s->nmi++];
+	memset(x, 0, sizeof(*x));
+	x->dm = dm;
+	x->name = strdup(name ? name : "");
+	x->start = start;
+	x->end = end;
+	Dwarf_Addr bias = 0;
+	Dwarf *dw = dwfl_module_getdwarf(dm, &bias);
+	if (dw)
+		x->idx = dwindex_new(dw);
+	x->bias = bias;
+	index_symbols(x);
+	return x;
+}
+
+/* The name and offset of the function symbol holding ADDR in DM. */
+static const char *symbol_name(struct sd_symbols *s, Dwfl_Module *dm, uint64_t addr,
+			       GElf_Off *off)
+{
+	const struct modsym *m = symbol_at(module_index(s, dm), addr);
+	*off = m ? addr - m->start : 0;
+	return m ? m->name : NULL;
+}
+
+/* Resolve ADDR through the module's address-range index: the innermost
+ * function DIE and its inline chain. Returns 0 when no indexed function
+ * holds ADDR (then libdw's own lookup is tried). */
+static unsigned resolve_indexed(struct sd_symbols *s, Dwfl_Module *dm, uint64_t addr, int no_inline,
+				int no_source, const char *symname, uint64_t symoff,
+				struct symentry **out)
+{
+	struct modindex *x = module_index(s, dm);
+	if (!x->idx)
+		return 0;
+	enum { MAXF = 64 };
+	struct dwindex_frame f[MAXF];
+	int nf = dwindex_lookup(x->idx, addr - x->bias, no_source, f, MAXF);
+	if (nf <= 0)
+		return 0;
+	struct symentry *v = sd_xcalloc((size_t)nf, sizeof(*v));
+	unsigned n = 0;
+	for (int i = 0; i < nf; i++) {
+		if (no_inline && f[i].inlined)
+			continue;
+		struct symentry *e = &v[n++];
+		const char *name = f[i].function ? f[i].function : symname;
+		e->function = name ? strpool_intern(s->pool, name) : NULL;
+		if (!f[i].function && symname)
+			e->function = intern_demangled(s->pool, symname);
+		e->file = strpool_intern(s->pool, f[i].file);
+		e->line = f[i].line;
+		e->inlined = f[i].inlined;
+		e->debuginfo = 1;
+		e->symoff = symname ? symoff : 0;
+	}
+	/* With NO_INLINE the outer function keeps the innermost line. */
+	if (no_inline && n == 1 && nf > 1) {
+		v[0].file = strpool_intern(s->pool, f[0].file);
+		v[0].line = f[0].line;
+	}
+	dwindex_frames_release(f, nf);
+	*out = v;
+	return n;
+}
+
 /* Resolve ADDR (runtime, already adjusted for callers) in module DM. */
 static unsigned resolve(struct sd_symbols *s, Dwfl_Module *dm, uint64_t addr, int no_inline,
 			int no_source, struct symentry **out)
 {
 	struct symentry *v = NULL;
 	unsigned n = 0, cap = 0;
+	GElf_Off symoff = 0;
+	const char *symname = symbol_name(s, dm, addr, &symoff);
+	n = resolve_indexed(s, dm, addr, no_inline, no_source, symname, symoff, out);
+	if (n)
+		return n;
 	const char *srcfile = NULL;
 	int srcline = 0;
 	if (!no_source) {
@@ -216,10 +426,6 @@ static unsigned resolve(struct sd_symbols *s, Dwfl_Module *dm, uint64_t addr, in
 			srcfile = strpool_intern(s->pool, f);
 		}
 	}
-	GElf_Off symoff = 0;
-	GElf_Sym sym;
-	const char *symname = dwfl_module_addrinfo(dm, addr, &symoff, &sym, NULL, NULL, NULL);
-
 	Dwarf_Addr bias = 0;
 	Dwarf_Die *cu = dwfl_module_addrdie(dm, addr, &bias);
 	Dwarf_Die *scopes = NULL;
@@ -313,6 +519,97 @@ static struct symcache_slot *cache_find(struct sd_symbols *s, const struct sd_el
 	return &s->slots[h];
 }
 
+static int cmp_perfmap(const void *a, const void *b)
+{
+	const struct perfmap_ent *x = a, *y = b;
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+/* (Re)read the target's perf map when it changed since the last read. */
+static void perfmap_refresh(struct sd_symbols *s)
+{
+	char path[96];
+	pid_t pid = s->target->pid;
+	snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-%d.map", (int)pid, (int)pid);
+	struct stat st;
+	if (stat(path, &st) < 0) {
+		s->npm = 0;
+		return;
+	}
+	if (st.st_size == s->pm_size && st.st_mtim.tv_sec == s->pm_mtime.tv_sec &&
+	    st.st_mtim.tv_nsec == s->pm_mtime.tv_nsec)
+		return;
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	s->npm = 0;
+	size_t cap = 0;
+	char line[4096];
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, size;
+		int n = 0;
+		if (sscanf(line, "%llx %llx %n", &start, &size, &n) < 2 || n == 0 || !size)
+			continue;
+		char *name = line + n;
+		name[strcspn(name, "\n")] = '\0';
+		sd_grow(&s->pm, &cap, s->npm + 1, sizeof(*s->pm));
+		s->pm[s->npm++] = (struct perfmap_ent){
+			.start = start, .end = start + size, .name = strpool_intern(s->pool, name)};
+	}
+	fclose(f);
+	sd_sort(s->pm, s->npm, sizeof(*s->pm), cmp_perfmap);
+	s->pm_size = st.st_size;
+	s->pm_mtime = st.st_mtim;
+}
+
+/* The perf-map entry holding ADDR (the latest written wins: code can be
+ * replaced at the same address), or NULL. */
+static const struct perfmap_ent *perfmap_find(const struct sd_symbols *s, uint64_t addr)
+{
+	size_t lo = 0, hi = s->npm;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->pm[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i > 0 && lo - i < 16; i--)
+		if (addr < s->pm[i - 1].end)
+			return &s->pm[i - 1];
+	return NULL;
+}
+
+/* Go runtime functions that switch to another stack or begin one (those
+ * its own traceback stops at: SPWRITE and TOPFRAME in the runtime). What
+ * their unwind rules find beyond them is the other stack's stale data,
+ * which can even look like a call chain: a stack ends at them. */
+static int is_stack_root(const char *fn)
+{
+	static const char *const roots[] = {
+	    "runtime.mcall",  "runtime.systemstack", "runtime.morestack",
+	    "runtime.mstart", "runtime.rt0_go",	     "runtime.goexit",
+	};
+	if (!fn || strncmp(fn, "runtime.", 8) != 0)
+		return 0;
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
+		if (strcmp(fn, roots[i]) == 0)
+			return 1;
+	return 0;
+}
+
+static void end_at_stack_root(struct sd_thread *th)
+{
+	for (size_t i = 0; i < th->nframes; i++) {
+		const struct sd_frame *f = &th->frames[i];
+		if (!(f->flags & SD_FRAME_INLINED) && is_stack_root(f->function)) {
+			th->nframes = i + 1;
+			th->unwind_stop = NULL;
+			return;
+		}
+	}
+}
+
 void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_thread *th,
 		    int no_inline, int no_source)
 {
@@ -322,6 +619,7 @@ void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_th
 	th->frames = NULL;
 	th->nframes = 0;
 	unsigned mode = (no_inline ? 1u : 0u) | (no_source ? 2u : 0u);
+	int pm_fresh = 0;
 	for (size_t i = 0; i < nraw; i++) {
 		struct sd_frame rf = raw[i];
 		uint64_t adj = (rf.flags & SD_FRAME_EXACT) || rf.pc == 0 ? rf.pc : rf.pc - 1;
@@ -335,6 +633,24 @@ void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_th
 				modname = strpool_intern(snap->pool,
 							 mp->path[0] ? mp->path : "[anonymous]");
 				map_start = mp->start;
+			}
+			/* Code in anonymous memory: the JIT's perf map names it. */
+			const struct perfmap_ent *pe = NULL;
+			if (mp && !mp->path[0] && mp->perms[2] == 'x') {
+				if (!pm_fresh) {
+					perfmap_refresh(s);
+					pm_fresh = 1;
+				}
+				pe = perfmap_find(s, adj);
+			}
+			if (pe) {
+				struct sd_frame *f = snapshot_add_frame(th);
+				*f = rf;
+				f->module = modname;
+				f->offset = rf.pc - map_start;
+				f->function = strpool_intern(snap->pool, pe->name);
+				f->symoff = rf.pc - pe->start;
+				continue;
 			}
 		}
 		const char *bid = m && m->elf && m->elf->build_id[0]
@@ -384,6 +700,7 @@ void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_th
 		}
 	}
 	free(raw);
+	end_at_stack_root(th);
 }
 
 const char *symbols_data(struct sd_symbols *s, struct sd_snapshot *snap, uint64_t addr,

@@ -3,6 +3,7 @@
 // unwind, symbolize and analyze while the target runs again.
 #include "target.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -195,6 +196,37 @@ static uint64_t compute_bias(const struct sd_elf *e, const struct sd_map *m)
 	return m->start - (e->loads[0].vaddr & ~0xfffull);
 }
 
+/* A module's extent is what its load segments cover at its bias, not the
+ * span of every mapping of its file: a runtime that maps its own binary a
+ * second time (node moves its text to huge pages) would otherwise claim
+ * everything in between, its JIT code included. */
+static void range_from_loads(struct sd_tmod *mod)
+{
+	const struct sd_elf *e = mod->elf;
+	uint64_t lo = UINT64_MAX, hi = 0, tlo = UINT64_MAX, thi = 0;
+	for (int i = 0; i < e->nloads; i++) {
+		const struct sd_load *l = &e->loads[i];
+		uint64_t s = (l->vaddr + mod->bias) & ~0xfffull;
+		uint64_t end = (l->vaddr + l->memsz + mod->bias + 0xfff) & ~0xfffull;
+		if (end <= s)
+			continue;
+		lo = s < lo ? s : lo;
+		hi = end > hi ? end : hi;
+		if (l->flags & PF_X) {
+			tlo = s < tlo ? s : tlo;
+			thi = end > thi ? end : thi;
+		}
+	}
+	if (lo < hi) {
+		mod->start = lo;
+		mod->end = hi;
+	}
+	if (tlo < thi) {
+		mod->text_start = tlo;
+		mod->text_end = thi;
+	}
+}
+
 static int cmp_mod(const void *a, const void *b)
 {
 	const struct sd_tmod *x = a, *y = b;
@@ -266,6 +298,8 @@ static void build_modules(struct sd_target *t)
 		}
 		if (mod->elf)
 			mod->bias = compute_bias(mod->elf, first);
+		if (mod->elf && !vdso)
+			range_from_loads(mod);
 	}
 	sd_sort(t->mods, t->nmods, sizeof(*t->mods), cmp_mod);
 	t->generation++;
@@ -1549,4 +1583,15 @@ fail:
 	free(cx.p);
 	snapshot_free(s);
 	return NULL;
+}
+
+const char *target_thread_name(struct sd_target *t, pid_t tid)
+{
+	return cached_name(t, t->taskcache, AT_FDCWD, tid, sd_now_ns());
+}
+
+void target_snapshot_modules(struct sd_target *t, struct sd_snapshot *s)
+{
+	if (!s->modules)
+		add_modules(s, t);
 }

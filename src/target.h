@@ -135,4 +135,11 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 /* Is the process still there (and not a zombie)? */
 int target_alive(const struct sd_target *t);
 
+/* The name (comm) of thread TID of T, from a cache refreshed each second;
+ * NULL when the thread is gone. The string lives until the next call. */
+const char *target_thread_name(struct sd_target *t, pid_t tid);
+/* Fill S's module list from T's modules (for snapshots composed outside
+ * target_snapshot); does nothing when S has one. */
+void target_snapshot_modules(struct sd_target *t, struct sd_snapshot *s);
+
 #endif

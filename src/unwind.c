@@ -4,6 +4,7 @@
 // byte is read from the live process after the thaw.
 #include "unwind.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <libunwind.h>
 #include <pthread.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "dwcfi.h"
 #include "target.h"
 
 /* Not in libunwind's public headers, but exported by libunwind-generic:
@@ -70,6 +72,8 @@ struct uctx {
 	 * them fails and, unless PROBING, marks the thread needs_regs. */
 	unsigned long unknown;
 	int probing;
+	uint64_t bad_ra;     /* a return address refused: not after a call */
+	int bad_ra_cfi;      /* ... given by .debug_frame (else by rbp) */
 };
 
 /* The registers /proc/TID/syscall gives: rsp, rip, the syscall arguments
@@ -444,9 +448,170 @@ static int has_cfi(struct sd_target *t, uint64_t ip, int exact)
 	return vpc >= begin && vpc < begin + range;
 }
 
+/* Does RA follow a call instruction in executable code? A frame pointer
+ * of code that uses rbp as data (hand-written assembly such as Go's
+ * crypto) points at anything, and what it gives as a return address then
+ * names a function that is not a caller. With CHECK_CALL, code of a module
+ * is checked for the call (E8 rel32, or FF /2 with its ModRM forms, with
+ * or without REX); otherwise, and in anonymous memory (JIT code), RA need
+ * only be executable. */
+static int after_call(struct sd_target *t, uint64_t ra, int check_call)
+{
+	struct sd_tmod *m = target_module_at(t, ra - 1);
+	if (!m || !m->elf) {
+		const struct sd_map *mp = procfs_maps_find(&t->maps, ra - 1);
+		return mp && mp->perms[2] == 'x';
+	}
+	const struct sd_load *l = elfcache_load_at(m->elf, ra - 1 - m->bias);
+	if (!l || !(l->flags & PF_X))
+		return 0;
+	if (!check_call)
+		return 1;
+	uint8_t b[7];
+	if (ra - m->bias < 7 || elfcache_read(m->elf, ra - m->bias - 7, b, sizeof(b)) < 0)
+		return 0;
+	if (b[2] == 0xe8)
+		return 1;
+	for (int len = 2; len <= 7; len++) {
+		const uint8_t *p = b + 7 - len;
+		int n = (p[0] & 0xf0) == 0x40 && len >= 3 ? 1 : 0;
+		if (p[n] != 0xff)
+			continue;
+		uint8_t modrm = p[n + 1];
+		if (((modrm >> 3) & 7) != 2)
+			continue;
+		int mod = modrm >> 6, rm = modrm & 7;
+		n += 2;
+		if (mod != 3 && rm == 4) {
+			if (n >= len)
+				continue;
+			if (mod == 0 && (p[n] & 7) == 5)
+				n += 4;
+			n++;
+		} else if (mod == 0 && rm == 5) {
+			n += 4;
+		}
+		if (mod == 1)
+			n += 1;
+		else if (mod == 2)
+			n += 4;
+		if (n == len)
+			return 1;
+	}
+	return 0;
+}
+
+/* A return address a runtime plants at the top of a stack it starts: a
+ * call to its exit routine, right after a one-byte nop, so that the
+ * planted address minus one is still inside the stub (Go's goexit). */
+static int planted_return(struct sd_target *t, uint64_t ra)
+{
+	struct sd_tmod *m = target_module_at(t, ra);
+	uint8_t b[2];
+	return m && m->elf && elfcache_read(m->elf, ra - 1 - m->bias, b, 2) == 0 && b[0] == 0x90 &&
+	       b[1] == 0xe8;
+}
+
+/* Cursor registers by DWARF register number (x86-64). */
+static const int dw_regs[16] = {
+    UNW_X86_64_RAX, UNW_X86_64_RDX, UNW_X86_64_RCX, UNW_X86_64_RBX, UNW_X86_64_RSI, UNW_X86_64_RDI,
+    UNW_X86_64_RBP, UNW_X86_64_RSP, UNW_X86_64_R8,  UNW_X86_64_R9,  UNW_X86_64_R10, UNW_X86_64_R11,
+    UNW_X86_64_R12, UNW_X86_64_R13, UNW_X86_64_R14, UNW_X86_64_R15,
+};
+
+/* Start a fresh cursor at registers R (after a step of our own), so that
+ * CFI-based unwinding resumes cleanly in the caller. */
+static int restart_at(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t as,
+		      const struct user_regs_struct *r)
+{
+	struct user_regs_struct saved = c->regs;
+	c->regs = *r;
+	unw_cursor_t fresh;
+	int e = unw_init_remote(&fresh, as, c);
+	if (e < 0) {
+		c->regs = saved;
+		return e;
+	}
+	*cur = fresh;
+	return 1;
+}
+
+/* One step by the rules of the module's .debug_frame at IP, for code that
+ * .eh_frame does not cover (Go binaries have only .debug_frame). Returns
+ * 1, 0 at the outermost frame (return address undefined or 0),
+ * -UNW_ENOINFO when no FDE covers IP, or another negative error. */
+static int debug_frame_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t as, uint64_t ip,
+			    int exact)
+{
+	uint64_t pc = exact ? ip : ip - 1;
+	struct sd_tmod *m = target_module_at(c->u->target, pc);
+	if (!m || !m->elf)
+		return -UNW_ENOINFO;
+	struct dwcfi_row row;
+	int e = dwcfi_row_at(elfcache_debug_frame(m->elf), pc - m->bias, &row);
+	if (e == -ENOENT)
+		return -UNW_ENOINFO;
+	if (e < 0 || row.cfa_reg < 0 || row.cfa_reg >= 16)
+		return -UNW_EBADFRAME;
+	unw_word_t v[16];
+	for (int i = 0; i < 16; i++)
+		if (unw_get_reg(cur, dw_regs[i], &v[i]) < 0)
+			v[i] = 0;
+	uint64_t cfa = v[row.cfa_reg] + (uint64_t)row.cfa_off;
+	unw_word_t nv[DWCFI_NREGS];
+	for (int i = 0; i < DWCFI_NREGS; i++) {
+		nv[i] = i < 16 ? v[i] : 0;
+		switch (row.r[i].rule) {
+		case DWCFI_SAME: break;
+		case DWCFI_UNDEF:
+			if (i == DWCFI_RA)
+				return 0;
+			break;
+		case DWCFI_OFFSET:
+			if (read_word(c, cfa + (uint64_t)row.r[i].off, &nv[i]) < 0)
+				return -UNW_EINVAL;
+			break;
+		case DWCFI_VAL_OFFSET: nv[i] = cfa + (uint64_t)row.r[i].off; break;
+		case DWCFI_REGISTER:
+			nv[i] = row.r[i].reg >= 0 && row.r[i].reg < 16 ? v[row.r[i].reg] : 0;
+			break;
+		}
+	}
+	if (row.r[DWCFI_RA].rule == DWCFI_SAME)
+		return -UNW_EBADFRAME;
+	if (nv[DWCFI_RA] == 0)
+		return 0;
+	/* Code that switches stacks (Go's mcall and systemstack) leaves
+	 * under its CFA whatever the other stack holds there, which may even
+	 * point into code. */
+	if (!after_call(c->u->target, nv[DWCFI_RA], 1) &&
+	    !planted_return(c->u->target, nv[DWCFI_RA])) {
+		c->bad_ra = nv[DWCFI_RA];
+		c->bad_ra_cfi = 1;
+		return -UNW_EBADFRAME;
+	}
+	/* No rule for rbp, yet rbp is this frame's frame pointer (it points
+	 * just below the return address): the caller's rbp is saved there.
+	 * Go's .debug_frame describes the CFA and return address only. */
+	if (row.r[DWCFI_RBP].rule == DWCFI_SAME && v[DWCFI_RBP] == cfa - 16 &&
+	    read_word(c, cfa - 16, &nv[DWCFI_RBP]) < 0)
+		nv[DWCFI_RBP] = v[DWCFI_RBP];
+	struct user_regs_struct r = c->regs;
+	r.rbx = nv[3];
+	r.rbp = nv[DWCFI_RBP];
+	r.r12 = nv[12];
+	r.r13 = nv[13];
+	r.r14 = nv[14];
+	r.r15 = nv[15];
+	r.rip = nv[DWCFI_RA];
+	r.rsp = cfa;
+	return restart_at(cur, c, as, &r);
+}
+
 /* One frame-pointer step: the caller's pc is at [rbp+8], its sp is rbp+16
  * and its rbp is [rbp]. Returns 1, 0 at the end of the chain (rbp 0), or a
- * negative libunwind error. */
+ * negative libunwind error; a "return address" that does not follow a call
+ * is refused (C->BAD_RA says which). */
 static int fp_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t as)
 {
 	unw_word_t rbp, nrbp, nrip;
@@ -460,6 +625,12 @@ static int fp_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t as)
 		return -UNW_EINVAL;
 	if (nrip == 0)
 		return 0;
+	/* A signal handler returns into the kernel's trampoline, which no
+	 * call precedes. */
+	if (!after_call(c->u->target, nrip, 1) && !is_sigreturn(c->u->target, nrip)) {
+		c->bad_ra = nrip;
+		return -UNW_EBADFRAME;
+	}
 	struct user_regs_struct r = c->regs;
 	unw_word_t v;
 	/* The callee-saved registers carry over to the caller where they
@@ -487,19 +658,12 @@ static int fp_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t as)
 	r.rsp = rbp + 16;
 
 	r.rbp = nrbp;
-	struct user_regs_struct saved = c->regs;
 	unsigned long saved_unknown = c->unknown;
-	c->regs = r;
 	c->unknown = unknown;
-	unw_cursor_t fresh;
-	int e = unw_init_remote(&fresh, as, c);
-	if (e < 0) {
-		c->regs = saved;
+	int e = restart_at(cur, c, as, &r);
+	if (e < 0)
 		c->unknown = saved_unknown;
-		return e;
-	}
-	*cur = fresh;
-	return 1;
+	return e;
 }
 
 struct sd_unwinder *unwind_new(struct sd_target *t)
@@ -530,9 +694,36 @@ void unwind_flush(struct sd_unwinder *u)
 static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_thread *th,
 			unsigned max_frames);
 
+/* Is TID one of the kernel's io_uring threads inside the process (io-wq
+ * workers "iou-wrk-*", the SQPOLL thread "iou-sqp-*")? They run only in
+ * the kernel: their user registers are all zero. PF_IO_WORKER (0x10) in
+ * the flags of /proc/PID/task/TID/stat says so for certain. */
+static int is_io_worker(pid_t pid, const struct sd_thread *th)
+{
+	if (th->regs.rip != 0 || th->regs.rsp != 0)
+		return 0;
+	char path[80], *text;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)th->tid);
+	ssize_t n = sd_read_file(path, &text, 4096);
+	if (n < 0)
+		return 0;
+	/* Fields after the comm: state ppid pgrp session tty tpgid flags. */
+	const char *p = strrchr(text, ')');
+	unsigned long flags = 0;
+	int ok = p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) == 1;
+	free(text);
+	return ok && (flags & 0x10);
+}
+
 void unwind_thread(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_thread *th,
 		   unsigned max_frames)
 {
+	if (th->have_regs && is_io_worker(u->target->pid, th)) {
+		th->unwind_stop = strpool_intern(snap->pool,
+						 "io_uring worker: a kernel thread of the process, "
+						 "with no user-space stack");
+		return;
+	}
 	if (!th->have_regs) {
 		if (!th->unwind_stop)
 			th->unwind_stop = strpool_intern(snap->pool, "no registers");
@@ -621,13 +812,19 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 		prev_pc = ip;
 		c.noinfo = 0;
 		c.stack_exhausted = 0;
+		c.bad_ra = 0;
+		c.bad_ra_cfi = 0;
 		if (!sig && !has_cfi(u->target, ip, exact)) {
-			/* No CFI here: follow the frame pointer ourselves and
-			 * start a fresh cursor in the caller, so CFI-based
+			/* No .eh_frame here: the .debug_frame if it covers ip,
+			 * else follow the frame pointer ourselves; either way a
+			 * fresh cursor starts in the caller, so CFI-based
 			 * unwinding resumes cleanly there. */
+			r = debug_frame_step(&cur, &c, u->as, ip, exact);
+			if (r == -UNW_ENOINFO) {
 			r = fp_step(&cur, &c, u->as);
 			if (r > 0)
 				c.noinfo = 1;
+			}
 		} else {
 			c.noinfo = 0;
 			r = unw_step(&cur);
@@ -636,7 +833,17 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 			break;
 		if (r < 0) {
 			char msg[160];
-			if (c.stack_exhausted)
+			if (c.bad_ra && c.bad_ra_cfi)
+				snprintf(msg, sizeof(msg),
+					 "the caller's return address 0x%llx does not follow a call "
+					 "(the code switched stacks, or the stack is corrupt)",
+					 (unsigned long long)c.bad_ra);
+			else if (c.bad_ra)
+				snprintf(msg, sizeof(msg),
+					 "frame pointer gave 0x%llx, which does not follow a call "
+					 "(not a return address)",
+					 (unsigned long long)c.bad_ra);
+			else if (c.stack_exhausted)
 				snprintf(msg, sizeof(msg),
 					 "stack window exhausted at %zu bytes (raise --stack-bytes)",
 					 th->stack_len);

@@ -170,6 +170,7 @@ def test_rust_rwlock_readers():
         # Two readers hold it: no single owner to draw an edge to.
         eq((lk["kind"], lk["owner"], lk["waiters"]), ("rust-rwlock", None, [writer]))
         eq(sorted(c["tid"] for c in lk["candidates"]), readers)
+        eq([c["certain"] for c in lk["candidates"]], [True, True])
         threads = dump_json(fx.pid)
         for c in lk["candidates"]:
             eq(frame_fn(threads, c["tid"], c["frame"]), "fx_rustinfer::read_hold")
@@ -223,6 +224,7 @@ def test_decoys_make_no_edge():
         eq(x["owner"], None)
         eq(sorted(c["tid"] for c in x["candidates"]),
            sorted([tid["keeper"], tid["eager"], tid["copier"]]))
+        eq([c["certain"] for c in x["candidates"]], [False] * 3)
         threads = dump_json(fx.pid)
         eq(threads[tid["arcer"]]["holds"], [])
         eq(threads[tid["holder"]]["wait"]["owner"], None)

@@ -7,8 +7,10 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+sys.path.insert(0, os.path.dirname(__file__))
 import sdtest  # noqa: E402
 from fixture import available, start  # noqa: E402
+from recordlib import check_recording, record, tempdir  # noqa: E402
 from sdtest import contains, eq, ok  # noqa: E402
 
 
@@ -32,7 +34,9 @@ def test_idle_go_server_has_no_lock():
         eq(doc["locks"], [], "the runtime idling is not a lock")
         kinds = {lk["kind"] for lk in doc["idle"]}
         eq(kinds, {"runtime-idle"})
-        ok(sum(len(lk["waiters"]) for lk in doc["idle"]) >= 2, repr(doc["idle"]))
+        # How many Ms sleep on a note at a given moment is the runtime's
+        # business (sysmon may be in usleep, one M in epoll): at least one.
+        ok(sum(len(lk["waiters"]) for lk in doc["idle"]) >= 1, repr(doc["idle"]))
         # Across snapshots nothing stays parked on a lock either.
         doc = locks(fx.pid, "--count", "3", "--interval", "100ms")
         eq(doc["locks"], [])
@@ -49,13 +53,36 @@ def test_idle_go_server_has_no_lock():
         contains(text, "No deadlock found.")
 
 
+def test_idle_go_server_is_not_stuck():
+    # The runtime idling has the same stack and no switch for as long as
+    # the server is idle: it is waiting for work, not stuck.
+    need("fx-goserver")
+    with start("fx-goserver", blocked=2) as fx:
+        d = tempdir("go-quiet")
+        r = record(fx.pid, "--when", "stuck>=1s", "--every", "200ms", "--for", "3s",
+                   "--out", d)
+        sdtest.assert_running(fx.pid)
+        eq(r.rc, 0, r.err)
+        ok("triggered" not in r.err, "stuck fired on an idle Go server: %s" % r.err)
+        eq(check_recording(d), [])
+
+
 def test_java_monitor_contention():
     need("fx-javamonitor")
     with start("fx-javamonitor", timeout=60) as fx:
         blocked = sorted([fx.tid("blocked-1"), fx.tid("blocked-2")])
         holder = fx.tid("holder")
-        doc = locks(fx.pid)
-        mon = [lk for lk in doc["locks"] if lk["kind"] == "java-monitor"]
+        # Java says BLOCKED before HotSpot parks the thread, and the
+        # thread responsible for the monitor wakes from a timed park now
+        # and then (1 ms at first, up to every second): wait until both
+        # sleep in their futex, and take the view again in the rare case
+        # one was awake at the freeze.
+        fx.wait_state(lambda st: all(st[t].in_futex for t in blocked), timeout=30)
+        for _ in range(5):
+            doc = locks(fx.pid)
+            mon = [lk for lk in doc["locks"] if lk["kind"] == "java-monitor"]
+            if len(mon) == 1 and mon[0]["waiters"] == blocked:
+                break
         eq(len(mon), 1, repr(doc["locks"]))
         eq(mon[0]["waiters"], blocked)
         eq(mon[0]["owner"], None)
@@ -69,11 +96,11 @@ def test_java_monitor_contention():
         eq(r.rc, 0, r.err)
         threads = {t["tid"]: t for t in r.json()["threads"]}
         for t in blocked:
-            eq(threads[t]["wait"]["kind"], "java-monitor")
             fns = [f["function"] or "" for f in threads[t]["frames"]]
             ok(any("ObjectMonitor::EnterI" in f for f in fns), repr(fns[:8]))
-        text = sdtest.run("locks", fx.pid).out
-        contains(text, "java-monitor (which monitor is not known) (jvm), 2 waiters")
+            if threads[t]["wait"] is not None:  # None: awake at that freeze
+                eq(threads[t]["wait"]["kind"], "java-monitor")
+        contains(sdtest.run("locks", fx.pid).out, "java-monitor (which monitor is not known) (jvm)")
 
 
 if __name__ == "__main__":

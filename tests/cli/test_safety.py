@@ -230,14 +230,14 @@ def test_hostile_stacks():
         funcs = [f["function"] for f in a["frames"]]
         i = funcs.index("on_altstack_signal")
         eq(funcs[i + 1], "__restore_rt")
-        ok("altstack_main" in funcs and funcs[-1] == "__clone3", funcs)
+        ok("altstack_main" in funcs and funcs[-1] == "clone3", funcs)
         jt = thread(j, "jit")
         funcs = [f["function"] for f in jt["frames"]]
         i = funcs.index("jit_callee")
         eq(funcs[i + 1], None)
         eq(jt["frames"][i + 1]["module"], "[anonymous]")
         eq(funcs[i + 2], "jit_main")
-        eq(funcs[-1], "__clone3")
+        eq(funcs[-1], "clone3")
         d = thread(j, "deep")
         eq(len(d["frames"]), 256)
         contains(d["unwind_stop"], "max-frames")

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 // libFuzzer target for the parsers of what the target process controls or
 // the kernel reports about it: /proc maps, syscall and stat lines, and the
-// headers of ELF files (which the target may have crafted).
+// headers and .debug_frame of ELF files (which the target may have crafted).
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dwcfi.h"
 #include "elfcache.h"
 #include "procfs.h"
 
@@ -57,6 +58,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				elfcache_read(&e, e.loads[i].vaddr + e.loads[i].filesz - 8, buf, 16);
 			if (e.has_eh_frame_hdr)
 				elfcache_read(&e, e.eh_frame_hdr_vaddr, buf, 12);
+		}
+		/* .debug_frame: section headers, inflation, CIEs, FDEs and
+		 * their instructions. */
+		struct sd_dwcfi *c = dwcfi_from_elf(data, size);
+		if (c) {
+			struct dwcfi_row row;
+			for (uint64_t pc = 0; pc < 4096; pc += 97)
+				dwcfi_row_at(c, pc, &row);
+			dwcfi_free(c);
 		}
 		break;
 	}

@@ -121,6 +121,21 @@ def assert_running(pid):
         raise AssertionError("threads left stopped: %r" % bad)
 
 
+def perf_fds(pid):
+    """How many perf event descriptors process PID holds (0 when gone)."""
+    n = 0
+    try:
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                if os.readlink("/proc/%d/fd/%s" % (pid, fd)) == "anon_inode:[perf_event]":
+                    n += 1
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return n
+
+
 def main(ns):
     only = sys.argv[1:]
     tests = [(n, f) for n, f in sorted(ns.items()) if n.startswith("test_") and callable(f)]

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Unit tests of holder inference on faked snapshots: which stack words and
 // registers count as a reference (live slots from the stack pointer up,
-// callee-saved registers; not dead slots below it, not the waiter's own,
-// not a nearby address), which frame is named, and that several
+// callee-saved registers; not dead slots below it, not what lies above
+// the outermost frame, not the waiter's own, not a nearby address), which frame is named, and that several
 // candidates give no owner edge while one gives an inferred cycle.
 #include <setjmp.h>
 #include <stdarg.h>
@@ -89,6 +89,25 @@ static void test_single_holder(void **state)
 	snapshot_free(s);
 }
 
+/* A thread whose unwind gave no frame has no range known to be live:
+ * only its registers are searched. */
+static void test_no_frames_no_slots(void **state)
+{
+	(void)state;
+	struct sd_snapshot *s = snap(3);
+	struct sd_thread *w = &s->threads[0], *h = &s->threads[1], *r = &s->threads[2];
+	wait_on(w, SD_WAIT_RUST_MUTEX, LA, 0);
+	put(h, SP + 0x48, LA);
+	r->regs.r13 = LA;
+	locks_infer(s);
+	assert_int_equal(h->nholds, 0);
+	assert_int_equal(w->wait.owner, 102);
+	assert_int_equal(w->wait.owner_frame, -1);
+	assert_string_equal(w->wait.note,
+			    "inferred: a register of the thread holds a reference to it");
+	snapshot_free(s);
+}
+
 static void test_dead_slot_and_near_addresses(void **state)
 {
 	(void)state;
@@ -99,6 +118,7 @@ static void test_dead_slot_and_near_addresses(void **state)
 	put(h, SP - 16, LA);       /* below the stack pointer: dead */
 	put(h, SP + 0x50, LA - 16); /* an Arc's block around the lock */
 	put(h, SP + 0x58, LA + 8);  /* a pointer to the data inside it */
+	put(h, SP + 0xd0, LA);      /* above the outermost frame: TLS, not a frame */
 	locks_infer(s);
 	assert_false(w->wait.owner_known);
 	assert_int_equal(h->nholds, 0);
@@ -208,6 +228,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_single_holder),
 		cmocka_unit_test(test_dead_slot_and_near_addresses),
+		cmocka_unit_test(test_no_frames_no_slots),
 		cmocka_unit_test(test_waiter_reference_is_not_a_hold),
 		cmocka_unit_test(test_register_and_runtime_frames),
 		cmocka_unit_test(test_several_candidates_no_edge),

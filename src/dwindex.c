@@ -1,0 +1,432 @@
+// SPDX-License-Identifier: MIT
+// Address-range index over a module's DWARF and the inline-chain walk on
+// libdw's DIE API. libdw's own address lookup (dwfl_module_addrdie) goes
+// through .debug_aranges, which clang and rustc do not emit, and stops at
+// the skeleton unit of split DWARF; this index enumerates every unit
+// instead, including the split unit behind each skeleton.
+#include "dwindex.h"
+
+#include <dwarf.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "symbols.h"
+#include "util.h"
+
+struct dwunit {
+	Dwarf_Die cudie;  /* where the DIEs are (the split unit if split) */
+	Dwarf_Die linecu; /* whose line table covers them (the skeleton) */
+	Dwarf_Lines *lines;
+	size_t nlines;
+	int lines_state; /* 0 not read, 1 read, -1 none */
+};
+
+struct dwrange {
+	uint64_t lo, hi;
+	Dwarf_Die die;
+	uint32_t unit;
+};
+
+struct sd_dwindex {
+	Dwarf *dw;
+	struct dwrange *r;
+	size_t n, cap;
+	struct dwunit *u;
+	size_t nu, ucap;
+};
+
+static void add_range(struct sd_dwindex *idx, uint64_t lo, uint64_t hi, Dwarf_Die *die,
+		      uint32_t unit)
+{
+	if (hi <= lo)
+		return;
+	if (idx->n == idx->cap) {
+		idx->cap = idx->cap ? idx->cap * 2 : 256;
+		idx->r = sd_xrealloc(idx->r, idx->cap * sizeof(*idx->r));
+	}
+	idx->r[idx->n++] = (struct dwrange){.lo = lo, .hi = hi, .die = *die, .unit = unit};
+}
+
+/* Index the functions with code below PARENT. Only the containers that
+ * can hold function definitions are entered (namespaces, types, modules):
+ * the bodies of functions are left for the lookup, which is what keeps
+ * building the index cheap on large binaries. */
+static void index_children(struct sd_dwindex *idx, Dwarf_Die *parent, uint32_t unit, int depth)
+{
+	Dwarf_Die c;
+	if (depth > 64 || dwarf_child(parent, &c) != 0)
+		return;
+	do {
+		switch (dwarf_tag(&c)) {
+		case DW_TAG_subprogram: {
+			Dwarf_Addr base, lo, hi;
+			ptrdiff_t off = 0;
+			while ((off = dwarf_ranges(&c, off, &base, &lo, &hi)) > 0)
+				add_range(idx, lo, hi, &c, unit);
+			break;
+		}
+		case DW_TAG_namespace:
+		case DW_TAG_module:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+		case DW_TAG_interface_type: index_children(idx, &c, unit, depth + 1); break;
+		default: break;
+		}
+	} while (dwarf_siblingof(&c, &c) == 0);
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct dwrange *x = a, *y = b;
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	/* Wider first, so that of equal starts the narrower sorts later and
+	 * the backward scan of a lookup meets it first. */
+	if (x->hi != y->hi)
+		return x->hi > y->hi ? -1 : 1;
+	return 0;
+}
+
+struct sd_dwindex *dwindex_new(Dwarf *dw)
+{
+	struct sd_dwindex *idx = sd_xcalloc(1, sizeof(*idx));
+	idx->dw = dw;
+	if (!dw)
+		return idx;
+	Dwarf_CU *cu = NULL;
+	Dwarf_Half version;
+	uint8_t type;
+	Dwarf_Die cudie, subdie;
+	/* dwarf_get_units hands out, for a skeleton unit, the split unit it
+	 * found through DW_AT_dwo_name and DW_AT_comp_dir (or the directory of
+	 * the file): its DIEs are the ones with functions. */
+	while (dwarf_get_units(dw, cu, &cu, &version, &type, &cudie, &subdie) == 0) {
+		Dwarf_Die *die = &cudie;
+		if ((type == DW_UT_skeleton || type == DW_UT_split_compile) &&
+		    dwarf_tag(&subdie) == DW_TAG_compile_unit)
+			die = &subdie;
+		if (type == DW_UT_type || type == DW_UT_split_type)
+			continue;
+		if (idx->nu == idx->ucap) {
+			idx->ucap = idx->ucap ? idx->ucap * 2 : 64;
+			idx->u = sd_xrealloc(idx->u, idx->ucap * sizeof(*idx->u));
+		}
+		struct dwunit *u = &idx->u[idx->nu];
+		memset(u, 0, sizeof(*u));
+		u->cudie = *die;
+		u->linecu = cudie;
+		index_children(idx, die, (uint32_t)idx->nu, 0);
+		idx->nu++;
+	}
+	sd_sort(idx->r, idx->n, sizeof(*idx->r), cmp_range);
+	return idx;
+}
+
+void dwindex_free(struct sd_dwindex *idx)
+{
+	if (!idx)
+		return;
+	free(idx->r);
+	free(idx->u);
+	free(idx);
+}
+
+size_t dwindex_size(const struct sd_dwindex *idx)
+{
+	return idx ? idx->n : 0;
+}
+
+/* The narrowest indexed function holding ADDR, or NULL. */
+static const struct dwrange *find_range(const struct sd_dwindex *idx, uint64_t addr)
+{
+	size_t lo = 0, hi = idx->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (idx->r[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* r[0..lo) start at or below ADDR. Ranges seldom nest (nested
+	 * functions, the parts of one function): a short backward scan finds
+	 * the narrowest holder. */
+	const struct dwrange *best = NULL;
+	for (size_t i = lo, steps = 0; i > 0 && steps < 64; i--, steps++) {
+		const struct dwrange *r = &idx->r[i - 1];
+		if (r->hi > addr && (!best || r->hi - r->lo < best->hi - best->lo))
+			best = r;
+	}
+	return best;
+}
+
+static int is_block_tag(int tag)
+{
+	return tag == DW_TAG_lexical_block || tag == DW_TAG_try_block ||
+	       tag == DW_TAG_catch_block || tag == DW_TAG_with_stmt;
+}
+
+static int has_pc_attrs(Dwarf_Die *die)
+{
+	return dwarf_hasattr(die, DW_AT_low_pc) || dwarf_hasattr(die, DW_AT_ranges) ||
+	       dwarf_hasattr(die, DW_AT_entry_pc);
+}
+
+/* Descend from DIE to the innermost inlined subroutine holding ADDR,
+ * appending each inlined subroutine on the way to CHAIN (outermost
+ * first). Blocks without addresses of their own are looked into. */
+static void descend(Dwarf_Die *die, uint64_t addr, Dwarf_Die *chain, int *n, int max, int depth)
+{
+	Dwarf_Die c;
+	if (depth > 256 || dwarf_child(die, &c) != 0)
+		return;
+	do {
+		int tag = dwarf_tag(&c);
+		if (tag == DW_TAG_inlined_subroutine) {
+			if (dwarf_haspc(&c, addr) <= 0)
+				continue;
+			if (*n < max)
+				chain[(*n)++] = c;
+			descend(&c, addr, chain, n, max, depth + 1);
+			return;
+		}
+		if (!is_block_tag(tag))
+			continue;
+		if (has_pc_attrs(&c)) {
+			if (dwarf_haspc(&c, addr) > 0) {
+				descend(&c, addr, chain, n, max, depth + 1);
+				return;
+			}
+			continue;
+		}
+		int before = *n;
+		descend(&c, addr, chain, n, max, depth + 1);
+		if (*n != before)
+			return;
+	} while (dwarf_siblingof(&c, &c) == 0);
+}
+
+/* DIE's origin: the abstract instance of an inlined or concrete out-of-
+ * line copy, then the declaration a definition completes, across units
+ * and into a .gnu_debugaltlink file (dwarf_formref_die follows
+ * DW_FORM_ref_addr and DW_FORM_GNU_ref_alt). */
+static void die_origin(Dwarf_Die *die, Dwarf_Die *out)
+{
+	*out = *die;
+	for (int i = 0; i < 8; i++) {
+		Dwarf_Attribute a;
+		Dwarf_Die next;
+		if ((dwarf_attr(out, DW_AT_abstract_origin, &a) ||
+		     dwarf_attr(out, DW_AT_specification, &a)) &&
+		    dwarf_formref_die(&a, &next))
+			*out = next;
+		else
+			return;
+	}
+}
+
+static int is_scope_name_tag(int tag)
+{
+	return tag == DW_TAG_namespace || tag == DW_TAG_module || tag == DW_TAG_class_type ||
+	       tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
+	       tag == DW_TAG_interface_type || tag == DW_TAG_enumeration_type ||
+	       tag == DW_TAG_subprogram;
+}
+
+struct strbuf_lite {
+	char *s;
+	size_t len, cap;
+};
+
+static void sbl_add(struct strbuf_lite *b, const char *s)
+{
+	size_t n = strlen(s);
+	if (b->len + n + 1 > b->cap) {
+		b->cap = (b->len + n + 1) * 2;
+		b->s = sd_xrealloc(b->s, b->cap);
+	}
+	memcpy(b->s + b->len, s, n + 1);
+	b->len += n;
+}
+
+/* Append to PATH the names of the DIEs enclosing TARGET below PARENT
+ * (outermost first). Children are in offset order and a child's subtree
+ * ends where its next sibling starts, so one child per level is entered. */
+static int parent_names(Dwarf_Die *parent, Dwarf_Off target, struct strbuf_lite *path, int depth)
+{
+	Dwarf_Die c, next;
+	if (depth > 64 || dwarf_child(parent, &c) != 0)
+		return 0;
+	for (;;) {
+		Dwarf_Off off = dwarf_dieoffset(&c);
+		if (off == target)
+			return 1;
+		int more = dwarf_siblingof(&c, &next) == 0;
+		if (off < target && (!more || dwarf_dieoffset(&next) > target)) {
+			/* TARGET is inside C's subtree. */
+			const char *name =
+			    is_scope_name_tag(dwarf_tag(&c)) ? dwarf_diename(&c) : NULL;
+			size_t mark = path->len;
+			if (name) {
+				sbl_add(path, name);
+				sbl_add(path, "::");
+			}
+			if (parent_names(&c, target, path, depth + 1))
+				return 1;
+			path->len = mark;
+			if (path->s)
+				path->s[mark] = 0;
+			return 0;
+		}
+		if (!more)
+			return 0;
+		c = next;
+	}
+}
+
+static char *function_name(Dwarf_Die *die)
+{
+	Dwarf_Die origin;
+	die_origin(die, &origin);
+	Dwarf_Attribute a;
+	const char *linkage = NULL;
+	if (dwarf_attr_integrate(&origin, DW_AT_linkage_name, &a) ||
+	    dwarf_attr_integrate(&origin, DW_AT_MIPS_linkage_name, &a))
+		linkage = dwarf_formstring(&a);
+	if (linkage) {
+		/* An unmangled linkage name is the symbol's own (a C alias such
+		 * as __GI___libc_read), which gdb shows too. A demangled one
+		 * with a parameter list (Itanium C++) tells overloads apart,
+		 * which the DWARF name does not; Rust's mangled names lose
+		 * closure numbers and generic arguments the DWARF name keeps. */
+		char *d = symbols_demangle(linkage);
+		if (!d)
+			return strdup(linkage);
+		if (linkage[1] == 'Z' && strchr(d, '('))
+			return d;
+		free(d);
+	}
+	const char *name = dwarf_diename(&origin);
+	if (!name)
+		return linkage ? strdup(linkage) : NULL;
+	struct strbuf_lite path = {0};
+	Dwarf_Die cudie;
+	if (dwarf_diecu(&origin, &cudie, NULL, NULL))
+		parent_names(&cudie, dwarf_dieoffset(&origin), &path, 0);
+	sbl_add(&path, name);
+	return path.s;
+}
+
+/* The line of ADDR in U's line table, chosen as gdb chooses it: the last
+ * row at or below ADDR and, when that row is not a statement, the last
+ * statement row at the same address before it. */
+static void line_at(struct dwunit *u, uint64_t addr, const char **file, int *line)
+{
+	*file = NULL;
+	*line = 0;
+	if (u->lines_state == 0) {
+		u->lines_state =
+		    dwarf_getsrclines(&u->linecu, &u->lines, &u->nlines) == 0 && u->nlines ? 1 : -1;
+	}
+	if (u->lines_state < 0)
+		return;
+	size_t lo = 0, hi = u->nlines;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		Dwarf_Addr a = 0;
+		dwarf_lineaddr(dwarf_onesrcline(u->lines, mid), &a);
+		if (a <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return;
+	size_t i = lo - 1;
+	Dwarf_Line *ln = dwarf_onesrcline(u->lines, i);
+	bool flag = false;
+	if (dwarf_lineendsequence(ln, &flag) == 0 && flag)
+		return;
+	Dwarf_Addr at = 0;
+	dwarf_lineaddr(ln, &at);
+	if (dwarf_linebeginstatement(ln, &flag) == 0 && !flag) {
+		for (size_t j = i; j > 0; j--) {
+			Dwarf_Line *p = dwarf_onesrcline(u->lines, j - 1);
+			Dwarf_Addr pa = 0;
+			int pl = 0;
+			bool end = false;
+			dwarf_lineaddr(p, &pa);
+			dwarf_lineno(p, &pl);
+			if (pa != at || pl == 0 || (dwarf_lineendsequence(p, &end) == 0 && end))
+				break;
+			if (dwarf_linebeginstatement(p, &flag) == 0 && flag) {
+				ln = p;
+				break;
+			}
+		}
+	}
+	int l = 0;
+	dwarf_lineno(ln, &l);
+	if (l == 0)
+		return;
+	*line = l;
+	*file = dwarf_linesrc(ln, NULL, NULL);
+}
+
+/* File and line an inlined subroutine DIE was called from, in the file
+ * table of the unit holding it. */
+static void call_site(Dwarf_Die *die, const char **file, int *line)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word v;
+	*file = NULL;
+	*line = 0;
+	if (dwarf_attr(die, DW_AT_call_line, &a) && dwarf_formudata(&a, &v) == 0)
+		*line = (int)v;
+	if (dwarf_attr(die, DW_AT_call_file, &a) && dwarf_formudata(&a, &v) == 0) {
+		Dwarf_Die cudie;
+		Dwarf_Files *files;
+		size_t nfiles;
+		if (dwarf_diecu(die, &cudie, NULL, NULL) &&
+		    dwarf_getsrcfiles(&cudie, &files, &nfiles) == 0 && v < nfiles)
+			*file = dwarf_filesrc(files, v, NULL, NULL);
+	}
+}
+
+int dwindex_lookup(struct sd_dwindex *idx, uint64_t addr, int no_source, struct dwindex_frame *out,
+		   int max)
+{
+	if (!idx || max <= 0)
+		return 0;
+	const struct dwrange *r = find_range(idx, addr);
+	if (!r)
+		return 0;
+	enum { MAXCHAIN = 64 };
+	Dwarf_Die chain[MAXCHAIN];
+	int n = 0;
+	chain[n++] = r->die;
+	descend(&chain[0], addr, chain, &n, MAXCHAIN, 0);
+	/* CHAIN is outermost first; OUT is innermost first. */
+	const char *file = NULL;
+	int line = 0;
+	if (!no_source)
+		line_at(&idx->u[r->unit], addr, &file, &line);
+	int k = 0;
+	for (int i = n - 1; i >= 0 && k < max; i--, k++) {
+		out[k].function = function_name(&chain[i]);
+		out[k].file = file;
+		out[k].line = line;
+		out[k].inlined = i > 0;
+		if (!no_source && i > 0)
+			call_site(&chain[i], &file, &line);
+	}
+	return k;
+}
+
+void dwindex_frames_release(struct dwindex_frame *v, int n)
+{
+	for (int i = 0; i < n; i++) {
+		free(v[i].function);
+		v[i].function = NULL;
+	}
+}

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT
+// The perf-events capture engine: the kernel samples the registers and the
+// top of the user stack of each thread of a target (a task-clock sample
+// while it runs, a context-switch sample when it stops running), without
+// stopping it; stackdump drains the ring buffers later and composes one
+// wall-clock snapshot per tick from each thread's latest sample.
+#ifndef SD_PERF_H
+#define SD_PERF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "snapshot.h"
+#include "util.h"
+
+struct sd_target;
+struct sd_snap_opts;
+struct sd_perf;
+
+struct sd_perf_opts {
+	uint64_t period_ns;  /* task-clock sample period (CPU time of the thread;
+			      * the sampler asks a quarter of the tick) */
+	size_t stack_copy;   /* bytes of user stack per sample (default 16 KiB) */
+	size_t ring_kb;      /* task-clock ring buffer per thread (default 128
+			      * KiB up to 256 threads, 64 KiB above), rounded
+			      * up to a power of two pages; switch samples have
+			      * a ring of three samples each */
+};
+
+/* Counters of one session (or summed over several). */
+struct sd_perf_stats {
+	uint64_t clock_samples;  /* task-clock samples read */
+	uint64_t switch_samples; /* context-switch samples read */
+	uint64_t lost;           /* samples the kernel dropped (ring full) */
+	uint64_t throttled;      /* times the kernel throttled an event */
+	uint64_t seeded;         /* threads given a first stack by ptrace */
+	uint64_t unwinds;        /* samples unwound (the rest reused a stack) */
+	uint64_t threads_opened, threads_closed;
+	uint64_t drains;         /* ring buffer reads */
+};
+
+/* Can this process use perf_event_open the way the engine does (per-thread
+ * software events with user registers and stack)? Tries it on the calling
+ * thread and closes at once. Returns 0, or a negative errno with ERR saying
+ * why in words a user can act on (perf_event_paranoid, seccomp, no perf
+ * support in the kernel). */
+int perf_probe(struct sd_error *err);
+
+/* Start sampling every thread of T (events on each thread, enabled at once).
+ * O may be NULL for defaults. The session keeps T (not owned; T must
+ * outlive it). NULL and ERR on failure: ERR's code is the errno of
+ * perf_event_open (EACCES, EPERM, ENOSYS, ENOENT...) so callers can fall
+ * back. Nothing of the target is stopped or changed but the events. */
+struct sd_perf *perf_new(struct sd_target *t, const struct sd_perf_opts *o, struct sd_error *err);
+/* Close every event and ring buffer. NULL does nothing. */
+void perf_free(struct sd_perf *p);
+
+/* Read every ring buffer of P, keeping each thread's latest sample. Cheap
+ * when nothing arrived. */
+void perf_drain(struct sd_perf *p);
+
+/* The file descriptors to poll for "a ring buffer is half full" (one per
+ * thread). Valid until the next perf_tick(). Returns their count. */
+size_t perf_pollfds(struct sd_perf *p, const int **fds);
+/* Drain the ring of the thread owning FD (after poll said it is ready). */
+void perf_drain_fd(struct sd_perf *p, int fd);
+
+/* One tick: drain, pick up new threads and drop those gone, and compose a
+ * snapshot of every thread (unwound, not symbolized) from its latest
+ * sample; threads with no sample yet get one from a ptrace snapshot of
+ * just them, taken with SO. Returns the snapshot (owned by the caller) or
+ * NULL and ERR (the process exited, ESRCH). The snapshot's capture_us is
+ * the drain and compose time; pause_us is that of the ptrace seed, if any. */
+struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so,
+			      struct sd_error *err);
+
+/* Add P's counters to *ST. */
+void perf_stats_add(const struct sd_perf *p, struct sd_perf_stats *st);
+
+#endif

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: MIT
+// The sampling driver: picks the capture engine of a sampled target once
+// (perf events when the kernel permits them, else ptrace), takes its ticks,
+// and sleeps between them while keeping perf ring buffers drained.
+#include "sampler.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "target.h"
+
+struct sd_sampler {
+	struct sd_target *t;
+	struct sd_snap_opts so;
+	enum sd_engine engine;
+	struct sd_perf *perf;
+	char fallback[512];
+};
+
+const char *sd_engine_name(enum sd_engine e)
+{
+	switch (e) {
+	case SD_ENGINE_PTRACE:
+		return "ptrace";
+	case SD_ENGINE_PERF:
+		return "perf";
+	default:
+		return "auto";
+	}
+}
+
+int sd_engine_parse(const char *name, enum sd_engine *e)
+{
+	if (!strcmp(name, "auto"))
+		*e = SD_ENGINE_AUTO;
+	else if (!strcmp(name, "ptrace"))
+		*e = SD_ENGINE_PTRACE;
+	else if (!strcmp(name, "perf"))
+		*e = SD_ENGINE_PERF;
+	else
+		return -1;
+	return 0;
+}
+
+struct sd_sampler *sampler_new(struct sd_target *t, const struct sd_snap_opts *so,
+			       const struct sd_sampler_opts *o, struct sd_error *err)
+{
+	struct sd_sampler *s = sd_xcalloc(1, sizeof(*s));
+	s->t = t;
+	s->so = *so;
+	s->engine = o->engine == SD_ENGINE_AUTO ? SD_ENGINE_PERF : o->engine;
+	if (s->engine == SD_ENGINE_PERF) {
+		struct sd_perf_opts po = {
+		    /* A quarter of the tick: a thread that wakes and runs
+		     * shows its new stack within a quarter of an interval
+		     * of CPU time. Samples cost in proportion to the CPU
+		     * the target uses, not to its threads. */
+		    .period_ns = o->interval_us * 250 > 100000 ? o->interval_us * 250 : 100000,
+		    .stack_copy = o->stack_copy,
+		    .ring_kb = o->ring_kb,
+		};
+		struct sd_error e = {0};
+		s->perf = perf_new(t, &po, &e);
+		if (!s->perf) {
+			/* A process that is gone is gone for either engine. */
+			if (o->engine == SD_ENGINE_PERF || e.code == ESRCH) {
+				sd_error_set(err, e.code, "%s", e.msg);
+				free(s);
+				return NULL;
+			}
+			snprintf(s->fallback, sizeof(s->fallback), "%s", e.msg);
+			s->engine = SD_ENGINE_PTRACE;
+		}
+	}
+	return s;
+}
+
+void sampler_free(struct sd_sampler *s)
+{
+	if (!s)
+		return;
+	perf_free(s->perf);
+	free(s);
+}
+
+enum sd_engine sampler_engine(const struct sd_sampler *s)
+{
+	return s->engine;
+}
+
+const char *sampler_fallback(const struct sd_sampler *s)
+{
+	return s->fallback[0] ? s->fallback : NULL;
+}
+
+struct sd_snapshot *sampler_take(struct sd_sampler *s, struct sd_error *err)
+{
+	if (s->perf)
+		return perf_tick(s->perf, &s->so, err);
+	return target_snapshot(s->t, &s->so, err);
+}
+
+void sampler_sleep_until(struct sd_sampler *const *v, size_t n, uint64_t deadline_ns)
+{
+	struct pollfd *pf = NULL;
+	struct sd_perf **owner = NULL;
+	size_t npf = 0, cap = 0, ocap = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!v[i] || !v[i]->perf)
+			continue;
+		const int *fds;
+		size_t k = perf_pollfds(v[i]->perf, &fds);
+		sd_grow(&pf, &cap, npf + k + 1, sizeof(*pf));
+		sd_grow(&owner, &ocap, npf + k + 1, sizeof(*owner));
+		for (size_t j = 0; j < k; j++) {
+			pf[npf].fd = fds[j];
+			pf[npf].events = POLLIN;
+			pf[npf].revents = 0;
+			owner[npf++] = v[i]->perf;
+		}
+	}
+	if (!npf) {
+		struct timespec ts = {(time_t)(deadline_ns / 1000000000ull),
+				      (long)(deadline_ns % 1000000000ull)};
+		/* EINTR (Ctrl-C) returns early. */
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		return;
+	}
+	for (;;) {
+		uint64_t now = sd_now_ns();
+		if (now >= deadline_ns)
+			break;
+		uint64_t left = deadline_ns - now;
+		struct timespec ts = {(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
+		int r = ppoll(pf, npf, &ts, NULL);
+		if (r < 0)
+			break; /* a signal: the caller decides */
+		if (r == 0)
+			continue;
+		for (size_t i = 0; i < npf; i++) {
+			if (!pf[i].revents)
+				continue;
+			perf_drain_fd(owner[i], pf[i].fd);
+			/* The thread exited: its event stays readable (and
+			 * "hung up") until the next tick closes it. */
+			if (pf[i].revents & (POLLHUP | POLLERR | POLLNVAL))
+				pf[i].fd = -1;
+			pf[i].revents = 0;
+		}
+	}
+	free(pf);
+	free(owner);
+}
+
+void sampler_stats_add(const struct sd_sampler *s, struct sd_perf_stats *st)
+{
+	if (s->perf)
+		perf_stats_add(s->perf, st);
+}

@@ -1,0 +1,312 @@
+# SPDX-License-Identifier: MIT
+# Frames as gdb shows them, on every toolchain production binaries come
+# from: fx-frames built with gcc, clang (DWARF 5), gcc split DWARF, gcc LTO,
+# and fx-frames-rs built with rustc -O -g. gdb is the oracle (eu-stack asks
+# libdw the same questions we used to, so it fails where we failed): for
+# every thread, the frames gdb places in the fixture's own source appear in
+# our output with the same file:line, in the same order, inline frames
+# included, under the same function.
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import sdtest  # noqa: E402
+from fixture import path_of, start  # noqa: E402
+from sdtest import contains, eq, ok  # noqa: E402
+
+CXX_SOURCES = {"fx-frames.cpp", "fx-frames-park.cpp", "fx-frames.h"}
+RS_SOURCES = {"fx-frames-rs.rs"}
+
+THREAD_RE = re.compile(r"^Thread \d+ \((?:.*\()?LWP (\d+)")
+FRAME_RE = re.compile(r"^#(\d+)\s+(0x[0-9a-f]+ in )?(.+?) \(.* at (\S+):(\d+)$")
+
+
+def gdb_frames(pid):
+    """{tid: [(function, file basename, line, starts), ...]} from gdb,
+    STARTS true on the innermost frame of the frames sharing one pc."""
+    p = subprocess.run(["gdb", "-batch", "-nx", "-p", str(pid),
+                        "-ex", "thread apply all bt"],
+                       capture_output=True, text=True, timeout=300)
+    out, tid = {}, None
+    for line in p.stdout.splitlines():
+        m = THREAD_RE.match(line)
+        if m:
+            tid = int(m.group(1))
+            out[tid] = []
+            continue
+        m = FRAME_RE.match(line)
+        if m and tid is not None:
+            # Below #0, a frame printed without its pc shares the pc of the
+            # frame below (the frame below is inlined into it).
+            starts = m.group(1) == "0" or bool(m.group(2))
+            out[tid].append((m.group(3), os.path.basename(m.group(4)),
+                             int(m.group(5)), starts))
+    ok(out, "gdb showed no threads: %s" % p.stderr[-2000:])
+    return out
+
+
+def strip_tail(name, open_ch, close_ch):
+    """NAME without a balanced OPEN..CLOSE group at its end."""
+    if not name.endswith(close_ch):
+        return name
+    depth = 0
+    for i in range(len(name) - 1, -1, -1):
+        if name[i] == close_ch:
+            depth += 1
+        elif name[i] == open_ch:
+            depth -= 1
+            if depth == 0:
+                return name[:i]
+    return name
+
+
+def key(name):
+    """The unqualified function name without parameters or template
+    arguments: what gdb's and our spellings of a name must share."""
+    n = name.strip()
+    for suffix in (" const", " &&", " &"):
+        if n.endswith(suffix):
+            n = n[:-len(suffix)]
+    if not n.endswith("operator()"):
+        n = strip_tail(n, "(", ")")
+    n = strip_tail(n.rstrip(), "<", ">").rstrip()
+    depth, start_ = 0, 0
+    for i, ch in enumerate(n):
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth -= 1
+        elif ch == ":" and depth == 0 and n[i + 1:i + 2] == ":":
+            start_ = i + 2
+    n = n[start_:]
+    return n.split(" ")[-1]
+
+
+def ours(pid):
+    r = sdtest.run("--format", "json", pid)
+    eq(r.rc, 0, r)
+    out = {}
+    for t in r.json()["threads"]:
+        fr = t["frames"]
+        # A frame starts a group of frames sharing one pc unless the frame
+        # below it is inlined into it.
+        out[t["tid"]] = [(f["function"] or "", os.path.basename(f["file"] or ""),
+                          f["line"] or 0, i == 0 or not fr[i - 1].get("inlined"))
+                         for i, f in enumerate(fr)]
+    return out
+
+
+def compare_with_gdb(fixture, sources, blocked, workers):
+    """Dump FIXTURE with us, then with gdb; compare the frames in SOURCES."""
+    with start(fixture, blocked=blocked) as fx:
+        mine = ours(fx.pid)
+        sdtest.assert_running(fx.pid)
+        theirs = gdb_frames(fx.pid)
+        sdtest.assert_running(fx.pid)
+        eq(sorted(mine), sorted(theirs), "thread sets differ")
+        names = fx.tids_by_name()
+        for tid in theirs:
+            g = [f for f in theirs[tid] if f[1] in sources]
+            m = [f for f in mine[tid] if f[1] in sources]
+            eq([(f[1], f[2]) for f in m], [(f[1], f[2]) for f in g],
+               "%s thread %d: file:line differ\nours: %r\ngdb:  %r" % (fixture, tid, m, g))
+            eq([f[3] for f in m], [f[3] for f in g],
+               "%s thread %d: inline chains differ\nours: %r\ngdb:  %r" % (fixture, tid, m, g))
+            eq([key(f[0]) for f in m], [key(f[0]) for f in g],
+               "%s thread %d: functions differ\nours: %r\ngdb:  %r" % (fixture, tid, m, g))
+        # Not vacuous: every worker has frames of its own source in gdb's
+        # view, at least one of them inlined.
+        for w in workers:
+            tid = names[w][0]
+            g = [f for f in theirs[tid] if f[1] in sources]
+            ok(len(g) >= 3 and not all(f[3] for f in g),
+               "%s %s: gdb shows too little to compare: %r" % (fixture, w, theirs[tid]))
+        return mine, names
+
+
+def test_gcc():
+    compare_with_gdb("fx-frames-gcc", CXX_SOURCES, 4, ("ledger", "lambda", "queue"))
+
+
+def test_clang_dwarf5():
+    compare_with_gdb("fx-frames-clang", CXX_SOURCES, 4, ("ledger", "lambda", "queue"))
+
+
+def test_split_dwarf():
+    mine, names = compare_with_gdb("fx-frames-split", CXX_SOURCES, 4,
+                                   ("ledger", "lambda", "queue"))
+    # The functions come from the .dwo files: the skeleton has no names.
+    fns = [f[0] for f in mine[names["queue"][0]]]
+    ok(any("shop::detail::settle" in f for f in fns), fns)
+
+
+def test_lto():
+    mine, names = compare_with_gdb("fx-frames-lto", CXX_SOURCES, 4,
+                                   ("ledger", "lambda", "queue"))
+    # shop::audit lives in the other unit and is called once: LTO inlines
+    # it into shop::Queue<long>::drain, its name comes through an abstract
+    # origin in another unit.
+    queue = mine[names["queue"][0]]
+    i = [f[0] for f in queue].index("shop::audit(long)")
+    ok(not queue[i + 1][3], "shop::audit is not inlined: %r" % queue)
+
+
+def test_rust_release():
+    mine, names = compare_with_gdb("fx-frames-rs", RS_SOURCES, 3, ("ledger", "closure"))
+    fns = [f[0] for f in mine[names["closure"][0]]]
+    for want in ("fx_frames_rs::main::{closure#1}::{closure#0}",
+                 "fx_frames_rs::main::{closure#1}", "fx_frames_rs::shop::relay<u64>"):
+        contains(fns, want)
+    fns = [f[0] for f in mine[names["ledger"][0]]]
+    contains(fns, "fx_frames_rs::shop::Ledger<u32>::post<u32, u32>")
+
+
+def go_addr2line(binary, addrs):
+    """[(function, file, line)] for ADDRS from `go tool addr2line`."""
+    p = subprocess.run(["go", "tool", "addr2line", binary], capture_output=True, text=True,
+                       input="".join("0x%x\n" % a for a in addrs), timeout=120)
+    eq(p.returncode, 0, p.stderr)
+    lines = p.stdout.splitlines()
+    eq(len(lines), 2 * len(addrs), p.stdout)
+    out = []
+    for i in range(len(addrs)):
+        f, _, ln = lines[2 * i + 1].rpartition(":")
+        out.append((lines[2 * i], f, int(ln)))
+    return out
+
+
+def test_go_matches_go_addr2line():
+    """Every frame in Go code has the function and file:line that `go tool
+    addr2line` gives for its address (the outer function of an inline
+    chain, the innermost file:line)."""
+    binary = path_of("fx-go")
+    with start("fx-go", blocked=2) as fx:
+        r = sdtest.run("--format", "json", fx.pid)
+        eq(r.rc, 0, r)
+        sdtest.assert_running(fx.pid)
+    groups, checked = [], 0
+    for t in r.json()["threads"]:
+        group = []
+        for i, f in enumerate(t["frames"]):
+            # The innermost frame's pc is where the thread is, not a
+            # return address.
+            f["exact"] = f.get("exact") or i == 0
+            if f.get("module") != "fx-go":
+                group = []
+                continue
+            group.append(f)
+            if not f.get("inlined"):
+                groups.append(group)
+                group = []
+    addrs = [int(g[0]["addr"], 16) - (0 if g[0].get("exact") else 1) for g in groups]
+    for g, (fn, file, line) in zip(groups, go_addr2line(binary, addrs)):
+        if file == "?":
+            # cgo's C trampolines (crosscall_amd64): not Go code.
+            continue
+        eq(g[-1]["function"], fn, "function of %r" % g)
+        eq((g[0]["file"], g[0]["line"]), (file, line), "file:line of %r" % g)
+        checked += 1
+    ok(checked >= 10, "only %d Go frames" % checked)
+    fns = [f["function"] for t in r.json()["threads"] for f in t["frames"]]
+    for want in ("main.waitByte", "main.reader", "runtime.goexit", "runtime.futexsleep",
+                 "syscall.Read"):
+        contains(fns, want)
+    ok(not any(f and (f.endswith(".abi0") or "+0x" in f) for f in fns), fns)
+
+
+def test_go_matches_gdb():
+    compare_with_gdb("fx-go", {"fx-go.go"}, 2, ())
+
+
+def test_go_under_load():
+    """An HTTP server hashing request bodies: threads running through
+    crypto/sha256's assembly (BP used as data), the runtime switching
+    between g0 and goroutine stacks. Every stack with user code ends in
+    runtime.goexit, the handler is found below crypto/sha256.block, and
+    nothing is taken from the other side of a stack switch."""
+    seen_block = seen_futexsleep = 0
+    with start("fx-go", "load") as fx:
+        for _ in range(40):
+            r = sdtest.run("--format", "json", fx.pid)
+            ok(r.rc in (0, 1), r)
+            for t in r.json()["threads"]:
+                fns = [f["function"] for f in t["frames"]]
+                if any(f and f.startswith("main.") for f in fns):
+                    eq(fns[-1], "runtime.goexit", "%r" % t)
+                    eq(t["unwind_stop"], None, "%r" % t)
+                if "crypto/sha256.block" in fns:
+                    seen_block += 1
+                    ok("main.handleHash" in fns[fns.index("crypto/sha256.block"):], fns)
+                for sw in ("runtime.mcall", "runtime.systemstack"):
+                    # the last frame of its stack: what lies beyond is the
+                    # other stack's
+                    if sw in fns:
+                        eq(fns.index(sw), len(fns) - 1, fns)
+                seen_futexsleep += "runtime.futexsleep" in fns
+            if seen_block >= 3 and seen_futexsleep:
+                break
+        sdtest.assert_running(fx.pid)
+    ok(seen_block >= 3, "crypto/sha256.block seen on %d stacks only" % seen_block)
+    ok(seen_futexsleep, "no runtime.futexsleep")
+
+
+def jit_frames(*args):
+    with start("fx-jit", *args, blocked=2) as fx:
+        try:
+            r = sdtest.run("--format", "json", "--tid", fx.tid("jit"), fx.pid)
+            eq(r.rc, 0, r)
+        finally:
+            try:
+                os.unlink("/tmp/perf-%d.map" % fx.pid)
+            except FileNotFoundError:
+                pass
+    fr = r.json()["threads"][0]["frames"]
+    fns = [f["function"] for f in fr]
+    i = fns.index("jit_park")
+    return fr, i
+
+
+def test_jit_code_is_anonymous():
+    """Code in anonymous memory between two mappings of the executable is
+    not the executable's: the module spans its load segments only."""
+    fr, i = jit_frames()
+    eq(fr[i + 1]["module"], "[anonymous]", fr)
+    eq(fr[i + 1]["function"], None, fr)
+    eq(fr[i + 2]["function"], "jit_main", fr)
+
+
+def test_jit_perf_map():
+    fr, i = jit_frames("perfmap")
+    eq(fr[i + 1]["module"], "[anonymous]", fr)
+    eq(fr[i + 1]["function"], "jit_stub_loop", fr)
+    eq(fr[i + 2]["function"], "jit_main", fr)
+
+
+def test_io_uring_worker_labelled():
+    """An io-wq worker thread (a kernel thread inside the process) is said
+    to be one, not shown as a corrupt stack at address 0."""
+    with start("fx-iouring", blocked=2) as fx:
+        r = sdtest.run("--format", "json", fx.pid)
+        eq(r.rc, 0, r)
+        text = sdtest.run(fx.pid)
+    threads = {t["name"]: t for t in r.json()["threads"]}
+    workers = [t for n, t in threads.items() if n.startswith("iou-wrk-")]
+    eq(len(workers), 1, sorted(threads))
+    eq(workers[0]["frames"], [])
+    contains(workers[0]["unwind_stop"], "io_uring worker")
+    eq([f["function"] for f in threads["fx-iouring"]["frames"]][1], "main")
+    ok("corrupt" not in text.out and "0x0000000000000000" not in text.out, text.out)
+
+
+def test_key():
+    eq(key("long shop::Ledger::post<int>(int)"), "post")
+    eq(key("shop::Ledger::post<int>"), "post")
+    eq(key("lambda_main()::{lambda(int)#1}::operator()(int) const"), "operator()")
+    eq(key("shop::for_each_fd<lambda_main()::<lambda(int)> >"), "for_each_fd")
+    eq(key("fx_frames_rs::main::{closure#1}::{closure#0}"), "{closure#0}")
+
+
+if __name__ == "__main__":
+    sdtest.main(globals())

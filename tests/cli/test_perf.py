@@ -1,0 +1,358 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# The perf-events engine of profile and top against real fixtures: both
+# engines give the same profile (share of every merged stack, on and off
+# CPU) on the profile fixtures; a thread that goes on and off CPU while
+# sampled shows both stacks; threads born and exiting during sampling;
+# lost samples counted and shown; perf_event_open refused by a seccomp
+# filter (auto falls back and says why once, --engine perf fails with exit
+# 2); SIGKILL of stackdump mid-profile leaves the target running, untraced
+# and holding no perf event; record with --engine perf (the saved format
+# names the engine; record's default stays ptrace).
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sdtest  # noqa: E402
+from recordlib import check_recording, record, tempdir  # noqa: E402
+from fixture import path_of, start  # noqa: E402
+from sdtest import contains, eq, ok  # noqa: E402
+
+
+def profile_json(pid, *args):
+    r = sdtest.run("profile", pid, "--format", "json", "-q", *args)
+    eq(r.rc, 0, r.err)
+    return r.json()
+
+
+def shares(doc):
+    """{stack (function names, innermost first): (share %, on-CPU share %,
+    off-CPU share %)} of a JSON profile; shares of all thread samples."""
+    total = doc["thread_samples"]
+    out = {}
+    for st in doc["stacks"]:
+        key = tuple(f["function"] or "?" for f in st["frames"])
+        c, on = out.get(key, (0, 0))
+        out[key] = (c + st["count"], on + st["on_cpu"])
+    return {k: (100.0 * c / total, 100.0 * on / total, 100.0 * (c - on) / total)
+            for k, (c, on) in out.items()}
+
+
+def agree(name, *args, parked=0, blocked=0):
+    with start(name, *args, parked=parked, blocked=blocked) as fx:
+        a = profile_json(fx.pid, "--engine", "ptrace", "--count", "40", "--rate", "20")
+        b = profile_json(fx.pid, "--engine", "perf", "--count", "40", "--rate", "20")
+        sdtest.assert_running(fx.pid)
+    eq(a["engine"], "ptrace")
+    eq(b["engine"], "perf")
+    eq(a["samples"], 40)
+    eq(b["samples"], 40)
+    # Every thread at every tick, with either engine.
+    eq(b["thread_samples"], a["thread_samples"], name)
+    sa, sb = shares(a), shares(b)
+    for key in set(sa) | set(sb):
+        x, y = sa.get(key, (0, 0, 0)), sb.get(key, (0, 0, 0))
+        for what, i in (("share", 0), ("on-CPU share", 1), ("off-CPU share", 2)):
+            ok(abs(x[i] - y[i]) <= 3.0,
+               "%s: %s of %s: ptrace %.1f%%, perf %.1f%%" % (name, what, list(key), x[i], y[i]))
+    return a, b
+
+
+def test_engines_agree_hot():
+    a, b = agree("fx-hot")
+    # The shares themselves: 3 of 5 threads in hot_a, on CPU.
+    st = shares(b)
+    hot_a = [v for k, v in st.items() if k and k[0] == "hot_a"]
+    eq(len(hot_a), 1, st)
+    ok(abs(hot_a[0][1] - 60.0) <= 3.0, hot_a)
+
+
+def test_engines_agree_busy():
+    agree("fx-busy", blocked=1)
+
+
+def test_engines_agree_idle():
+    agree("fx-idle", blocked=7)
+
+
+def test_engines_agree_stacks():
+    agree("fx-stacks", blocked=6)
+
+
+def test_engines_agree_mutex():
+    agree("fx-mutex", "normal", "3", parked=3)
+
+
+def test_phases_on_and_off_cpu():
+    # The phaser alternates 300 ms of spinning and 300 ms of sleep: the
+    # perf engine must see both, the sleep from context-switch samples
+    # taken after the first tick (a thread seen only once would stay in
+    # one phase).
+    with start("fx-phases") as fx:
+        r = sdtest.run("profile", fx.pid, "--engine", "perf", "--format", "json", "-q", "-v",
+                       "--count", "60", "--rate", "20")
+        eq(r.rc, 0, r.err)
+        doc = r.json()
+    busy = sleep = 0
+    for st in doc["stacks"]:
+        if not any(t["name"] == "phaser" for t in st["threads"]):
+            continue
+        fns = [f["function"] for f in st["frames"]]
+        if "phase_busy" in fns:
+            ok(st["on_cpu"] == st["count"], "phase_busy off CPU: %r" % st)
+            busy += st["count"]
+        elif "phase_sleep" in fns:
+            eq(st["on_cpu"], 0, "phase_sleep on CPU")
+            eq(fns[-4:], ["phase_sleep", "phaser_main", "start_thread", "clone3"])
+            sleep += st["count"]
+    eq(busy + sleep, 60, "phaser in every tick, in one of its two phases")
+    ok(15 <= busy <= 45 and 15 <= sleep <= 45,
+       "phases: %d busy, %d asleep of 60" % (busy, sleep))
+    m = [l for l in r.err.splitlines() if l.startswith("perf: ")]
+    eq(len(m), 1, r.err)
+    contains(m[0], " 0 lost")
+    ok(" 0 context-switch samples" not in m[0], m[0])
+
+
+def test_thread_born_and_exiting():
+    # fx-phases starts "late" on SIGUSR1; it spins a second and exits. Sent
+    # once the profile runs, the new thread must be followed (its own
+    # samples, on CPU in late_spin) and dropped when gone.
+    with start("fx-phases") as fx:
+        p = subprocess.Popen([sdtest.binary(), "profile", str(fx.pid), "--engine", "perf",
+                              "--format", "json", "-q", "-v", "--count", "80", "--rate", "20"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while sdtest.perf_fds(p.pid) < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.5)
+        os.kill(fx.pid, signal.SIGUSR1)
+        out, err = p.communicate(timeout=300)
+        eq(p.returncode, 0, err)
+        doc = json.loads(out)
+        sdtest.assert_running(fx.pid)
+    # By stack, not by name: thread names come from a cache read once a
+    # second, and the new thread names itself after it starts.
+    late = [st for st in doc["stacks"]
+            if any(f["function"] == "late_main" for f in st["frames"])]
+    n = sum(st["count"] for st in late)
+    # One second of life at 20 Hz: about 20 ticks (the run lasts 4 s).
+    ok(8 <= n <= 30, "late thread in %d ticks" % n)
+    for st in late:
+        eq([f["function"] for f in st["frames"]][-4:],
+           ["late_spin", "late_main", "start_thread", "clone3"])
+        eq(st["on_cpu"], st["count"])
+    # The phaser and main in every tick, before and after.
+    eq(doc["thread_samples"], 2 * 80 + n)
+    m = [l for l in err.splitlines() if l.startswith("perf: ")]
+    eq(len(m), 1, err)
+    contains(m[0], " 3 threads followed, 1 gone")
+
+
+def test_threads_churning():
+    # fx-churn creates and joins short-lived threads all the time: the perf
+    # engine opens events on each new one and drops the ones gone; the
+    # stable threads are in every tick.
+    with start("fx-churn", 2, 2) as fx:
+        r = sdtest.run("profile", fx.pid, "--engine", "perf", "--format", "json", "-q", "-v",
+                       "--count", "40", "--rate", "20")
+        eq(r.rc, 0, r.err)
+        doc = r.json()
+        sdtest.assert_running(fx.pid)
+    eq(doc["samples"], 40)
+    stable = [st for st in doc["stacks"]
+              if any(t["name"].startswith("stable-") for t in st["threads"])]
+    eq(sum(st["count"] for st in stable), 80)
+    for st in stable:
+        eq([f["function"] for f in st["frames"]][-4:],
+           ["stable_wait", "stable_main", "start_thread", "clone3"])
+    spawners = sum(st["count"] for st in doc["stacks"]
+                   if any(f["function"] == "spawn_loop" for f in st["frames"]))
+    eq(spawners, 80)
+    m = [l for l in r.err.splitlines() if l.startswith("perf: ")][0]
+    opened = int(m.split(" threads followed")[0].rsplit(" ", 1)[1])
+    closed = int(m.split(" gone")[0].rsplit(" ", 1)[1])
+    ok(opened > 5 + 10, "only %d threads followed: %s" % (opened, m))
+    ok(closed > 10, "only %d threads dropped: %s" % (closed, m))
+    # Threads born during sampling were sampled: an ephemeral stack.
+    eph = [st for st in doc["stacks"]
+           if any(f["function"] == "ephemeral_main" for f in st["frames"])]
+    for st in eph:
+        eq([f["function"] for f in st["frames"]][-3:],
+           ["ephemeral_main", "start_thread", "clone3"])
+
+
+def test_lost_samples_counted():
+    # A ring of one page cannot hold a sample with 16 KiB of stack: the
+    # kernel drops every task-clock sample, and the profile says so while
+    # still counting every thread at every tick.
+    with start("fx-hot") as fx:
+        r = sdtest.run("profile", fx.pid, "--engine", "perf", "--perf-buffer", "4k",
+                       "--count", "20", "--rate", "20", "-q")
+        eq(r.rc, 0, r.err)
+        sdtest.matches(r.out, r"; [1-9][0-9]* samples lost by the kernel \(ring buffer full\)")
+        r = sdtest.run("profile", fx.pid, "--engine", "perf", "--perf-buffer", "4k",
+                       "--count", "20", "--rate", "20", "-q", "-v", "--format", "json")
+        eq(r.rc, 0, r.err)
+        doc = r.json()
+    ok(doc["lost_samples"] > 0, doc["lost_samples"])
+    eq(doc["thread_samples"], 5 * 20)
+    # Not one task-clock sample fit; all of them are counted as lost.
+    m = [l for l in r.err.splitlines() if l.startswith("perf: ")]
+    eq(len(m), 1, r.err)
+    contains(m[0], "perf: 0 task-clock and ")
+    contains(m[0], " samples, %d lost," % doc["lost_samples"])
+
+
+def noperf(errno_name, *args):
+    return subprocess.run([path_of("fx-noperf"), errno_name, sdtest.binary()] + list(args),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          timeout=120, env=dict(os.environ, NO_COLOR="1"))
+
+
+def test_refused_perf_falls_back():
+    with start("fx-hot") as fx:
+        for e in ("EPERM", "EACCES", "ENOSYS"):
+            r = noperf(e, "profile", str(fx.pid), "--count", "5", "--rate", "20",
+                       "--format", "json", "-q")
+            eq(r.returncode, 0, r.stderr)
+            eq(json.loads(r.stdout)["engine"], "ptrace")
+            eq(r.stderr.count("perf engine not available, sampling with ptrace"), 1, r.stderr)
+            if e == "ENOSYS":
+                contains(r.stderr, "the kernel has no perf events")
+            else:
+                contains(r.stderr, "perf_event_paranoid")
+                contains(r.stderr, "seccomp")
+            # Two processes: still said once.
+            if e == "EPERM":
+                with start("fx-busy", blocked=1) as fx2:
+                    r = noperf(e, "profile", str(fx.pid), str(fx2.pid), "--count", "3",
+                               "-q")
+                eq(r.returncode, 0, r.stderr)
+                eq(r.stderr.count("perf engine not available"), 1, r.stderr)
+                contains(r.stdout, "engine ptrace")
+        r = noperf("EPERM", "profile", str(fx.pid), "--engine", "perf", "--count", "3", "-q")
+        eq(r.returncode, 2, r.stderr)
+        contains(r.stderr, "perf_event_open refused for process %d" % fx.pid)
+        eq(r.stdout, "")
+        r = noperf("EACCES", "top", str(fx.pid), "--engine", "perf", "--count", "1")
+        eq(r.returncode, 2, r.stderr)
+        contains(r.stderr, "perf_event_open refused")
+        r = noperf("EACCES", "top", str(fx.pid), "--count", "1", "--refresh", "100ms")
+        eq(r.returncode, 0, r.stderr)
+        contains(r.stdout, "engine ptrace")
+        eq(r.stderr.count("perf engine not available"), 1, r.stderr)
+        sdtest.assert_running(fx.pid)
+
+
+def test_engine_usage():
+    with start("fx-hot") as fx:
+        r = sdtest.run("profile", fx.pid, "--engine", "dtrace", "-c", "1")
+        eq(r.rc, 64)
+        contains(r.err, "--engine: dtrace")
+        r = sdtest.run("profile", fx.pid, "--engine", "perf", "--locks", "-c", "1")
+        eq(r.rc, 64)
+        contains(r.err, "--locks needs --engine ptrace")
+        r = sdtest.run("profile", fx.pid, "--perf-buffer", "1k", "-c", "1")
+        eq(r.rc, 64)
+        contains(r.err, "invalid --perf-buffer: 1k")
+        # auto with --locks samples with ptrace (lock words need the stop).
+        doc = profile_json(fx.pid, "--locks", "-c", "2")
+        eq(doc["engine"], "ptrace")
+        # The default is perf here (root, no filter), shown in text and -v.
+        r = sdtest.run("profile", fx.pid, "-c", "3", "-q", "-v")
+        eq(r.rc, 0, r.err)
+        contains(r.out.splitlines()[0], ", engine perf")
+        contains(r.err, "engine: perf\n")
+        r = sdtest.run("top", fx.pid, "--count", "1", "--refresh", "100ms")
+        eq(r.rc, 0, r.err)
+        contains(r.out, "engine perf")
+
+
+def test_saved_profile_keeps_engine():
+    with start("fx-hot") as fx:
+        doc = profile_json(fx.pid, "--engine", "perf", "-c", "3")
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), "sd-perf-%d.json" % os.getpid())
+    try:
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        r = sdtest.run("diff", path, path, "--format", "json")
+        eq(r.rc, 0, r.err)
+    finally:
+        os.unlink(path)
+
+
+def test_sigkill_leaves_nothing():
+    with start("fx-hot") as fx:
+        p = subprocess.Popen([sdtest.binary(), "profile", str(fx.pid), "--engine", "perf",
+                              "--duration", "0", "-q", "-o", os.devnull],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while sdtest.perf_fds(p.pid) < 10 and time.monotonic() < deadline:
+            ok(p.poll() is None, "profile exited early")
+            time.sleep(0.01)
+        ok(sdtest.perf_fds(p.pid) >= 10, "no perf events opened")
+        time.sleep(0.5)  # ticks under way
+        p.kill()
+        p.wait(timeout=60)
+        eq(p.returncode, -signal.SIGKILL)
+        # No thread stopped or traced, no perf descriptor in the target.
+        sdtest.assert_running(fx.pid)
+        for tid in os.listdir("/proc/%d/task" % fx.pid):
+            with open("/proc/%d/task/%s/status" % (fx.pid, tid)) as f:
+                contains(f.read(), "\nTracerPid:\t0\n")
+        eq(sdtest.perf_fds(fx.pid), 0)
+
+        # Still running: the hot threads keep using CPU.
+        def cpu():
+            with open("/proc/%d/stat" % fx.pid) as f:
+                v = f.read().rsplit(")", 1)[1].split()
+            return int(v[11]) + int(v[12])
+        c0 = cpu()
+        deadline = time.monotonic() + 60
+        while cpu() == c0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        ok(cpu() > c0, "target stopped using CPU")
+        # And it can be sampled again at once.
+        doc = profile_json(fx.pid, "--engine", "perf", "-c", "2")
+        eq(doc["thread_samples"], 10)
+
+
+def test_record_engines():
+    d = tempdir("perf")
+    with start("fx-busy", blocked=1) as fx:
+        r = record(fx.pid, "--every", "100ms", "--count", "6", "--engine", "perf",
+                   "--out", d)
+        eq(r.rc, 0, r.err)
+        sdtest.assert_running(fx.pid)
+    snaps = check_recording(d)
+    eq(len(snaps), 6)
+    for s in snaps:
+        eq(s["engine"], "perf")
+        eq(len(s["threads"]), 3)
+        by = {t["name"]: t for t in s["threads"]}
+        # Symbolized as record's snapshots always are.
+        eq([f["function"] for f in by["spinner"]["frames"]][:2], ["spin_hot", "spinner_main"])
+        ok(any(f["function"] == "sleep_cold" for f in by["sleeper"]["frames"]),
+           by["sleeper"]["frames"])
+    d2 = tempdir("ptrace")
+    with start("fx-busy", blocked=1) as fx:
+        r = record(fx.pid, "--every", "100ms", "--count", "2", "--out", d2)
+        eq(r.rc, 0, r.err)
+    for s in check_recording(d2):
+        eq(s["engine"], "ptrace")
+    d3 = tempdir("noperf")
+    with start("fx-busy", blocked=1) as fx:
+        r = noperf("EPERM", "record", str(fx.pid), "--every", "100ms", "--count", "2",
+                   "--engine", "perf", "--out", d3)
+        eq(r.returncode, 2, r.stderr)
+        contains(r.stderr, "perf_event_open refused")
+
+
+if __name__ == "__main__":
+    sdtest.main(globals())
