@@ -51,8 +51,8 @@ def check_pool(doc, nsleep, nspin, depth=20):
         eq(t["status"], "ok")
         fr = names(t)
         eq(fr.count("pool_chain"), depth + 1, "sleeper %d: %r" % (t["tid"], fr))
-        ok("pool_leaf" in fr and fr[-3:] == ["sleeper_main", "start_thread", "__clone3"],
-           "sleeper %d cut short: %r" % (t["tid"], fr))
+        ok("pool_leaf" in fr and fr[-3:-1] == ["sleeper_main", "start_thread"] and
+           fr[-1].endswith("clone3"), "sleeper %d cut short: %r" % (t["tid"], fr))
     for t in spinners:
         eq(t["capture"], "frozen", "spinner %d" % t["tid"])
         fr = names(t)
@@ -123,8 +123,10 @@ def folded_counts(path):
 def profile(pid, n, env=None, *extra):
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "p.folded")
-        r = sdtest.run("profile", pid, "--count", n, "--rate", 20, "--format", "folded",
-                       "-o", path, "-v", *extra, env=env, timeout=300)
+        # The ptrace engine: the one that captures by kind (perf events
+        # sample without stopping anything at all).
+        r = sdtest.run("profile", pid, "--engine", "ptrace", "--count", n, "--rate", 20,
+                       "--format", "folded", "-o", path, "-v", *extra, env=env, timeout=300)
         eq(r.rc, 0, r.err)
         sdtest.assert_running(pid)
         return folded_counts(path), r.err
@@ -229,7 +231,7 @@ def test_d_state_thread_never_interrupted():
             # __vfork keeps its return address in rdi, which /proc gives;
             # in_vfork's frame needs rbp (a frame-pointer build), which
             # only a stop gives, and a D thread is never stopped.
-            eq(names(v)[:2], ["__vfork", "in_vfork"])
+            ok(names(v)[0].endswith("vfork") and names(v)[1] == "in_vfork", names(v))
             ok("vforker_main" in names(v) or "uninterruptible" in (v["unwind_stop"] or ""),
                "%r, %r" % (names(v), v["unwind_stop"]))
             eq(g["spinner"][0]["capture"], "frozen")
