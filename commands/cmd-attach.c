@@ -70,7 +70,7 @@ static int attach_one(struct cmd_ctx *ctx, pid_t pid, long *first)
 	int i = shell_target_index(s, pid);
 	if (i >= 0) {
 		shell_target_label(&sb, s->targets[i]);
-		cmd_print(ctx, "already attached to %s (target %d)\n", sb.buf, i + 1);
+		cmd_status(ctx, "already attached to %s (target %d)\n", sb.buf, i + 1);
 		strbuf_release(&sb);
 		if (*first < 0)
 			*first = i;
@@ -91,7 +91,7 @@ static int attach_one(struct cmd_ctx *ctx, pid_t pid, long *first)
 	if (*first < 0)
 		*first = (long)idx;
 	shell_target_label(&sb, t);
-	cmd_print(ctx, "attached to %s, %ld thread%s (target %zu)\n", sb.buf, t->info.nthreads,
+	cmd_status(ctx, "attached to %s, %ld thread%s (target %zu)\n", sb.buf, t->info.nthreads,
 		  t->info.nthreads == 1 ? "" : "s", idx + 1);
 	strbuf_release(&sb);
 	return 0;

@@ -44,7 +44,7 @@ static void detach_one(struct cmd_ctx *ctx, size_t i)
 	strbuf_init(&sb);
 	shell_target_label(&sb, ctx->session->targets[i]);
 	shell_target_remove(ctx->session, i);
-	cmd_print(ctx, "detached from %s\n", sb.buf);
+	cmd_status(ctx, "detached from %s\n", sb.buf);
 	strbuf_release(&sb);
 }
 
@@ -58,7 +58,7 @@ void shell_close_loaded(struct cmd_ctx *ctx)
 		strbuf_adds(&sb, " ");
 		strbuf_add_escaped(&sb, s->loaded_path);
 	}
-	cmd_print(ctx, "%s\n", sb.buf);
+	cmd_status(ctx, "%s\n", sb.buf);
 	strbuf_release(&sb);
 	snapshot_free(s->loaded);
 	s->loaded = NULL;

@@ -10,15 +10,37 @@
 #include "../src/symbols.h"
 #include "cmd.h"
 
-enum { DUMP_FORMAT = SNAP_OPT__COUNT, DUMP_VERBOSE };
+enum { DUMP_FORMAT = SNAP_OPT__COUNT, DUMP_VERBOSE, DUMP_GROUP, DUMP_NO_GROUP };
 
 static const struct cmd_option dump_options[] = {
 	CMD_SNAPSHOT_OPTIONS,
 	[DUMP_FORMAT] = OPT_FORMAT("output format: text or json", "text json", "text"),
 	[DUMP_VERBOSE] = OPT_FLAG("verbose", 'v',
 				  "show timings (pause, unwind, symbolize) and cache statistics"),
+	[DUMP_GROUP] = OPT_FLAG("group", 'g',
+				"merge threads with identical stacks (a count, names, TIDs)"),
+	[DUMP_NO_GROUP] = OPT_FLAG("no-group", 0, "one stack per thread, even at a terminal"),
 	{0},
 };
+
+/* Threads above which a dump to a terminal is grouped unless told not to:
+ * a page of stacks is still readable one by one, a pool is not. */
+#define GROUP_AUTO_THREADS 64
+
+/* Group the threads of S? --group/--no-group, then `set group`, then the
+ * default: grouped at a terminal for a large process, never in a pipe
+ * (scripts keep one stack per thread). */
+static int want_group(struct cmd_ctx *ctx, const struct sd_snapshot *s)
+{
+	if (cmd_has(ctx, DUMP_GROUP))
+		return 1;
+	if (cmd_has(ctx, DUMP_NO_GROUP))
+		return 0;
+	int st = ctx->session ? ctx->session->settings.group : -1;
+	if (st >= 0)
+		return st;
+	return isatty(fileno(ctx->out)) && s->nthreads > GROUP_AUTO_THREADS;
+}
 
 /* Print one snapshot in the chosen format. */
 static void emit(struct cmd_ctx *ctx, struct sd_target *t, struct sd_snapshot *s, json_t *arr)
@@ -31,6 +53,7 @@ static void emit(struct cmd_ctx *ctx, struct sd_target *t, struct sd_snapshot *s
 	ro.no_source = cmd_has(ctx, SNAP_OPT_NO_SOURCE);
 	ro.color = ctx->color;
 	ro.verbose = cmd_has(ctx, DUMP_VERBOSE);
+	ro.group = want_group(ctx, s);
 	struct strbuf sb;
 	strbuf_init(&sb);
 	format_text_snapshot(&sb, s, &ro);
@@ -76,6 +99,8 @@ static int dump_loaded(struct cmd_ctx *ctx, const pid_t *sel, size_t nsel, const
 	for (size_t i = 0; i < l->nthreads; i++)
 		if (selected(&l->threads[i], sel, nsel, glob))
 			view.threads[view.nthreads++] = l->threads[i];
+	if (view.nthreads < l->nthreads)
+		view.threads_total = l->nthreads;
 	int rc = EXIT_OK;
 	if (!view.nthreads) {
 		cmd_error(ctx, "no thread of the loaded snapshot matches the selection");
@@ -210,6 +235,10 @@ const struct cmd_entry cmd_dump_entry = {
 	.description =
 	    "Freezes every thread (PTRACE_SEIZE + PTRACE_INTERRUPT), copies registers and a\n"
 	    "stack window, lets the process run again, then unwinds and symbolizes offline.\n"
+	    "With --group, threads with identical stacks are shown once, with their count,\n"
+	    "names and TIDs compressed (worker-1..200); at a terminal this is the default for\n"
+	    "a process of more than 64 threads (--no-group, or 'set group off' in the shell,\n"
+	    "turns it off); output to a pipe or a file is grouped only when asked.\n"
 	    "Exit status: 0 all threads shown, 1 partial (a thread or a process could not\n"
 	    "be read), 2 failure, 64 usage error.",
 	.options = dump_options,

@@ -60,7 +60,12 @@ static int load_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	struct strbuf sb;
 	strbuf_init(&sb);
 	describe(&sb, path, s, &m);
-	cmd_write(ctx, sb.buf, sb.len);
+	/* In the shell this line is status (a later command's output is
+	 * what stdout is for); `stackdump load FILE` asked for it. */
+	if (ctx->in_shell)
+		cmd_status(ctx, "%s", sb.buf);
+	else
+		cmd_write(ctx, sb.buf, sb.len);
 	strbuf_release(&sb);
 	struct cmd_session *ss = ctx->session;
 	if (ctx->in_shell && ss) {

@@ -27,6 +27,7 @@ enum {
 	PROF_ON_CPU,
 	PROF_OFF_CPU,
 	PROF_NO_IDLE,
+	PROF_IDLE,
 	PROF_GROUP_THREADS,
 	PROF_BY_ADDRESS,
 	PROF_LOCKS,
@@ -87,6 +88,8 @@ static const struct cmd_option profile_options[] = {
 	[PROF_OFF_CPU] = OPT_FLAG("off-cpu", 0, "only samples of threads off CPU (blocked, sleeping)"),
 	[PROF_NO_IDLE] = OPT_FLAG("no-idle", 0,
 				  "hide threads idling in epoll_wait, poll, accept, condvars, sleep..."),
+	[PROF_IDLE] = OPT_FLAG("idle", 0,
+			       "svg: keep idle threads (the flame graph hides them by default)"),
 	[PROF_GROUP_THREADS] = OPT_FLAG("group-threads", 'g',
 					"count worker-1..worker-N as one family worker-*"),
 	[PROF_BY_ADDRESS] = OPT_FLAG("by-address", 0, "merge stacks by address, not by function"),
@@ -307,6 +310,19 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		rc = EXIT_USAGE;
 		goto out;
 	}
+	/* A flame graph is for a browser: refused on a terminal before any
+	 * sampling, like pprof, rather than XML on the screen after it. */
+	if (!strcmp(format, "svg") && !outpath && isatty(fileno(ctx->out))) {
+		cmd_error(ctx, "profile: an SVG flame graph is for a browser: write it with -o "
+			       "FILE.svg (or redirect stdout)");
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if (cmd_has(ctx, PROF_IDLE) && cmd_has(ctx, PROF_NO_IDLE)) {
+		cmd_error(ctx, "profile: --idle and --no-idle exclude each other");
+		rc = EXIT_USAGE;
+		goto out;
+	}
 
 	/* Processes: PIDs or names, and every process named by --pid-of. */
 	for (int i = 0; i < argc; i++) {
@@ -369,7 +385,9 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	profile_opts_init(&po);
 	po.by_address = cmd_has(ctx, PROF_BY_ADDRESS);
 	po.group_threads = cmd_has(ctx, PROF_GROUP_THREADS);
-	po.no_idle = cmd_has(ctx, PROF_NO_IDLE);
+	/* The flame graph of a server is mostly threads asleep waiting for
+	 * work: hidden there unless --idle asks for them. */
+	po.no_idle = cmd_has(ctx, PROF_NO_IDLE) || (!strcmp(format, "svg") && !cmd_has(ctx, PROF_IDLE));
 	po.cpu = cmd_has(ctx, PROF_ON_CPU)    ? SD_CPU_ON
 		 : cmd_has(ctx, PROF_OFF_CPU) ? SD_CPU_OFF
 					      : SD_CPU_ALL;

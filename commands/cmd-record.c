@@ -84,8 +84,8 @@ static const struct cmd_option record_options[] = {
 	[REC_FOLLOW] = OPT_FLAG("follow", 'F',
 				"when the process exits, wait for a new one of the same name"),
 	[REC_WHEN] = OPT_STRING("when", 'w', "COND[,COND]",
-				"snapshot only when a condition holds: parked>=N, deadlock, "
-				"cpu>=PERCENT, stuck>=DURATION",
+				"snapshot only when a condition holds: parked:N, deadlock, "
+				"cpu:PERCENT, stuck:DURATION (or NAME>=VALUE, quoted)",
 				CMPL_NONE),
 	[REC_BURST] = OPT_COUNT("burst", 'b', "N",
 				"snapshots taken each time a condition fires (default 3)", 1, 10000,
@@ -717,36 +717,53 @@ static int parse_when(struct rec *r, const char *spec)
 		memset(t, 0, sizeof(*t));
 		t->armed = 1;
 		snprintf(t->text, sizeof(t->text), "%s", tok);
+		/* NAME>=VALUE, or NAME:VALUE, the same without characters a
+		 * shell takes for a redirection when unquoted. */
 		const char *ge = strstr(tok, ">=");
+		size_t opl = 2;
+		if (!ge && (ge = strchr(tok, ':')))
+			opl = 1;
 		char *end;
 		if (!strcmp(tok, "deadlock")) {
 			t->kind = TRIG_DEADLOCK;
 		} else if (ge && !strncmp(tok, "parked", 6) && ge == tok + 6) {
-			long v = strtol(ge + 2, &end, 10);
-			if (end == ge + 2 || *end || v < 1 || v > 1000000)
+			long v = strtol(ge + opl, &end, 10);
+			if (end == ge + opl || *end || v < 1 || v > 1000000)
 				goto bad;
 			t->kind = TRIG_PARKED;
 			t->threshold = (double)v;
 		} else if (ge && !strncmp(tok, "cpu", 3) && ge == tok + 3) {
-			double v = strtod(ge + 2, &end);
-			if (end == ge + 2 || (*end && strcmp(end, "%")) || !(v > 0) || v > 100000)
+			double v = strtod(ge + opl, &end);
+			if (end == ge + opl || (*end && strcmp(end, "%")) || !(v > 0) || v > 100000)
 				goto bad;
 			t->kind = TRIG_CPU;
 			t->threshold = v;
 		} else if (ge && !strncmp(tok, "stuck", 5) && ge == tok + 5) {
-			if (sd_parse_duration(ge + 2, &t->dur_us) < 0 || t->dur_us < 100000)
+			if (sd_parse_duration(ge + opl, &t->dur_us) < 0 || t->dur_us < 100000)
 				goto bad;
 			t->kind = TRIG_STUCK;
 		} else {
 			goto bad;
 		}
+		/* Reasons read the same however the condition was typed. */
+		if (opl == 1)
+			snprintf(t->text, sizeof(t->text), "%.*s>=%s", (int)(ge - tok), tok, ge + 1);
 		r->ntrig++;
 		continue;
 	bad:
-		cmd_error(r->ctx,
-			  "record: invalid --when condition '%s' (expected parked>=N, deadlock, "
-			  "cpu>=PERCENT or stuck>=DURATION, e.g. --when 'parked>=8,stuck>=10s')",
-			  tok);
+		/* "parked" alone: an unquoted parked>=8 lost ">=8" to the
+		 * shell (a file named "=8" now holds our output). */
+		if (!strcmp(tok, "parked") || !strcmp(tok, "cpu") || !strcmp(tok, "stuck"))
+			cmd_error(r->ctx,
+				  "record: invalid --when condition '%s': no value (an unquoted '>' is "
+				  "a redirection for the shell: write %s:VALUE, or quote it)",
+				  tok, tok);
+		else
+			cmd_error(r->ctx,
+				  "record: invalid --when condition '%s' (expected parked:N, deadlock, "
+				  "cpu:PERCENT or stuck:DURATION, or the same with >=, quoted, e.g. "
+				  "--when parked:8,stuck:10s)",
+				  tok);
 		rc = -1;
 		break;
 	}
@@ -1480,11 +1497,13 @@ const struct cmd_entry cmd_record_entry = {
 	    "snapshot named by its UTC time plus DIR/manifest.json. Files are written to a\n"
 	    "temporary name and renamed: Ctrl-C, SIGTERM, a crash or a full disk never leave\n"
 	    "a half-written snapshot. kill -USR1 takes a snapshot at once.\n"
-	    "Conditions, checked cheaply from /proc: parked>=N (N threads asleep in futex\n"
-	    "waits), deadlock (a lock cycle, confirmed by a snapshot), cpu>=PERCENT (of one\n"
-	    "core), stuck>=DURATION (a thread running or parked on a lock with the same stack\n"
-	    "and no voluntary context switch; idle waits do not count).\n"
-	    "Read a recording with 'stackdump report DIR'. See docs/record.md.\n"
+	    "Conditions, checked cheaply from /proc: parked:N (N threads asleep in futex\n"
+	    "waits), deadlock (a lock cycle, confirmed by a snapshot), cpu:PERCENT (of one\n"
+	    "core), stuck:DURATION (a thread running or parked on a lock with the same stack\n"
+	    "and no voluntary context switch; idle waits do not count). NAME>=VALUE means\n"
+	    "the same, but must be quoted: a shell takes an unquoted '>' for a redirection.\n"
+	    "Read a recording with 'stackdump report DIR'. The directory and the snapshot\n"
+	    "format are described in the README (\"Recording during an incident\").\n"
 	    "Exit status: 0 done (--count or --for reached), 1 the target exited, 2 failure\n"
 	    "(cannot attach, disk full: the snapshots written stay intact), 64 usage error,\n"
 	    "130 stopped by SIGINT/SIGTERM.",

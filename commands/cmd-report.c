@@ -12,10 +12,12 @@
 #include <unistd.h>
 
 #include "../src/analyze.h"
+#include "../src/findings.h"
 #include "../src/format.h"
 #include "../src/locks.h"
 #include "../src/profile.h"
 #include "../src/snapio.h"
+#include "../src/timeline.h"
 #include "cmd.h"
 
 enum {
@@ -46,10 +48,10 @@ static const struct cmd_option report_options[] = {
 	[REP_TIMELINE_SVG] = OPT_STRING("timeline-svg", 0, "FILE",
 					"also write the timeline of thread states as an SVG chart",
 					CMPL_FILE),
-	[REP_ONLY] = OPT_STRING(
-	    "only", 0, "SECTIONS",
-	    "only these sections: summary, profile, timeline, locks, stuck (comma-separated)",
-	    CMPL_NONE),
+	[REP_ONLY] = OPT_STRING("only", 0, "SECTIONS",
+				"only these sections: findings, summary, profile, timeline, locks, "
+				"stuck (comma-separated)",
+				CMPL_NONE),
 	[REP_LIMIT] = {.name = "limit",
 		       .short_name = 'l',
 		       .arg = "N",
@@ -101,6 +103,8 @@ struct report {
 	size_t nth, thcap;
 	struct sd_profile *prof;
 	unsigned sections;
+	const struct sd_snapshot **sv; /* the snapshots in time order */
+	struct sd_findings fnd;
 };
 
 enum {
@@ -109,78 +113,11 @@ enum {
 	SEC_TIMELINE = 4,
 	SEC_LOCKS = 8,
 	SEC_STUCK = 16,
-	SEC_ALL = 31,
+	SEC_FINDINGS = 32,
+	SEC_ALL = 63,
 };
 
 /* ---- per-thread facts ---------------------------------------------------- */
-
-/* The timeline letter of a thread: R running, r runnable, S in a syscall
- * (idle), L waiting for a lock, C on a condition variable, D disk, T
- * stopped, Z zombie, x not read, '.' absent. */
-static char state_letter(const struct sd_thread *th)
-{
-	if (th->status != SD_THREAD_OK)
-		return 'x';
-	switch (th->wait.kind) {
-	case SD_WAIT_RUNNING: return 'R';
-	case SD_WAIT_RUNNABLE: return 'r';
-	case SD_WAIT_DISK: return 'D';
-	case SD_WAIT_STOPPED: return 'T';
-	case SD_WAIT_ZOMBIE: return 'Z';
-	case SD_WAIT_CONDVAR:
-	case SD_WAIT_RUST_CONDVAR:
-	case SD_WAIT_IDLE: return 'C';
-	case SD_WAIT_MUTEX:
-	case SD_WAIT_RWLOCK_READ:
-	case SD_WAIT_RWLOCK_WRITE:
-	case SD_WAIT_SEMAPHORE:
-	case SD_WAIT_JOIN:
-	case SD_WAIT_RUST_MUTEX:
-	case SD_WAIT_RUST_RWLOCK:
-	case SD_WAIT_MONITOR:
-	case SD_WAIT_FUTEX: return 'L';
-	case SD_WAIT_SYSCALL:
-	case SD_WAIT_NONE:
-	default: break;
-	}
-	if (th->state == 'R')
-		return th->running ? 'R' : 'r';
-	return 'S';
-}
-
-static const char *state_name(char c)
-{
-	switch (c) {
-	case 'R': return "running";
-	case 'r': return "runnable";
-	case 'S': return "syscall";
-	case 'L': return "lock";
-	case 'C': return "condvar";
-	case 'D': return "disk";
-	case 'T': return "stopped";
-	case 'Z': return "zombie";
-	case 'x': return "unreadable";
-	default: return "absent";
-	}
-}
-
-static const char *state_color(char c)
-{
-	switch (c) {
-	case 'R': return "#2e9e44";
-	case 'r': return "#8fd19e";
-	case 'S': return "#c9d6e3";
-	case 'L': return "#d9453d";
-	case 'C': return "#f0b429";
-	case 'D': return "#7b4fb0";
-	case 'T': return "#333333";
-	case 'Z': return "#8a5a2b";
-	case 'x': return "#f2a0c0";
-	default: return "#ffffff";
-	}
-}
-
-static const char all_letters[] = "RrSLCDTZx";
 
 /* ---- loading ------------------------------------------------------------- */
 
@@ -231,13 +168,17 @@ static struct rthread *thread_row(struct report *r, pid_t pid, pid_t tid, size_t
 static void build(struct report *r)
 {
 	sd_sort(r->v, r->n, sizeof(*r->v), cmp_time);
+	r->sv = sd_xcalloc(r->n + 1, sizeof(*r->sv));
+	for (size_t k = 0; k < r->n; k++)
+		r->sv[k] = r->v[k].s;
+	findings_analyze(r->sv, r->n, &r->fnd);
 	for (size_t k = 0; k < r->n; k++) {
 		struct sd_snapshot *s = r->v[k].s;
 		for (size_t i = 0; i < s->nthreads; i++) {
 			const struct sd_thread *th = &s->threads[i];
 			struct rthread *t = thread_row(r, s->pid, th->tid, k);
 			t->name = th->name;
-			t->states[k] = state_letter(th);
+			t->states[k] = timeline_letter(th);
 			t->hash[k] = snapshot_stack_hash(th);
 		}
 		profile_add_snapshot(r->prof, NULL, s, NULL);
@@ -264,6 +205,8 @@ static void report_release(struct report *r)
 		free(r->th[i].hash);
 	}
 	free(r->th);
+	free(r->sv);
+	findings_release(&r->fnd);
 	profile_free(r->prof);
 }
 
@@ -361,22 +304,34 @@ static int stuck_rank(char c)
 /* The stuck rows (see stuck_row) in the order to show them. */
 static size_t stuck_rows(const struct report *r, const struct rthread ***out);
 
-/* Threads in every snapshot with the same stack each time. */
+/* The first snapshot of T's last run of one stack and state that lasts
+ * to the end of the recording (r->n when T is not in the last snapshot). */
+static size_t stuck_since(const struct report *r, const struct rthread *t)
+{
+	size_t last = r->n - 1;
+	if (!r->n || !t->hash[last] || t->states[last] == '.')
+		return r->n;
+	size_t k = last;
+	while (k > 0 && t->hash[k - 1] == t->hash[last] && t->states[k - 1] == t->states[last])
+		k--;
+	return k;
+}
+
+/* Threads with the same stack and state in at least the last two
+ * snapshots: a deadlock that forms during the recording counts from the
+ * snapshot it formed in. */
 static int stuck_row(const struct report *r, const struct rthread *t)
 {
-	if (r->n < 2 || !t->hash[0])
-		return 0;
-	for (size_t k = 0; k < r->n; k++)
-		if (t->hash[k] != t->hash[0] || t->states[k] == '.')
-			return 0;
-	return 1;
+	return r->n >= 2 && stuck_since(r, t) + 1 < r->n;
 }
 
 static int cmp_stuck(const void *a, const void *b)
 {
 	const struct rthread *x = *(const struct rthread *const *)a;
 	const struct rthread *y = *(const struct rthread *const *)b;
-	int d = stuck_rank(x->states[0]) - stuck_rank(y->states[0]);
+	/* Ranked by the state they are stuck in: the last snapshot's. */
+	int d = stuck_rank(x->states[strlen(x->states) - 1]) -
+		stuck_rank(y->states[strlen(y->states) - 1]);
 	if (d)
 		return d;
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
@@ -528,35 +483,33 @@ static void text_locks(struct report *r, struct strbuf *sb)
 				const char *nm = thread_name_of(r, l->holder[k]);
 				strbuf_addf(sb, "%d \"", (int)l->holder[k]);
 				strbuf_add_escaped(sb, nm ? nm : "");
-				strbuf_addf(sb, "\" from snapshot %zu", k + 1);
+				strbuf_adds(sb, "\"");
 			} else {
-				strbuf_addf(sb, "unknown from snapshot %zu", k + 1);
+				strbuf_adds(sb, "unknown");
 			}
+			char clk[32];
+			findings_clock(clk, sizeof(clk), r->v[k].s->time);
+			strbuf_addf(sb, " from %s (snapshot %zu)", clk, k + 1);
 		}
 		strbuf_adds(sb, "\n");
 	}
-	/* Deadlocks, per snapshot, as lock analysis finds them. */
-	for (size_t k = 0; k < r->n; k++) {
-		const struct sd_snapshot *s = r->v[k].s;
-		struct sd_lockgraph *g = locks_graph(s);
-		for (size_t i = 0; i < g->ndeadlocks; i++) {
-			const struct sd_deadlock *d = &g->deadlocks[i];
-			strbuf_addf(sb, "\n  deadlock in snapshot %zu: ", k + 1);
-			for (size_t e = 0; e < d->n; e++) {
-				const struct sd_thread *th = snapshot_find_thread(s, d->edges[e].tid);
-				strbuf_addf(sb, "%d \"", (int)d->edges[e].tid);
-				strbuf_add_escaped(sb, th ? th->name : "");
-				strbuf_addf(sb, "\" -> %s", locks_kind_name(d->edges[e].kind));
-				if (d->edges[e].symbol) {
-					strbuf_adds(sb, " <");
-					strbuf_add_escaped(sb, d->edges[e].symbol);
-					strbuf_adds(sb, ">");
-				}
-				strbuf_adds(sb, " -> ");
-			}
-			strbuf_addf(sb, "%d\n", (int)d->edges[0].tid);
+	/* Each deadlock once, over the snapshots it was seen in. */
+	for (size_t i = 0; i < r->fnd.n; i++) {
+		const struct sd_finding *x = &r->fnd.v[i];
+		if (x->kind != SD_FINDING_DEADLOCK)
+			continue;
+		strbuf_adds(sb, "\n  ");
+		strbuf_adds(sb, x->title);
+		strbuf_adds(sb, ", ");
+		findings_span(sb, x);
+		strbuf_adds(sb, "\n");
+		for (const char *p = x->detail; p && *p;) {
+			size_t l = strcspn(p, "\n");
+			strbuf_adds(sb, "    ");
+			strbuf_add(sb, p, l);
+			strbuf_adds(sb, "\n");
+			p += l + (p[l] == '\n');
 		}
-		locks_graph_free(g);
 	}
 	locks_free(v, n);
 	strbuf_adds(sb, "\n");
@@ -565,12 +518,14 @@ static void text_locks(struct report *r, struct strbuf *sb)
 static void text_stuck(struct report *r, struct strbuf *sb)
 {
 	if (r->n < 2) {
-		strbuf_adds(sb, "Threads stuck in every snapshot: needs two snapshots or more\n");
+		strbuf_adds(sb, "Threads stuck: needs two snapshots or more\n");
 		return;
 	}
 	const struct rthread **rows;
 	size_t cnt = stuck_rows(r, &rows);
-	strbuf_addf(sb, "Threads with the same stack in all %zu snapshots: %zu (lock waits first)\n",
+	strbuf_addf(sb,
+		    "Threads with the same stack until the last snapshot (of %zu): %zu (lock waits "
+		    "first)\n",
 		    r->n, cnt);
 	for (size_t i = 0; i < cnt; i++) {
 		const struct rthread *t = rows[i];
@@ -581,9 +536,17 @@ static void text_stuck(struct report *r, struct strbuf *sb)
 		ro.no_source = 1;
 		strbuf_adds(sb, "\n  ");
 		format_text_thread_header(sb, r->v[r->n - 1].s, th, &ro);
-		char c = t->states[0];
-		strbuf_addf(sb, "  [%s in every snapshot%s]\n", state_name(c),
-			    c == 'S' || c == 'C' ? ", idle?" : "");
+		char c = t->states[r->n - 1];
+		size_t since = stuck_since(r, t);
+		char clk[32];
+		findings_clock(clk, sizeof(clk), r->v[since].s->time);
+		if (since == 0)
+			strbuf_addf(sb, "  [%s in every snapshot%s]\n", timeline_state_name(c),
+				    c == 'S' || c == 'C' ? ", idle?" : "");
+		else
+			strbuf_addf(sb, "  [%s since %s UTC, snapshots %zu-%zu%s]\n",
+				    timeline_state_name(c), clk, since + 1, r->n,
+				    c == 'S' || c == 'C' ? ", idle?" : "");
 		for (size_t f = 0; f < th->nframes; f++) {
 			strbuf_adds(sb, "      ");
 			frame_label(sb, &th->frames[f]);
@@ -612,6 +575,8 @@ static json_t *report_json(struct report *r)
 		json_array_append_new(snaps, e);
 	}
 	json_object_set_new(o, "snapshots", snaps);
+	if (r->sections & SEC_FINDINGS)
+		json_object_set_new(o, "findings", findings_json(&r->fnd));
 	if (r->sections & SEC_PROFILE)
 		json_object_set_new(o, "profile", format_profile_json(r->prof));
 	if (r->sections & SEC_TIMELINE) {
@@ -624,7 +589,7 @@ static json_t *report_json(struct report *r)
 			json_object_set_new(e, "name", format_json_str(t->name));
 			json_t *sts = json_array();
 			for (size_t k = 0; k < r->n; k++)
-				json_array_append_new(sts, json_string(state_name(t->states[k])));
+				json_array_append_new(sts, json_string(timeline_state_name(t->states[k])));
 			json_object_set_new(e, "states", sts);
 			json_array_append_new(tl, e);
 		}
@@ -679,7 +644,10 @@ static json_t *report_json(struct report *r)
 			json_object_set_new(e, "pid", json_integer(t->pid));
 			json_object_set_new(e, "tid", json_integer(t->tid));
 			json_object_set_new(e, "name", format_json_str(t->name));
-			json_object_set_new(e, "state", json_string(state_name(t->states[0])));
+			json_object_set_new(e, "state",
+					    json_string(timeline_state_name(t->states[r->n - 1])));
+			json_object_set_new(e, "since",
+					    json_integer((json_int_t)stuck_since(r, t) + 1));
 			const struct sd_thread *th = thread_in(r, r->n - 1, t);
 			json_t *fr = json_array();
 			for (size_t f = 0; th && f < th->nframes; f++) {
@@ -699,86 +667,6 @@ static json_t *report_json(struct report *r)
 	return o;
 }
 
-/* ---- SVG ----------------------------------------------------------------- */
-
-static void xml_escaped(struct strbuf *sb, const char *s)
-{
-	struct strbuf e;
-	strbuf_init(&e);
-	strbuf_add_escaped(&e, s ? s : "");
-	for (size_t i = 0; i < e.len; i++) {
-		switch (e.buf[i]) {
-		case '&': strbuf_adds(sb, "&amp;"); break;
-		case '<': strbuf_adds(sb, "&lt;"); break;
-		case '>': strbuf_adds(sb, "&gt;"); break;
-		case '"': strbuf_adds(sb, "&quot;"); break;
-		case '\'': strbuf_adds(sb, "&apos;"); break;
-		default: strbuf_add(sb, &e.buf[i], 1);
-		}
-	}
-	strbuf_release(&e);
-}
-
-static void svg_timeline(struct report *r, struct strbuf *sb)
-{
-	const int label_w = 220, row_h = 16, top = 40, legend_h = 40;
-	double cell = r->n <= 40 ? 20.0 : r->n <= 200 ? 6.0 : 1200.0 / (double)r->n;
-	if (cell < 1.0)
-		cell = 1.0;
-	int width = label_w + (int)ceil(cell * (double)r->n) + 20;
-	if (width < 640)
-		width = 640;
-	int height = top + row_h * (int)r->nth + legend_h + 10;
-	strbuf_addf(sb,
-		    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		    "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-		    "font-family=\"monospace\" font-size=\"11\">\n"
-		    "<title>stackdump: thread states per snapshot</title>\n"
-		    "<rect width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n",
-		    width, height);
-	char t0[64];
-	fmt_time(t0, sizeof(t0), r->v[0].s->time);
-	strbuf_addf(sb,
-		    "<text x=\"8\" y=\"18\" font-size=\"13\">Thread states in %zu snapshots from "
-		    "%s (%.1fs)</text>\n",
-		    r->n, t0, r->v[r->n - 1].s->time - r->v[0].s->time);
-	for (size_t i = 0; i < r->nth; i++) {
-		const struct rthread *t = &r->th[i];
-		int y = top + row_h * (int)i;
-		strbuf_addf(sb, "<text x=\"8\" y=\"%d\">%d ", y + 12, (int)t->tid);
-		xml_escaped(sb, t->name);
-		strbuf_adds(sb, "</text>\n");
-		/* Runs of one state become one rectangle. */
-		for (size_t k = 0; k < r->n;) {
-			size_t e = k;
-			while (e < r->n && t->states[e] == t->states[k])
-				e++;
-			if (t->states[k] != '.') {
-				strbuf_addf(sb,
-					    "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
-					    "fill=\"%s\"><title>",
-					    label_w + cell * (double)k, y + 2, cell * (double)(e - k),
-					    row_h - 3, state_color(t->states[k]));
-				strbuf_addf(sb, "%d ", (int)t->tid);
-				xml_escaped(sb, t->name);
-				strbuf_addf(sb, ": %s in snapshots %zu-%zu</title></rect>\n",
-					    state_name(t->states[k]), k + 1, e);
-			}
-			k = e;
-		}
-	}
-	int ly = top + row_h * (int)r->nth + 20;
-	int lx = 8;
-	for (const char *c = all_letters; *c; c++) {
-		strbuf_addf(sb,
-			    "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\" "
-			    "stroke=\"#888\"/><text x=\"%d\" y=\"%d\">%s</text>\n",
-			    lx, ly, state_color(*c), lx + 16, ly + 10, state_name(*c));
-		lx += 16 + 8 * (int)strlen(state_name(*c)) + 14;
-	}
-	strbuf_adds(sb, "</svg>\n");
-}
-
 /* ---- the command --------------------------------------------------------- */
 
 static int parse_sections(struct cmd_ctx *ctx, const char *v, unsigned *out)
@@ -787,7 +675,7 @@ static int parse_sections(struct cmd_ctx *ctx, const char *v, unsigned *out)
 		const char *name;
 		unsigned bit;
 	} names[] = {{"summary", SEC_SUMMARY},	 {"profile", SEC_PROFILE}, {"timeline", SEC_TIMELINE},
-		     {"locks", SEC_LOCKS},	 {"stuck", SEC_STUCK}};
+		     {"locks", SEC_LOCKS},	 {"stuck", SEC_STUCK},	   {"findings", SEC_FINDINGS}};
 	*out = 0;
 	char *copy = sd_xstrdup(v), *save = NULL;
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -797,8 +685,8 @@ static int parse_sections(struct cmd_ctx *ctx, const char *v, unsigned *out)
 				bit = names[i].bit;
 		if (!bit) {
 			cmd_error(ctx,
-				  "report: unknown section '%s' (summary, profile, timeline, locks, "
-				  "stuck)",
+				  "report: unknown section '%s' (findings, summary, profile, timeline, "
+				  "locks, stuck)",
 				  tok);
 			free(copy);
 			return -1;
@@ -921,6 +809,11 @@ static int report_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		} else if (!strcmp(format, "svg")) {
 			format_profile_svg(&sb, r.prof, &ro);
 		} else {
+			/* What to look at first, then the evidence. */
+			if (r.sections & SEC_FINDINGS) {
+				findings_format_text(&sb, &r.fnd);
+				strbuf_adds(&sb, "\n");
+			}
 			if (r.sections & SEC_SUMMARY)
 				text_summary(&r, &sb);
 			if (r.sections & SEC_PROFILE)
@@ -940,7 +833,7 @@ static int report_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	if ((v = cmd_str(ctx, REP_TIMELINE_SVG))) {
 		struct strbuf svg;
 		strbuf_init(&svg);
-		svg_timeline(&r, &svg);
+		format_timeline_svg(&svg, r.sv, r.n, &r.fnd);
 		if (emit(ctx, v, svg.buf, svg.len) < 0)
 			rc = EXIT_FAIL;
 		strbuf_release(&svg);
@@ -953,14 +846,16 @@ const struct cmd_entry cmd_report_entry = {
 	.name = "report",
 	.alias = NULL,
 	.args_usage = "DIR|FILE...",
-	.summary = "summarize saved snapshots: profile, timeline, locks, stuck threads",
+	.summary = "summarize saved snapshots: findings first, then profile, timeline, locks",
 	.description =
 	    "Reads a recording directory (in the order of its manifest) or snapshot files\n"
 	    "and shows, across all of them: the profile (identical stacks merged, counted over\n"
 	    "threads and snapshots; --view and --format give every view and format of\n"
 	    "'profile'), a timeline of each thread's state per snapshot (--timeline-svg draws\n"
 	    "it), each lock's waiters and holder over time with any deadlock, and the\n"
-	    "threads that had the same stack in every snapshot. Files that cannot be read\n"
+	    "threads that kept the same stack until the last snapshot. Findings come first:\n"
+	    "deadlocks, locks held longest and their holders, threads stuck, CPU hot spots,\n"
+	    "each once, with its wall-clock times (UTC) and snapshots. Files that cannot be read\n"
 	    "are reported and skipped.\n"
 	    "Exit status: 0 ok, 1 some files could not be read, 2 none could, 64 usage error.",
 	.options = report_options,

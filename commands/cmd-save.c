@@ -52,7 +52,7 @@ static int save_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	strbuf_addf(&sb, "\" (%zu threads) to ", s->nthreads);
 	strbuf_add_escaped(&sb, path);
 	strbuf_addf(&sb, " (%llu bytes%s)\n", (unsigned long long)bytes, compress ? ", gzip" : "");
-	cmd_write(ctx, sb.buf, sb.len);
+	cmd_status(ctx, "%s", sb.buf);
 	strbuf_release(&sb);
 	return EXIT_OK;
 }
@@ -65,9 +65,10 @@ const struct cmd_entry cmd_save_entry = {
 	.description =
 	    "Writes the last snapshot taken in the shell (or the loaded one) in the saved\n"
 	    "snapshot format: documented JSON with process metadata, modules with build-ids\n"
-	    "and lock analysis, readable on another machine without the binaries (see\n"
-	    "docs/record.md). The file is written to a temporary name and renamed, so it is\n"
-	    "never left half-written. Exit status: 0 saved, 2 failure, 64 usage error.",
+	    "and lock analysis, readable on another machine without the binaries (see \"The\n"
+	    "saved snapshot format\" in the README). The file is written to a temporary name\n"
+	    "and renamed, so it is never left half-written.\n"
+	    "Exit status: 0 saved, 2 failure, 64 usage error.",
 	.options = save_options,
 	.min_args = 1,
 	.max_args = 1,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // set NAME VALUE: the shell's settings (inline, source, max-frames, format,
-// color), which commands use when their own option is not given. The
+// color, group), which commands use when their own option is not given. The
 // settings table lives here; show prints it.
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +14,8 @@ const struct shell_setting shell_settings[] = {
 	{"max-frames", "default", "frames per thread at most, 0 for no limit (dump --max-frames)"},
 	{"format", NULL, "output format when a command's --format is not given"},
 	{"color", "on off auto", "ANSI colours; auto: on a terminal unless NO_COLOR is set"},
+	{"group", "on off auto", "merge threads with identical stacks in dump (dump --group); "
+				 "auto: at a terminal for more than 64 threads"},
 	{0},
 };
 
@@ -137,6 +139,15 @@ int shell_setting_set(struct cmd_ctx *ctx, const char *name, const char *value)
 		ctx->color = shell_color_wanted(ctx->session);
 		return EXIT_OK;
 	}
+	if (!strcmp(name, "group")) {
+		int b = !strcmp(value, "auto") ? -1 : parse_bool(value);
+		if (b < 0 && strcmp(value, "auto")) {
+			cmd_error(ctx, "set group: expected on, off or auto, not '%s'", value);
+			return EXIT_USAGE;
+		}
+		st->group = b;
+		return EXIT_OK;
+	}
 	cmd_error(ctx, "set: unknown setting '%s' (see 'show')", name);
 	return EXIT_USAGE;
 }
@@ -158,6 +169,9 @@ static void show_one(struct strbuf *sb, const struct cmd_settings *st, const str
 		}
 	} else if (!strcmp(s->name, "format"))
 		snprintf(val, sizeof(val), "%s", st->format ? st->format : "text (default)");
+	else if (!strcmp(s->name, "group"))
+		snprintf(val, sizeof(val), "%s",
+			 st->group < 0 ? "auto" : st->group ? "on" : "off");
 	else
 		snprintf(val, sizeof(val), "%s",
 			 st->color < 0 ? "auto" : st->color ? "on" : "off");
@@ -177,7 +191,7 @@ int shell_setting_show(struct cmd_ctx *ctx, const char *name)
 	}
 	if (!found) {
 		cmd_error(ctx, "show: unknown setting '%s' (one of: inline, source, max-frames, format, "
-			       "color)",
+			       "color, group)",
 			  name);
 		strbuf_release(&sb);
 		return EXIT_USAGE;
@@ -201,12 +215,14 @@ static int set_exec(struct cmd_ctx *ctx, int argc, char **argv)
 const struct cmd_entry cmd_set_entry = {
 	.name = "set",
 	.args_usage = "[NAME VALUE]",
-	.summary = "change a setting of the shell (inline, source, max-frames, format, color)",
+	.summary = "change a setting of the shell (inline, source, max-frames, format, color, group)",
 	.description = "  set inline on|off        show inline frames\n"
 		       "  set source on|off        show file:line\n"
 		       "  set max-frames N|default frames per thread at most (0: no limit)\n"
 		       "  set format NAME|default  output format when --format is not given\n"
 		       "  set color on|off|auto    ANSI colours (auto: on a terminal, no NO_COLOR)\n"
+		       "  set group on|off|auto    dump merges threads with identical stacks\n"
+		       "                           (auto: at a terminal, for more than 64 threads)\n"
 		       "A command's own option wins over the setting. 'set' alone shows them all.",
 	.options = NULL,
 	.min_args = 0,

@@ -127,7 +127,35 @@ static const struct sd_thread *still_waiting(const struct sd_snapshot *last, con
 	return th;
 }
 
-static void wait_text_live(struct strbuf *sb, const struct row *r)
+/* The wait a thread in restart_syscall continues (see
+ * analyze_restarted), with a target for symbols: the shell's when it is
+ * attached to PID, else one made for this look (*OWN, freed by the
+ * caller). */
+static const char *restarted_name(struct cmd_ctx *ctx, pid_t pid, struct sd_target **own,
+				  const struct row *r)
+{
+	struct cmd_session *s = ctx->session;
+	struct sd_target *t = NULL;
+	int i = s ? shell_target_index(s, pid) : -1;
+	if (i >= 0) {
+		t = s->targets[i];
+	} else {
+		if (!*own) {
+			struct sd_error err = {0};
+			*own = target_new(pid, &err);
+		}
+		t = *own;
+	}
+	return t ? analyze_restarted(t, r->ti.pc) : NULL;
+}
+
+/* Nothing in the /proc syscall file without ptrace access: say why '?'. */
+static int yama_present(void)
+{
+	return access("/proc/sys/kernel/yama/ptrace_scope", F_OK) == 0;
+}
+
+static void wait_text_live(struct strbuf *sb, const struct row *r, const char *restarted)
 {
 	const struct sd_taskinfo *ti = &r->ti;
 	switch (ti->state) {
@@ -149,7 +177,9 @@ static void wait_text_live(struct strbuf *sb, const struct row *r)
 		strbuf_adds(sb, "-");
 		return;
 	}
-	const char *name = procfs_syscall_name(ti->syscall_nr);
+	/* restart_syscall is the footprint of a stop (often ours): show the
+	 * wait it continues. */
+	const char *name = restarted ? restarted : procfs_syscall_name(ti->syscall_nr);
 	if (name)
 		strbuf_adds(sb, name);
 	else
@@ -358,7 +388,8 @@ static int threads_live(struct cmd_ctx *ctx, pid_t pid, int json)
 	const struct sd_snapshot *last = ctx->session ? ctx->session->last : NULL;
 	if (last && last->pid != pid)
 		last = NULL;
-	int used_last = 0;
+	int used_last = 0, unknown = 0;
+	struct sd_target *own = NULL;
 
 	json_t *doc = NULL, *arr = NULL;
 	struct cells *c = NULL;
@@ -388,6 +419,10 @@ static int threads_live(struct cmd_ctx *ctx, pid_t pid, int json)
 			const char *sc = r->ti.syscall_known && !r->ti.running && r->ti.syscall_nr >= 0
 					     ? procfs_syscall_name(r->ti.syscall_nr)
 					     : NULL;
+			if (sc && r->ti.syscall_nr == 219) {
+				const char *rs = restarted_name(ctx, pid, &own, r);
+				sc = rs ? rs : sc;
+			}
 			json_object_set_new(o, "syscall", jstr(sc));
 			json_object_set_new(o, "syscall_nr",
 					    r->ti.syscall_known && !r->ti.running
@@ -407,7 +442,11 @@ static int threads_live(struct cmd_ctx *ctx, pid_t pid, int json)
 			format_text_wait(&c[i].wait, last, th);
 			c[i].lock = 1;
 		} else {
-			wait_text_live(&c[i].wait, r);
+			const char *rs = NULL;
+			if (r->ti.syscall_known && !r->ti.running && r->ti.syscall_nr == 219)
+				rs = restarted_name(ctx, pid, &own, r);
+			wait_text_live(&c[i].wait, r, rs);
+			unknown += !r->ti.syscall_known && r->ti.state != 'R';
 		}
 		strbuf_addf(&c[i].cpu, "%.1f", cpu);
 		strbuf_add_escaped(&c[i].wchan, r->ti.wchan);
@@ -426,7 +465,12 @@ static int threads_live(struct cmd_ctx *ctx, pid_t pid, int json)
 		if (used_last)
 			strbuf_addf(&f, "lock waits as of the last snapshot, %.0f s ago",
 				    sd_wall_time() - last->time);
-		print_table(ctx, h.buf, c, n, used_last ? f.buf : NULL);
+		if (unknown)
+			strbuf_addf(&f, "%s? in WAIT: /proc/TID/syscall is readable only with ptrace "
+					"access to the process (run as root or as its owner%s)",
+				    used_last ? "\n" : "",
+				    yama_present() ? "; see kernel.yama.ptrace_scope" : "");
+		print_table(ctx, h.buf, c, n, used_last || unknown ? f.buf : NULL);
 		strbuf_release(&h);
 		strbuf_release(&f);
 		for (size_t i = 0; i < n; i++)
@@ -442,6 +486,7 @@ static int threads_live(struct cmd_ctx *ctx, pid_t pid, int json)
 		free(slot->v);
 	}
 	*slot = now;
+	target_free(own);
 	free(first.v);
 	free(rows);
 	procfs_procinfo_release(&pi);

@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: MIT
 // top: a live view of one process while it is sampled, like py-spy top:
-// each thread's state and what it runs now, and the functions with the
-// most samples (own and total) since the start. Plain ANSI, no curses.
+// each thread's state and what it runs now (busiest first, idle threads
+// folded), and the functions with the most samples (own and total) since
+// the start. Plain ANSI, no curses; keys at a terminal.
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../src/analyze.h"
+#include "../src/locks.h"
 #include "../src/profile.h"
 #include "../src/sampler.h"
 #include "cmd.h"
@@ -20,7 +24,8 @@ enum {
 	TOP_REFRESH,
 	TOP_DURATION,
 	TOP_COUNT,
-	TOP_NO_IDLE,
+	TOP_IDLE,
+	TOP_SORT,
 	TOP_LIMIT
 };
 
@@ -61,7 +66,11 @@ static const struct cmd_option top_options[] = {
 		       .min = 1,
 		       .max = 100000000,
 		       .hint = "a number of screens, at least 1"},
-	[TOP_NO_IDLE] = OPT_FLAG("no-idle", 0, "leave idle threads out of the function list"),
+	[TOP_IDLE] = OPT_FLAG("idle", 0,
+			      "show idle threads and count their samples (key i at a terminal)"),
+	[TOP_SORT] = OPT_CHOICE("sort", 's', "KEY",
+				"order of threads: cpu (default: busiest first), name or tid",
+				"cpu name tid", "cpu"),
 	[TOP_LIMIT] = {.name = "limit",
 		       .short_name = 'l',
 		       .arg = "N",
@@ -80,6 +89,17 @@ struct tthread {
 	const char *now;  /* leaf frame of the latest stack, profile pool */
 	uint64_t samples, on_cpu;
 	int seen;         /* in the latest snapshot */
+	int idle;         /* idle in the latest snapshot (waiting for work) */
+	int rank;         /* of its latest state: lower is busier */
+};
+
+enum top_sort { SORT_CPU, SORT_NAME, SORT_TID };
+
+/* What the keys change. */
+struct topview {
+	enum top_sort sort;
+	int show_idle;
+	int help;
 };
 
 /* Own and total samples of one function. */
@@ -99,14 +119,57 @@ static int cmp_tfunc(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-static int cmp_tthread(const void *a, const void *b)
+static int cmp_tid(const void *a, const void *b)
 {
 	const struct tthread *x = a, *y = b;
 	return (x->tid > y->tid) - (x->tid < y->tid);
 }
 
-/* Functions of P by own samples, into a heap array. */
-static struct tfunc *functions(struct sd_profile *p, size_t *nout)
+static int cmp_name(const void *a, const void *b)
+{
+	const struct tthread *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+	return c ? c : cmp_tid(a, b);
+}
+
+static double oncpu(const struct tthread *x)
+{
+	return x->samples ? (double)x->on_cpu / (double)x->samples : 0.0;
+}
+
+/* Busiest first: share of samples on a CPU, then the latest state (running,
+ * runnable, lock waits, disk, other waits, idle), then TID. */
+static int cmp_activity(const void *a, const void *b)
+{
+	const struct tthread *x = a, *y = b;
+	double cx = oncpu(x), cy = oncpu(y);
+	if (cx != cy)
+		return cx < cy ? 1 : -1;
+	if (x->rank != y->rank)
+		return x->rank - y->rank;
+	return cmp_tid(a, b);
+}
+
+/* The rank of a thread's latest state for the activity order. */
+static int state_rank(const struct sd_thread *x, int idle)
+{
+	if (x->wait.kind == SD_WAIT_RUNNING)
+		return 0;
+	if (x->wait.kind == SD_WAIT_RUNNABLE)
+		return 1;
+	if (idle)
+		return 6;
+	if (x->wait.kind >= SD_WAIT_MUTEX && !locks_is_idle(x->wait.kind))
+		return 2;
+	if (x->wait.kind == SD_WAIT_DISK)
+		return 3;
+	return 4;
+}
+
+/* Functions of P by own samples, into a heap array. IDLE[i] counts the
+ * idle samples of stack i (NULL: count none apart). */
+static struct tfunc *functions(struct sd_profile *p, const uint64_t *idle, size_t nidle,
+			       size_t *nout)
 {
 	size_t cap = 64;
 	while (cap < p->nstacks * 4 + 16)
@@ -115,7 +178,8 @@ static struct tfunc *functions(struct sd_profile *p, size_t *nout)
 	size_t n = 0;
 	for (size_t i = 0; i < p->nstacks; i++) {
 		const struct sd_pstack *st = &p->stacks[i];
-		if (!st->count)
+		uint64_t count = st->count - (idle && i < nidle ? idle[i] : 0);
+		if (!count)
 			continue;
 		for (size_t k = 0; k < st->nframes; k++) {
 			const char *name = st->frames[k].name;
@@ -130,9 +194,9 @@ static struct tfunc *functions(struct sd_profile *p, size_t *nout)
 				n++;
 			}
 			if (k == 0)
-				h[s].own += st->count;
+				h[s].own += count;
 			if (h[s].mark != i) { /* recursion counts once */
-				h[s].total += st->count;
+				h[s].total += count;
 				h[s].mark = i;
 			}
 		}
@@ -148,15 +212,25 @@ static struct tfunc *functions(struct sd_profile *p, size_t *nout)
 	return v;
 }
 
-static void screen(struct strbuf *sb, struct sd_profile *p, const struct sd_target *t,
-		   struct tthread *th, size_t nth, double elapsed, int rows, int limit, int tty)
+/* End a line of the screen: at a terminal, erase what the last screen left
+ * to its right, instead of clearing the screen first (no flicker). */
+static void eol(struct strbuf *sb, int tty)
 {
-	uint64_t total = profile_total(p);
+	strbuf_adds(sb, tty ? "\033[K\n" : "\n");
+}
+
+static void screen(struct strbuf *sb, struct sd_profile *p, const struct sd_target *t,
+		   struct tthread *th, size_t nth, double elapsed, int rows, int limit, int tty,
+		   const struct topview *view, const uint64_t *idle, size_t nidle)
+{
+	uint64_t total = profile_total(p), idle_total = 0;
+	for (size_t i = 0; idle && !view->show_idle && i < nidle; i++)
+		idle_total += idle[i];
+	uint64_t shown_total = total - idle_total;
 	int used = 0;
-	if (tty)
-		strbuf_adds(sb, "\033[H\033[2J");
-	else
-		strbuf_adds(sb, "\n");
+	/* Home, then overwrite: the old screen stays until each line is
+	 * replaced. */
+	strbuf_adds(sb, tty ? "\033[H" : "\n");
 	strbuf_addf(sb, "stackdump top: %d \"", (int)t->pid);
 	strbuf_add_escaped(sb, t->info.comm);
 	strbuf_addf(sb, "\"  %.1f s, %llu samples (%.1f Hz), engine %s, longest pause %.2f ms",
@@ -165,58 +239,96 @@ static void screen(struct strbuf *sb, struct sd_profile *p, const struct sd_targ
 		    (double)p->max_pause_us / 1000.0);
 	if (p->lost_samples)
 		strbuf_addf(sb, ", %llu samples lost", (unsigned long long)p->lost_samples);
-	strbuf_adds(sb, "\n");
-	size_t live = 0, running = 0;
+	eol(sb, tty);
+	size_t live = 0, running = 0, nidle_threads = 0;
 	for (size_t i = 0; i < nth; i++)
 		if (th[i].seen) {
 			live++;
 			running += !strcmp(th[i].state, "running") || !strcmp(th[i].state, "runnable");
+			nidle_threads += th[i].idle && !th[i].on_cpu;
 		}
-	strbuf_addf(sb, "threads: %zu, %zu on a CPU, %zu off; on-CPU share of samples %.1f%%\n\n",
-		    live, running, live - running,
+	strbuf_addf(sb, "threads: %zu, %zu on a CPU, %zu off, %zu idle; on-CPU share of samples "
+			"%.1f%%",
+		    live, running, live - running, nidle_threads,
 		    total ? 100.0 * (double)p->on_cpu / (double)total : 0.0);
+	eol(sb, tty);
+	if (tty && view->help)
+		strbuf_adds(sb, "keys: c sort by CPU, n by name, t by TID; i idle threads "
+				"shown/folded; q quit; h this help");
+	else if (tty)
+		strbuf_addf(sb, "sorted by %s; idle threads %s (i); h for keys, q quits",
+			    view->sort == SORT_CPU ? "activity" : view->sort == SORT_NAME ? "name" : "TID",
+			    view->show_idle ? "shown" : "folded");
+	eol(sb, tty);
 	used += 3;
-	strbuf_addf(sb, "%8s  %-16s %-18s %6s  %s\n", "TID", "NAME", "STATE", "ONCPU", "NOW");
+	strbuf_addf(sb, "%8s  %-16s %-18s %6s  %s", "TID", "NAME", "STATE", "ONCPU", "NOW");
+	eol(sb, tty);
 	used++;
-	int thread_rows = rows > 0 ? rows / 2 - used : (int)nth;
+	int thread_rows = rows > 0 ? rows / 2 - used : (int)nth + 1;
 	if (thread_rows < 3)
 		thread_rows = 3;
 	int shown = 0;
+	size_t folded = 0, hidden = 0;
 	for (size_t i = 0; i < nth; i++) {
 		if (!th[i].seen)
 			continue;
+		/* Idle threads (waiting for work, never on a CPU here) fold
+		 * into one line unless asked for. */
+		if (!view->show_idle && th[i].idle && !th[i].on_cpu) {
+			folded++;
+			continue;
+		}
 		if (shown >= thread_rows) {
-			strbuf_addf(sb, "%8s  ... %zu more threads\n", "", live - (size_t)shown);
-			shown++;
-			break;
+			hidden++;
+			continue;
 		}
 		struct strbuf nm;
 		strbuf_init(&nm);
 		strbuf_add_escaped(&nm, th[i].name);
 		strbuf_addf(sb, "%8d  %-16.16s %-18.18s %5.0f%%  ", (int)th[i].tid, nm.buf ? nm.buf : "",
-			    th[i].state,
-			    th[i].samples ? 100.0 * (double)th[i].on_cpu / (double)th[i].samples : 0.0);
+			    th[i].state, 100.0 * oncpu(&th[i]));
 		strbuf_release(&nm);
 		strbuf_add_escaped(sb, th[i].now ? th[i].now : "-");
-		strbuf_adds(sb, "\n");
+		eol(sb, tty);
+		shown++;
+	}
+	if (hidden) {
+		strbuf_addf(sb, "%8s  ... %zu more threads", "", hidden);
+		eol(sb, tty);
+		shown++;
+	}
+	if (folded) {
+		strbuf_addf(sb, "%8s  ... %zu idle thread%s (waiting for work)%s", "", folded,
+			    folded == 1 ? "" : "s", tty ? ": i shows them" : "");
+		eol(sb, tty);
 		shown++;
 	}
 	used += shown;
 	size_t nf;
-	struct tfunc *fv = functions(p, &nf);
-	strbuf_addf(sb, "\n%6s %6s  %s\n", "%OWN", "%TOTAL", "FUNCTION (all samples since start)");
+	struct tfunc *fv = functions(p, view->show_idle ? NULL : idle, nidle, &nf);
+	eol(sb, tty);
+	strbuf_addf(sb, "%6s %6s  %s", "%OWN", "%TOTAL",
+		    view->show_idle ? "FUNCTION (all samples since start)"
+				    : "FUNCTION (samples since start, idle left out)");
+	eol(sb, tty);
 	used += 2;
 	int frows = limit > 0 ? limit : (rows > 0 ? rows - used - 1 : 20);
 	if (frows < 3)
 		frows = 3;
 	for (size_t i = 0; i < nf && (int)i < frows; i++) {
-		strbuf_addf(sb, "%5.1f%% %5.1f%%  ", total ? 100.0 * (double)fv[i].own / (double)total : 0.0,
-			    total ? 100.0 * (double)fv[i].total / (double)total : 0.0);
+		strbuf_addf(sb, "%5.1f%% %5.1f%%  ",
+			    shown_total ? 100.0 * (double)fv[i].own / (double)shown_total : 0.0,
+			    shown_total ? 100.0 * (double)fv[i].total / (double)shown_total : 0.0);
 		strbuf_add_escaped(sb, fv[i].name);
-		strbuf_adds(sb, "\n");
+		eol(sb, tty);
 	}
-	if (!nf)
-		strbuf_adds(sb, "  (no samples yet)\n");
+	if (!nf) {
+		strbuf_adds(sb, "  (no samples yet)");
+		eol(sb, tty);
+	}
+	/* Whatever the last screen had below this one goes. */
+	if (tty)
+		strbuf_adds(sb, "\033[J");
 	free(fv);
 }
 
@@ -226,6 +338,69 @@ static int terminal_rows(FILE *f)
 	if (ioctl(fileno(f), TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0)
 		return ws.ws_row;
 	return 0;
+}
+
+/* Keys at a terminal: stdin without line buffering or echo while top
+ * runs, restored on every way out. */
+struct keys {
+	int on;
+	struct termios saved;
+};
+
+static void keys_start(struct keys *k, struct cmd_ctx *ctx)
+{
+	k->on = 0;
+	if (!isatty(STDIN_FILENO) || !isatty(fileno(ctx->out)))
+		return;
+	if (tcgetattr(STDIN_FILENO, &k->saved) < 0)
+		return;
+	struct termios raw = k->saved;
+	raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+	raw.c_cc[VMIN] = 0;
+	raw.c_cc[VTIME] = 0;
+	if (tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0)
+		k->on = 1;
+}
+
+static void keys_stop(struct keys *k)
+{
+	if (k->on)
+		tcsetattr(STDIN_FILENO, TCSANOW, &k->saved);
+	k->on = 0;
+}
+
+/* Wait until the monotonic time NEXT (ns), or a key, draining the
+ * sampler's buffers meanwhile. Returns the key, 0 at the deadline, -1 when
+ * interrupted. */
+static int keys_wait(struct keys *k, struct sd_sampler *smp, uint64_t next)
+{
+	for (;;) {
+		uint64_t now = sd_now_ns();
+		if (now >= next)
+			return 0;
+		if (cmd_interrupted)
+			return -1;
+		if (!k->on) {
+			sampler_sleep_until(&smp, 1, next);
+			continue;
+		}
+		struct pollfd pfd = {.fd = STDIN_FILENO, .events = POLLIN};
+		int r = poll(&pfd, 1, 0);
+		if (r < 0 && errno != EINTR)
+			keys_stop(k);
+		if (r > 0) {
+			unsigned char c;
+			ssize_t n = read(STDIN_FILENO, &c, 1);
+			if (n == 1)
+				return c;
+			if (n == 0 || (errno != EINTR && errno != EAGAIN))
+				keys_stop(k); /* end of input or an error: no more keys */
+			continue;
+		}
+		/* A key waits at most this long to be seen. */
+		uint64_t slice = now + 50000000ull;
+		sampler_sleep_until(&smp, 1, slice < next ? slice : next);
+	}
 }
 
 static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
@@ -248,9 +423,18 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	double rate = cmd_real(ctx, TOP_RATE);
 	uint64_t refresh_us = cmd_num(ctx, TOP_REFRESH), duration_us = cmd_num(ctx, TOP_DURATION);
 	long count = (long)cmd_num(ctx, TOP_COUNT), limit = (long)cmd_num(ctx, TOP_LIMIT);
+	struct topview view = {.sort = cmd_is(ctx, TOP_SORT, "name")  ? SORT_NAME
+				       : cmd_is(ctx, TOP_SORT, "tid") ? SORT_TID
+								      : SORT_CPU,
+			       .show_idle = cmd_has(ctx, TOP_IDLE)};
+	uint64_t *idle = NULL;
+	size_t nidle = 0, idlecap = 0;
+	struct keys keys = {0};
 	struct sd_profile_opts po;
 	profile_opts_init(&po);
-	po.no_idle = cmd_has(ctx, TOP_NO_IDLE);
+	/* Idle samples are kept and counted apart: the key i shows them
+	 * without starting over. */
+	po.no_idle = 0;
 	po.no_inline = so.no_inline;
 	po.no_source = so.no_source;
 	p = profile_new(&po);
@@ -279,8 +463,10 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	rc = EXIT_OK;
 	ssize_t *groups = NULL;
 	size_t gcap = 0;
-	if (tty)
-		cmd_print(ctx, "\033[?25l"); /* hide the cursor while drawing */
+	if (tty) /* hide the cursor while drawing; a clean screen to start */
+		cmd_print(ctx, "\033[?25l\033[H\033[2J");
+	keys_start(&keys, ctx);
+	int redraw = 0;
 	/* perf: a tick is each thread's latest sample; wait for the first. */
 	if (sampler_engine(smp) == SD_ENGINE_PERF) {
 		next = start + interval_ns;
@@ -308,8 +494,24 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		}
 		for (size_t i = 0; i < nth; i++)
 			th[i].seen = 0;
+		sd_grow(&idle, &idlecap, p->nstacks + 1, sizeof(*idle));
+		if (nidle < p->nstacks) {
+			memset(idle + nidle, 0, (p->nstacks - nidle) * sizeof(*idle));
+			nidle = p->nstacks;
+		}
 		for (size_t i = 0; i < s->nthreads; i++) {
 			const struct sd_thread *x = &s->threads[i];
+			const struct sd_pstack *pst = groups[i] >= 0 ? &p->stacks[groups[i]] : NULL;
+			int is_idle = profile_thread_idle(x, pst ? pst->frames : NULL,
+							  pst ? pst->nframes : 0);
+			/* A sleeper that holds a lock others wait for is the
+			 * story, not idle. */
+			for (size_t w = 0; is_idle && w < s->nthreads; w++)
+				if (s->threads[w].wait.owner_known &&
+				    s->threads[w].wait.owner == x->tid && w != i)
+					is_idle = 0;
+			if (pst && is_idle)
+				idle[groups[i]]++;
 			size_t k = 0;
 			while (k < nth && th[k].tid != x->tid)
 				k++;
@@ -325,9 +527,15 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			int on = x->wait.kind == SD_WAIT_RUNNING || x->wait.kind == SD_WAIT_RUNNABLE;
 			const char *st = x->wait.kind >= SD_WAIT_MUTEX ? sd_wait_kind_name(x->wait.kind)
 								       : analyze_state_text(x);
+			/* Samples are symbolized in the profile, not in X. */
+			if (x->syscall_nr == 219 && pst && pst->nframes &&
+			    analyze_restart_name(pst->frames[0].function))
+				st = analyze_restart_name(pst->frames[0].function);
 			snprintf(y->state, sizeof(y->state), "%s", st && *st ? st : "sleeping");
 			y->samples++;
 			y->on_cpu += on;
+			y->idle = is_idle;
+			y->rank = state_rank(x, is_idle);
 			y->now = groups[i] >= 0 && p->stacks[groups[i]].nframes
 					 ? p->stacks[groups[i]].frames[0].name
 					 : NULL;
@@ -336,32 +544,54 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		uint64_t now = sd_now_ns();
 		p->duration_us = (now - start) / 1000;
 		int last = end && now >= end;
-		if (now >= next_screen || last) {
-			sd_sort(th, nth, sizeof(*th), cmp_tthread);
+		if (now >= next_screen || last || redraw) {
+			sd_sort(th, nth, sizeof(*th),
+				view.sort == SORT_NAME ? cmp_name
+				: view.sort == SORT_TID ? cmp_tid
+							: cmp_activity);
 			struct strbuf sb;
 			strbuf_init(&sb);
 			screen(&sb, p, t, th, nth, (double)(now - start) / 1e9,
-			       tty ? terminal_rows(ctx->out) : 0, (int)limit, tty);
+			       tty ? terminal_rows(ctx->out) : 0, (int)limit, tty, &view, idle, nidle);
 			cmd_write(ctx, sb.buf, sb.len);
 			fflush(ctx->out);
 			strbuf_release(&sb);
-			screens++;
-			next_screen += refresh_us * 1000;
-			if (next_screen < now)
-				next_screen = now + refresh_us * 1000;
+			if (!redraw) {
+				screens++;
+				next_screen += refresh_us * 1000;
+				if (next_screen < now)
+					next_screen = now + refresh_us * 1000;
+			}
+			redraw = 0;
 		}
 		if (last || (count && screens >= count))
 			break;
 		next += interval_ns;
 		if (next < now)
 			next = now;
-		sampler_sleep_until(&smp, 1, next);
+		int key = keys_wait(&keys, smp, next);
+		if (key == 'q' || key == 'Q')
+			break;
+		/* A key changes the view at once; sampling goes on. */
+		switch (key) {
+		case 'c': view.sort = SORT_CPU; redraw = 1; break;
+		case 'n': view.sort = SORT_NAME; redraw = 1; break;
+		case 't': view.sort = SORT_TID; redraw = 1; break;
+		case 'i': view.show_idle = !view.show_idle; redraw = 1; break;
+		case 'h':
+		case '?': view.help = !view.help; redraw = 1; break;
+		default: break;
+		}
+		if (redraw)
+			next = sd_now_ns();
 	}
+	keys_stop(&keys);
 	if (tty)
 		cmd_print(ctx, "\033[?25h");
 	/* Ctrl-C is how top is meant to end. */
 	cmd_interrupted = 0;
 	free(groups);
+	free(idle);
 	sampler_free(smp);
 	profile_free(p);
 	free(th);
@@ -378,8 +608,12 @@ const struct cmd_entry cmd_top_entry = {
 	    "Samples the process RATE times a second and redraws, every REFRESH, each\n"
 	    "thread's state and the function it is in now, and the functions with the most\n"
 	    "samples since the start: %OWN (the sample was in the function itself) and\n"
-	    "%TOTAL (the function was anywhere on the stack). Ctrl-C quits. On a pipe,\n"
-	    "screens are printed one after another.\n"
+	    "%TOTAL (the function was anywhere on the stack). Threads come busiest first\n"
+	    "(on-CPU share, then state); idle threads (waiting for work in epoll_wait, a\n"
+	    "condvar, sleep...) are folded into one line and left out of the functions\n"
+	    "unless --idle. Keys at a terminal: c, n, t sort by CPU, name, TID; i shows or\n"
+	    "folds idle threads; h lists the keys; q (or Ctrl-C) quits. The screen is\n"
+	    "redrawn in place. On a pipe, screens are printed one after another.\n"
 	    "Exit status: 0 ok, 1 the process exited, 2 failure, 64 usage error.",
 	.options = top_options,
 	.min_args = 0,

@@ -24,7 +24,7 @@ static int use_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	struct strbuf sb;
 	strbuf_init(&sb);
 	shell_target_label(&sb, s->targets[i]);
-	cmd_print(ctx, "current target: %s (target %d)\n", sb.buf, i + 1);
+	cmd_status(ctx, "current target: %s (target %d)\n", sb.buf, i + 1);
 	strbuf_release(&sb);
 	return EXIT_OK;
 }

@@ -141,6 +141,15 @@ void cmd_print(struct cmd_ctx *ctx, const char *fmt, ...)
 	va_end(ap);
 }
 
+void cmd_status(struct cmd_ctx *ctx, const char *fmt, ...)
+{
+	va_list ap;
+	fflush(ctx->out);
+	va_start(ap, fmt);
+	vfprintf(ctx->err, fmt, ap);
+	va_end(ap);
+}
+
 void cmd_error(struct cmd_ctx *ctx, const char *fmt, ...)
 {
 	va_list ap;
@@ -464,6 +473,27 @@ void cmd_help_command(struct strbuf *sb, const struct cmd_entry *e)
 	}
 }
 
+void cmd_help_shell(struct strbuf *sb)
+{
+	strbuf_adds(sb,
+		    "usage: stackdump [shell [PID|NAME]]\n"
+		    "       stackdump -c 'CMD; CMD' [PID|NAME]\n"
+		    "       stackdump < SCRIPT\n\n"
+		    "The interactive shell: attach to processes and look at them with the commands\n"
+		    "below, as often as needed; targets run freely between commands. With PID or\n"
+		    "NAME it attaches first. Commands may be shortened to a unique prefix; 'help\n"
+		    "COMMAND' shows one. Several commands on a line are separated by ';'; '!CMD'\n"
+		    "runs CMD with /bin/sh; '#' starts a comment. Tab completes commands, options,\n"
+		    "PIDs, process names and TIDs; history is kept in\n"
+		    "$XDG_STATE_HOME/stackdump/history. Ctrl-C ends the command running (every\n"
+		    "thread is detached), Ctrl-D or 'quit' leaves. Settings ('set', 'show'):\n"
+		    "inline, source, max-frames, format, color, group. Lines read from a pipe or\n"
+		    "-c run as a script, without prompt or history; the exit status is that of\n"
+		    "the last command. Status lines (attached, detached, saved) go to stderr;\n"
+		    "stdout carries only the output of the commands.\n\n");
+	cmd_help_overview(sb);
+}
+
 void cmd_help_overview(struct strbuf *sb)
 {
 	strbuf_adds(sb, "Commands:\n");
@@ -515,8 +545,9 @@ int cmd_parse(struct cmd_ctx *ctx, const struct cmd_entry *e, int *argcp, char *
 			name[l] = '\0';
 			idx = opt_index(e, name);
 			if (idx < 0) {
-				cmd_error(ctx, "%s: unknown option --%s (see 'stackdump %s --help')",
-					  e->name, name, e->name);
+				cmd_error(ctx, "%s: unknown option --%s (see '%s%s%s')", e->name,
+					  name, ctx->in_shell ? "help " : "stackdump ", e->name,
+					  ctx->in_shell ? "" : " --help");
 				free(pos);
 				return -1;
 			}
@@ -533,8 +564,9 @@ int cmd_parse(struct cmd_ctx *ctx, const struct cmd_entry *e, int *argcp, char *
 				if (e->options[k].short_name == a[1])
 					idx = k;
 			if (idx < 0) {
-				cmd_error(ctx, "%s: unknown option -%c (see 'stackdump %s --help')",
-					  e->name, a[1], e->name);
+				cmd_error(ctx, "%s: unknown option -%c (see '%s%s%s')", e->name, a[1],
+					  ctx->in_shell ? "help " : "stackdump ", e->name,
+					  ctx->in_shell ? "" : " --help");
 				free(pos);
 				return -1;
 			}
@@ -786,6 +818,7 @@ void cmd_session_init(struct cmd_session *s)
 	memset(s, 0, sizeof(*s));
 	s->settings.max_frames = ~0u;
 	s->settings.color = -1;
+	s->settings.group = -1;
 }
 
 void cmd_session_release(struct cmd_session *s)

@@ -138,6 +138,7 @@ struct cmd_settings {
 	unsigned max_frames;
 	const char *format;  /* default format or NULL */
 	int color;           /* -1 auto, 0 off, 1 on */
+	int group;           /* dump grouped: -1 auto, 0 off, 1 on */
 };
 
 /* Targets attached in the shell. */
@@ -231,6 +232,10 @@ void cmd_help_globals(struct strbuf *sb);
 /* Output helpers. */
 void cmd_print(struct cmd_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cmd_error(struct cmd_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A status line ("attached to ...", "wrote ..."): on the error stream, so
+ * that stdout carries only the output asked for, in every mode (-c,
+ * scripts, pipes). */
+void cmd_status(struct cmd_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cmd_write(struct cmd_ctx *ctx, const char *s, size_t n);
 /* Print DOC indented (2 spaces, keys in insertion order) and a newline,
  * then release DOC (NULL: nothing printed). Every --format json goes
@@ -244,6 +249,9 @@ int cmd_json_text(struct strbuf *sb, json_t *doc);
 void cmd_help_command(struct strbuf *sb, const struct cmd_entry *e);
 /* The overview of all commands. */
 void cmd_help_overview(struct strbuf *sb);
+/* Help of the shell itself (`help shell`, `stackdump shell --help`): how
+ * to start it, what a line may hold, keys, then the commands. */
+void cmd_help_shell(struct strbuf *sb);
 
 /* Resolve a PID or a process name (unique) into a PID; prints errors. */
 pid_t cmd_resolve_pid(struct cmd_ctx *ctx, const char *arg);

@@ -118,6 +118,14 @@ int main(int argc, char **argv)
 		} else {
 			rc = repl_run_string(&ctx, argv[2], argc > 3 ? argv[3] : NULL);
 		}
+	} else if (argc >= 3 && !strcmp(argv[1], "shell") &&
+		   (!strcmp(argv[2], "-h") || !strcmp(argv[2], "--help"))) {
+		struct strbuf sb;
+		strbuf_init(&sb);
+		cmd_help_shell(&sb);
+		fputs(sb.buf, stdout);
+		strbuf_release(&sb);
+		rc = EXIT_OK;
 	} else if (argc == 1 || !strcmp(argv[1], "shell")) {
 		rc = repl_main(&ctx, argc > 2 ? argv[2] : NULL);
 	} else {

@@ -62,7 +62,7 @@ _stackdump()
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "-h --help -V --version -c --completion --tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --format --verbose" -- "$cur"))
+			COMPREPLY=($(compgen -W "-h --help -V --version -c --completion --tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --format --verbose --group --no-group" -- "$cur"))
 		else
 			_stackdump_commands
 			_stackdump_pids "$cur"
@@ -138,7 +138,7 @@ _stackdump()
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --rate --interval --duration --count --pid-of --engine --perf-buffer --on-cpu --off-cpu --no-idle --group-threads --by-address --locks --format --output --limit --min-percent --title --quiet --verbose --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --rate --interval --duration --count --pid-of --engine --perf-buffer --on-cpu --off-cpu --no-idle --idle --group-threads --by-address --locks --format --output --limit --min-percent --title --quiet --verbose --help" -- "$cur"))
 		else
 			_stackdump_pids "$cur"
 		fi
@@ -219,11 +219,14 @@ _stackdump()
 		-e|--engine)
 			COMPREPLY=($(compgen -W "auto perf ptrace" -- "$cur"))
 			return ;;
+		-s|--sort)
+			COMPREPLY=($(compgen -W "cpu name tid" -- "$cur"))
+			return ;;
 		-t|--tid|-n|--name|--max-frames|--stack-bytes|--timeout|-r|--rate|--refresh|-d|--duration|-c|--count|-l|--limit)
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --rate --engine --refresh --duration --count --no-idle --limit --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --rate --engine --refresh --duration --count --idle --sort --limit --help" -- "$cur"))
 		else
 			_stackdump_pids "$cur"
 		fi
@@ -237,7 +240,7 @@ _stackdump()
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --format --verbose --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --format --verbose --group --no-group --help" -- "$cur"))
 		else
 			_stackdump_pids "$cur"
 		fi

@@ -9,6 +9,8 @@
 
 #include "locks.h"
 #include "procfs.h"
+#include "symbols.h"
+#include "target.h"
 
 #define NR_FUTEX 202
 #define NR_RESTART 219
@@ -142,6 +144,28 @@ void analyze_snapshot(struct sd_target *t, struct sd_snapshot *s)
 	free(inferred);
 }
 
+const char *analyze_restart_name(const char *function)
+{
+	/* restart_syscall hides the interrupted wait; the libc wrapper it
+	 * sits in names it (exported names need no debug info). Our own
+	 * stop is what interrupted it, so it is shown as the wait it
+	 * continues: a snapshot must not change the state it reports (nor
+	 * split one state in two in a profile). */
+	static const struct {
+		const char *needle, *text;
+	} restarted[] = {
+		{"nanosleep", "clock_nanosleep"},
+		{"epoll", "epoll_wait"},
+		{"poll", "poll"},
+		{"select", "pselect6"},
+		{"futex", "futex"},
+	};
+	for (size_t i = 0; function && i < sizeof(restarted) / sizeof(restarted[0]); i++)
+		if (strstr(function, restarted[i].needle))
+			return restarted[i].text;
+	return NULL;
+}
+
 const char *analyze_state_text(const struct sd_thread *th)
 {
 	switch (th->wait.kind) {
@@ -154,25 +178,40 @@ const char *analyze_state_text(const struct sd_thread *th)
 	case SD_WAIT_NONE: return "";
 	default: break;
 	}
-	if (th->syscall_nr == NR_RESTART && th->nframes && th->frames[0].function) {
-		/* restart_syscall hides the interrupted wait; the libc wrapper
-		 * it sits in names it (exported names need no debug info). */
-		static const struct {
-			const char *needle, *text;
-		} restarted[] = {
-			{"nanosleep", "clock_nanosleep (restarted)"},
-			{"epoll", "epoll_wait (restarted)"},
-			{"poll", "poll (restarted)"},
-			{"select", "pselect6 (restarted)"},
-			{"futex", "futex (restarted)"},
-		};
-		for (size_t i = 0; i < sizeof(restarted) / sizeof(restarted[0]); i++)
-			if (strstr(th->frames[0].function, restarted[i].needle))
-				return restarted[i].text;
+	if (th->syscall_nr == NR_RESTART && th->nframes) {
+		const char *r = analyze_restart_name(th->frames[0].function);
+		if (r)
+			return r;
 	}
 	if (th->syscall_nr >= 0) {
 		const char *n = procfs_syscall_name(th->syscall_nr);
 		return n ? n : "syscall";
 	}
 	return "";
+}
+
+const char *analyze_restarted(struct sd_target *t, uint64_t pc)
+{
+	if (!t || !t->sym || !pc)
+		return NULL;
+	/* A target that took no snapshot yet has not read its maps. */
+	if (!t->maps.n && target_refresh(t, NULL) < 0)
+		return NULL;
+	/* One frame at the wrapper's return address, symbolized like any
+	 * stack, then named by the same rule as a snapshot's threads. */
+	struct sd_snapshot *s = snapshot_new(t->pid);
+	struct sd_thread *th = snapshot_add_thread(s, t->pid);
+	struct sd_frame *f = snapshot_add_frame(th);
+	f->pc = pc;
+	f->flags = SD_FRAME_EXACT;
+	symbols_sync(t->sym);
+	symbols_thread(t->sym, s, th, 1, 1);
+	th->syscall_nr = NR_RESTART;
+	th->wait.kind = SD_WAIT_SYSCALL;
+	const char *text = analyze_state_text(th);
+	/* Only the static names of the table; anything else says nothing. */
+	const char *plain = procfs_syscall_name(NR_RESTART);
+	const char *r = text && *text && (!plain || strcmp(text, plain)) ? text : NULL;
+	snapshot_free(s);
+	return r;
 }

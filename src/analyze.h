@@ -21,4 +21,17 @@ int analyze_in_syscall(const struct sd_thread *th);
  * "running", "waiting for mutex". Static or pool storage. */
 const char *analyze_state_text(const struct sd_thread *th);
 
+/* The wait a restart_syscall continues, named from FUNCTION, the libc
+ * wrapper on top of the thread's stack ("clock_nanosleep" for
+ * __GI___clock_nanosleep); NULL when FUNCTION is NULL or none of
+ * nanosleep, epoll, poll, select, futex. Static storage. */
+const char *analyze_restart_name(const char *function);
+
+/* A thread that /proc shows in restart_syscall (219) continues a wait
+ * that a stop interrupted (ours, or a signal's): the name of that wait
+ * ("clock_nanosleep", "epoll_wait", "poll", "pselect6", "futex"), from
+ * the libc wrapper at its user PC (symbolized with T's symbols); NULL when
+ * the wrapper is not one of those. Static storage. */
+const char *analyze_restarted(struct sd_target *t, uint64_t pc);
+
 #endif

@@ -198,6 +198,29 @@ static const char svg_script[] =
     " matchedt.textContent='Matched: '+(tot?(100*m/tot).toFixed(1):'0')+'%';}\n"
     "window.addEventListener('load',init);\n";
 
+/* "Flame graph: orderd (PID 4242), 10.0 s, on- and off-CPU, idle hidden":
+ * what was sampled, for how long and what the graph leaves out. */
+static void default_title(struct strbuf *t, const struct sd_profile *p, int diff)
+{
+	strbuf_adds(t, diff ? "Differential flame graph" : "Flame graph");
+	for (size_t i = 0; i < p->nprocs && i < 3; i++) {
+		strbuf_adds(t, i ? ", " : ": ");
+		strbuf_add_escaped(t, p->procs[i].comm ? p->procs[i].comm : "?");
+		strbuf_addf(t, " (PID %d)", (int)p->procs[i].pid);
+	}
+	if (p->nprocs > 3)
+		strbuf_addf(t, " and %zu more", p->nprocs - 3);
+	if (diff)
+		return;
+	if (p->duration_us)
+		strbuf_addf(t, ", %.1f s", (double)p->duration_us / 1e6);
+	strbuf_adds(t, p->opts.cpu == SD_CPU_ON	   ? ", on-CPU only"
+		       : p->opts.cpu == SD_CPU_OFF ? ", off-CPU only"
+						   : ", on- and off-CPU");
+	if (p->opts.no_idle)
+		strbuf_adds(t, ", idle hidden");
+}
+
 void format_profile_svg(struct strbuf *out, struct sd_profile *p, const struct sd_prender *o)
 {
 	struct sd_flame *root = profile_flame(p);
@@ -208,8 +231,10 @@ void format_profile_svg(struct strbuf *out, struct sd_profile *p, const struct s
 	int depth = root->value ? max_depth(root, c.scale, 0) + 1 : 1;
 	c.height = PAD_TOP + depth * FRAME_H + PAD_BOTTOM;
 	c.maxdelta = c.diff ? max_delta(root) : 0;
-	const char *title = o && o->title ? o->title : (c.diff ? "Differential flame graph"
-								: "Flame graph");
+	struct strbuf deftitle;
+	strbuf_init(&deftitle);
+	default_title(&deftitle, p, c.diff);
+	const char *title = o && o->title ? o->title : deftitle.buf;
 	strbuf_adds(out, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n");
 	strbuf_addf(out,
 		    "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
@@ -257,5 +282,6 @@ void format_profile_svg(struct strbuf *out, struct sd_profile *p, const struct s
 		strbuf_addf(out, "<text x=\"%.0f\" y=\"%d\">no samples</text>\n", PAD_X,
 			    PAD_TOP + 12);
 	strbuf_adds(out, "</svg>\n");
+	strbuf_release(&deftitle);
 	profile_flame_free(root);
 }

@@ -6,13 +6,16 @@
 
 #include "analyze.h"
 #include "format.h"
+#include "group.h"
 #include "locks.h"
 
 #define C_RESET "\033[0m"
 #define C_BOLD "\033[1m"
 #define C_DIM "\033[2m"
-#define C_FUNC "\033[33m"
+#define C_OWN "\033[1;33m"  /* a function of the program itself */
 #define C_WARN "\033[31m"
+#define C_LOCK "\033[1;31m" /* waiting for a lock someone holds */
+#define C_IDLE "\033[36m"   /* waiting for work (condvar) */
 
 static const char *col(const struct sd_render_opts *o, const char *c)
 {
@@ -39,7 +42,11 @@ void format_text_frame(struct strbuf *out, size_t idx, const struct sd_frame *f,
 	strbuf_addf(out, "  #%-3zu 0x%016" PRIx64 " ", idx, f->pc);
 	if (f->flags & SD_FRAME_INLINED)
 		strbuf_adds(out, "[inlined] ");
-	strbuf_adds(out, col(o, C_FUNC));
+	/* The program's own frames stand out from the libraries' ones: that
+	 * is where a reader starts. */
+	int own = o && o->main_module && f->module && !strcmp(f->module, o->main_module);
+	if (own)
+		strbuf_adds(out, col(o, C_OWN));
 	if (f->function) {
 		strbuf_add_escaped(out, f->function);
 		if (!(f->flags & SD_FRAME_DEBUGINFO) && f->symoff)
@@ -77,6 +84,11 @@ void format_text_wait(struct strbuf *out, const struct sd_snapshot *s, const str
 	const struct sd_wait *w = &th->wait;
 	int owned = w->owner_known && w->owner > 0;
 	const struct sd_thread *o = owned ? snapshot_find_thread(s, w->owner) : NULL;
+	const char *oname = o ? o->name : NULL;
+	/* A holder outside a --name/--tid selection is still named. */
+	for (size_t i = 0; owned && !o && i < s->noutside; i++)
+		if (s->outside[i].tid == w->owner)
+			oname = s->outside[i].name;
 	if (w->kind == SD_WAIT_JOIN && owned) {
 		/* The address of a join wait is the joined thread's tid
 		 * field: the thread says more. */
@@ -95,9 +107,9 @@ void format_text_wait(struct strbuf *out, const struct sd_snapshot *s, const str
 		if (owned)
 			strbuf_addf(out, " held by %d", (int)w->owner);
 	}
-	if (o && o->name) {
+	if (oname) {
 		strbuf_adds(out, " \"");
-		strbuf_add_escaped(out, o->name);
+		strbuf_add_escaped(out, oname);
 		strbuf_adds(out, "\"");
 	}
 	if (w->note) {
@@ -144,12 +156,24 @@ static int is_lock_wait(enum sd_wait_kind k)
 	return k >= SD_WAIT_MUTEX && k <= SD_WAIT_FUTEX;
 }
 
+/* The part of a thread header after the name: state letter, then what
+ * the thread does or waits for. */
+static void thread_state(struct strbuf *out, const struct sd_snapshot *s,
+			 const struct sd_thread *th, const struct sd_render_opts *o);
+
 void format_text_thread_header(struct strbuf *out, const struct sd_snapshot *s,
 			       const struct sd_thread *th, const struct sd_render_opts *o)
 {
 	strbuf_addf(out, "%sThread %d \"", col(o, C_BOLD), (int)th->tid);
 	strbuf_add_escaped(out, th->name ? th->name : "");
-	strbuf_addf(out, "\"%s %c", col(o, C_RESET), th->state ? th->state : '?');
+	strbuf_addf(out, "\"%s", col(o, C_RESET));
+	thread_state(out, s, th, o);
+}
+
+static void thread_state(struct strbuf *out, const struct sd_snapshot *s,
+			 const struct sd_thread *th, const struct sd_render_opts *o)
+{
+	strbuf_addf(out, " %c", th->state ? th->state : '?');
 	if (th->status != SD_THREAD_OK) {
 		strbuf_addf(out, " %s", col(o, C_WARN));
 		strbuf_add_escaped(out, th->error ? th->error : "unreadable");
@@ -158,8 +182,10 @@ void format_text_thread_header(struct strbuf *out, const struct sd_snapshot *s,
 	}
 	int plain = th->wait.kind == SD_WAIT_FUTEX || th->wait.kind == SD_WAIT_IDLE;
 	if (is_lock_wait(th->wait.kind) && !plain) {
-		strbuf_adds(out, " waiting for ");
+		strbuf_addf(out, " %swaiting for ",
+			    col(o, locks_is_idle(th->wait.kind) ? C_IDLE : C_LOCK));
 		format_text_wait(out, s, th);
+		strbuf_adds(out, col(o, C_RESET));
 	} else {
 		const char *st = analyze_state_text(th);
 		if (*st)
@@ -178,13 +204,23 @@ void format_text_thread_header(struct strbuf *out, const struct sd_snapshot *s,
 		strbuf_addf(out, " [paused %.2f ms]", (double)th->pause_us / 1000.0);
 }
 
-void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
-			  const struct sd_render_opts *o)
+/* The process line; NGROUPS > 0 adds the number of distinct stacks. */
+static void process_header(struct strbuf *out, const struct sd_snapshot *s,
+			   const struct sd_render_opts *o, size_t ngroups)
 {
 	strbuf_addf(out, "%sPID %d (", col(o, C_BOLD), (int)s->pid);
 	strbuf_add_escaped(out, s->comm ? s->comm : "?");
-	strbuf_addf(out, ")%s %zu thread%s, paused %.2f ms%s", col(o, C_RESET), s->nthreads,
-		    s->nthreads == 1 ? "" : "s", (double)s->pause_us / 1000.0,
+	strbuf_addf(out, ")%s %zu", col(o, C_RESET), s->nthreads);
+	/* A selection says what it was taken from: "60 of 201 threads". */
+	if (s->threads_total > s->nthreads)
+		strbuf_addf(out, " of %zu", s->threads_total);
+	strbuf_addf(out, " thread%s", (s->threads_total > s->nthreads ? s->threads_total
+								   : s->nthreads) == 1
+					  ? ""
+					  : "s");
+	if (ngroups)
+		strbuf_addf(out, ", %zu distinct stack%s", ngroups, ngroups == 1 ? "" : "s");
+	strbuf_addf(out, ", paused %.2f ms%s", (double)s->pause_us / 1000.0,
 		    s->per_thread ? " (per thread)" : "");
 	if (s->state == 'T' || s->state == 't')
 		strbuf_adds(out, ", process is stopped (left stopped)");
@@ -212,6 +248,31 @@ void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
 			    (double)s->capture_us / 1000.0, (double)s->stack_bytes / 1024.0,
 			    (double)s->unwind_us / 1000.0, (double)s->symbolize_us / 1000.0,
 			    (double)s->infer_us / 1000.0);
+}
+
+/* O with the program's module named, for the colour of its frames. */
+static struct sd_render_opts with_main(const struct sd_snapshot *s, const struct sd_render_opts *o)
+{
+	struct sd_render_opts r = {0};
+	if (o)
+		r = *o;
+	if (!r.main_module && s->exe) {
+		const char *b = strrchr(s->exe, '/');
+		r.main_module = b ? b + 1 : s->exe;
+	}
+	return r;
+}
+
+void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
+			  const struct sd_render_opts *o0)
+{
+	struct sd_render_opts ro = with_main(s, o0);
+	const struct sd_render_opts *o = &ro;
+	if (o->group) {
+		format_text_grouped(out, s, o);
+		return;
+	}
+	process_header(out, s, o, 0);
 	for (size_t i = 0; i < s->nthreads; i++) {
 		const struct sd_thread *th = &s->threads[i];
 		format_text_thread_header(out, s, th, o);
@@ -227,4 +288,44 @@ void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
 		if (i + 1 < s->nthreads)
 			strbuf_adds(out, "\n");
 	}
+}
+
+/* Names and TIDs of a group are cut after this many bytes: the header of
+ * a 1,000-thread pool stays one line. */
+#define GROUP_LIST_MAX 72
+
+void format_text_grouped(struct strbuf *out, const struct sd_snapshot *s,
+			 const struct sd_render_opts *o0)
+{
+	struct sd_render_opts ro = with_main(s, o0);
+	const struct sd_render_opts *o = &ro;
+	struct sd_grouping g;
+	group_snapshot(s, &g);
+	process_header(out, s, o, g.n);
+	for (size_t k = 0; k < g.n; k++) {
+		const struct sd_group *gr = &g.v[k];
+		const struct sd_thread *th = &s->threads[gr->idx[0]];
+		if (gr->n == 1) {
+			format_text_thread_header(out, s, th, o);
+		} else {
+			strbuf_addf(out, "%s%zu threads \"", col(o, C_BOLD), gr->n);
+			group_names(out, s, gr, GROUP_LIST_MAX);
+			strbuf_addf(out, "\"%s", col(o, C_RESET));
+			thread_state(out, s, th, o);
+			strbuf_adds(out, "\n  TIDs ");
+			group_tids(out, s, gr, GROUP_LIST_MAX);
+		}
+		strbuf_adds(out, "\n");
+		for (size_t f = 0; f < th->nframes; f++) {
+			format_text_frame(out, f, &th->frames[f], o);
+			format_text_holds(out, th, (long)f, o);
+		}
+		format_text_holds(out, th, -1, o);
+		if (th->unwind_stop && th->status == SD_THREAD_OK)
+			strbuf_addf(out, "  %s-- unwinding stopped: %s%s\n", col(o, C_WARN),
+				    th->unwind_stop, col(o, C_RESET));
+		if (k + 1 < g.n)
+			strbuf_adds(out, "\n");
+	}
+	group_release(&g);
 }

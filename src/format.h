@@ -13,11 +13,20 @@ struct sd_render_opts {
 	int no_source;   /* omit file:line */
 	int color;       /* ANSI colours */
 	int verbose;     /* timings, per-thread pause, build-ids */
+	int group;       /* threads with identical stacks shown once */
+	const char *main_module; /* with color: frames of this module (the
+				  * program) stand out; NULL: the snapshot's
+				  * executable */
 };
 
 /* Append the text rendering of S to OUT. */
 void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
 			  const struct sd_render_opts *o);
+/* Append S to OUT with threads of identical stacks merged (group.h): the
+ * process line counts the distinct stacks, each group shows its thread
+ * count, compressed names and TIDs, then the stack once. */
+void format_text_grouped(struct strbuf *out, const struct sd_snapshot *s,
+			 const struct sd_render_opts *o);
 /* The thread header line ("Thread 12 "name" S futex ...") without newline. */
 void format_text_thread_header(struct strbuf *out, const struct sd_snapshot *s,
 			       const struct sd_thread *th, const struct sd_render_opts *o);

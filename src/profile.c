@@ -688,7 +688,12 @@ static const char *state_of(struct sd_profile *p, const struct sd_thread *th,
 		return strpool_intern(p->pool, plain_name(st->frames[0].function));
 	if (th->wait.kind >= SD_WAIT_MUTEX && th->wait.kind < SD_WAIT__COUNT)
 		return strpool_intern(p->pool, sd_wait_kind_name(th->wait.kind));
-	const char *t = analyze_state_text(th);
+	/* Frames are symbolized here, not in TH: name a restart from them. */
+	const char *t = th->syscall_nr == 219 && st->nframes
+				? analyze_restart_name(st->frames[0].function)
+				: NULL;
+	if (!t)
+		t = analyze_state_text(th);
 	return strpool_intern(p->pool, t && *t ? t : "sleeping");
 }
 

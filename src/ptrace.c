@@ -128,11 +128,20 @@ int ptrace_explain_seize(pid_t pid, int e, struct sd_error *err)
 			}
 			procfs_procinfo_release(&pi);
 		}
+		/* The Yama hint only where Yama is: elsewhere it sends the
+		 * user after a setting that does not exist. */
+		char *scope = NULL, hint[96] = "";
+		if (sd_read_file("/proc/sys/kernel/yama/ptrace_scope", &scope, 32) >= 0) {
+			long v = strtol(scope, NULL, 10);
+			if (v > 0)
+				snprintf(hint, sizeof(hint),
+					 "; kernel.yama.ptrace_scope is %ld, 0 lets owners trace", v);
+			free(scope);
+		}
 		return sd_error_set(err, EPERM,
 				    "cannot attach to %d: operation not permitted (run as root or "
-				    "the process owner with CAP_SYS_PTRACE; check "
-				    "kernel.yama.ptrace_scope)",
-				    (int)pid);
+				    "the process owner with CAP_SYS_PTRACE%s)",
+				    (int)pid, hint);
 	}
 	return sd_error_set(err, e, "cannot attach to %d: %s", (int)pid, strerror(e));
 }

@@ -30,6 +30,7 @@ void snapshot_free(struct sd_snapshot *s)
 	for (size_t i = 0; i < s->nthreads; i++)
 		thread_release(&s->threads[i]);
 	free(s->threads);
+	free(s->outside);
 	free(s->modules);
 	strpool_free(s->pool);
 	if (s->arena)

@@ -208,6 +208,14 @@ struct sd_snapshot {
 	struct sd_module *modules;
 	size_t nmodules, modcap;
 	int partial;          /* some thread could not be read */
+	size_t threads_total; /* threads of the process when only some were
+			       * selected (--tid, --name), else 0 */
+	struct sd_tname_ref {
+		pid_t tid;
+		const char *name; /* pool string */
+	} *outside;           /* names of threads outside the selection that
+			       * the snapshot refers to (lock owners) */
+	size_t noutside;
 	struct strpool *pool; /* owns every string above */
 	void *arena;          /* prefaulted memory for stack copies, or NULL */
 	size_t arena_size, arena_used;

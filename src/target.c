@@ -379,6 +379,40 @@ static int thread_wanted(pid_t tid, void *arg)
 	return 1;
 }
 
+static struct sd_thread *find_thread(struct sd_snapshot *s, pid_t tid)
+{
+	for (size_t i = 0; i < s->nthreads; i++)
+		if (s->threads[i].tid == tid)
+			return &s->threads[i];
+	return NULL;
+}
+
+/* After a --tid/--name selection: the names of lock owners that were not
+ * selected, so that "held by 1547" can say who 1547 is. */
+static void name_outside(struct sd_snapshot *s)
+{
+	size_t cap = 0;
+	for (size_t i = 0; i < s->nthreads; i++) {
+		const struct sd_wait *w = &s->threads[i].wait;
+		if (!w->owner_known || w->owner <= 0 || find_thread(s, w->owner))
+			continue;
+		int known = 0;
+		for (size_t k = 0; k < s->noutside && !known; k++)
+			known = s->outside[k].tid == w->owner;
+		if (known)
+			continue;
+		char path[96], *text;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)s->pid, (int)w->owner);
+		if (sd_read_file(path, &text, 256) < 0)
+			continue; /* not a thread of this process, or gone */
+		text[strcspn(text, "\n")] = '\0';
+		sd_grow(&s->outside, &cap, s->noutside + 1, sizeof(*s->outside));
+		s->outside[s->noutside].tid = w->owner;
+		s->outside[s->noutside++].name = strpool_intern(s->pool, text);
+		free(text);
+	}
+}
+
 static int cmp_tname(const void *a, const void *b)
 {
 	pid_t x = ((const struct sd_tname *)a)->tid, y = ((const struct sd_tname *)b)->tid;
@@ -1308,6 +1342,8 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 			plan_thread(&cx, s->nthreads - 1);
 	}
 	cx.nsorted = s->nthreads;
+	if (o->tids || o->name_glob)
+		s->threads_total = ntids;
 	if (!s->nthreads && (o->tids || o->name_glob)) {
 		sd_error_set(err, ENOENT, "no thread of %d matches the selection", (int)t->pid);
 		goto fail;
@@ -1561,6 +1597,8 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 	cx.taskdir = -1;
 	free(cx.p);
 	cx.p = NULL;
+	if (s->threads_total)
+		name_outside(s);
 	add_modules(s, t);
 	t->last_stack_bytes = s->stack_bytes;
 	if (!o->keep_capture) {

@@ -67,7 +67,7 @@ def check_pool(doc, nsleep, nspin, depth=20):
 
 def test_pool_sleepers_read_without_stopping():
     # Without frame pointers every unwind completes from SP and PC alone.
-    with start("fx-pool-nofp", 100, 2, parked=100) as fx:
+    with start("fx-idlepool-nofp", 100, 2, parked=100) as fx:
         before = fx.threads()
         doc = dump_json(fx.pid)
         tm = check_pool(doc, 100, 2)
@@ -85,7 +85,7 @@ def test_frame_pointer_unwind_stops_once_for_registers():
     # With frame pointers, pool_chain's CFA is rbp-based and the libc
     # syscall wrapper saves no rbp: /proc's SP and PC are not enough, each
     # sleeper is stopped once, and its unwind is complete.
-    with start("fx-pool", 20, 1, parked=20) as fx:
+    with start("fx-idlepool", 20, 1, parked=20) as fx:
         doc = dump_json(fx.pid, "-v")
         tm = check_pool(doc, 20, 1)
         ok(tm["regstops"] >= 20, "timings: %r" % tm)
@@ -98,13 +98,13 @@ def test_frame_pointer_unwind_stops_once_for_registers():
 def test_context_switch_counts_without_schedstat():
     # What a kernel without schedstat gets: the proof from the context
     # switch counts, the same stacks.
-    with start("fx-pool-nofp", 30, 1, parked=30) as fx:
+    with start("fx-idlepool-nofp", 30, 1, parked=30) as fx:
         doc = dump_json(fx.pid, env={"STACKDUMP_CAPTURE": "ctxsw"})
         check_pool(doc, 30, 1)
 
 
 def test_all_frozen_mode_is_available():
-    with start("fx-pool-nofp", 10, 1, parked=10) as fx:
+    with start("fx-idlepool-nofp", 10, 1, parked=10) as fx:
         doc = dump_json(fx.pid, env=FROZEN)
         tm = doc["timings"]
         eq(tm["frozen"], 12, "timings: %r" % tm)
@@ -144,7 +144,7 @@ def test_profile_reuses_and_stays_true():
     # Each sleeper counted at every tick; most of them reused, not read;
     # the spinners' split as in the all-frozen mode within sampling noise.
     nsleep, nspin, n = 60, 2, 30
-    with start("fx-pool-nofp", nsleep, nspin, parked=nsleep) as fx:
+    with start("fx-idlepool-nofp", nsleep, nspin, parked=nsleep) as fx:
         auto, err = profile(fx.pid, n)
         sdtest.contains(err, "%d samples" % n)
         m = re.search(r"threads per snapshot: ([\d.]+) frozen, ([\d.]+) read without "
@@ -167,7 +167,7 @@ def test_saturated_host():
     # samples loses a thread, nothing is left stopped.
     ncpu = os.cpu_count() or 2
     nspin = min(64, 3 * ncpu)
-    with start("fx-pool-nofp", 20, nspin, parked=20) as fx:
+    with start("fx-idlepool-nofp", 20, nspin, parked=20) as fx:
         # A runnable thread that misses the stop budget is waited for
         # alone, up to --timeout: generous, for a loaded CI machine.
         doc = dump_json(fx.pid, "--timeout", "60s")

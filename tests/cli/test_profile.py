@@ -166,7 +166,7 @@ def test_svg_well_formed():
     with start("fx-hot") as fx, tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "p.svg")
         r = sdtest.run("profile", fx.pid, "-c", "10", "-r", "50", "-f", "svg", "-o", path,
-                       "--title", "hot <&> test")
+                       "--title", "hot <&> test", "--idle")
         eq(r.rc, 0, r.err)
         contains(r.err, "wrote %s" % path)
         root = ET.parse(path).getroot()
@@ -202,7 +202,8 @@ def test_svg_script_behaviour():
         return
     with start("fx-hot") as fx, tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "p.svg")
-        r = sdtest.run("profile", fx.pid, "-c", "10", "-r", "50", "-f", "svg", "-o", path)
+        r = sdtest.run("profile", fx.pid, "-c", "10", "-r", "50", "-f", "svg", "-o", path,
+                       "--idle")
         eq(r.rc, 0, r.err)
         p = subprocess.run([node, os.path.join(sdtest.HERE, "flamegraph_dom.js"), path,
                             "hot_a_main", "^hot_a"], capture_output=True, text=True,
@@ -490,9 +491,19 @@ def test_top_command():
     for name in ("hot-a-1", "hot-a-2", "hot-a-3", "hot-b"):
         sdtest.matches(r.out, r"^\s+\d+\s+%s\s+(running|runnable)\s+100%%\s+hot_%s$" % (
             name, name[4]))
+    # main idles in pause(): folded, and its samples left out of the
+    # functions by default; --idle counts them.
+    contains(r.out, "... 1 idle thread (waiting for work)\n")
+    sdtest.matches(r.out, r"^\s*75\.0%\s+75\.0%\s+hot_a$")
+    sdtest.matches(r.out, r"^\s*0\.0%\s+100\.0%\s+start_thread$")
+    ok("\033[" not in r.out, "no terminal codes on a pipe")
+    with start("fx-hot") as fx:
+        r = sdtest.run("top", fx.pid, "--count", "1", "--refresh", "200ms", "--rate", "20",
+                       "--idle")
+    eq(r.rc, 0, r.err)
     sdtest.matches(r.out, r"^\s*60\.0%\s+60\.0%\s+hot_a$")
     sdtest.matches(r.out, r"^\s*0\.0%\s+80\.0%\s+start_thread$")
-    ok("\033[" not in r.out, "no terminal codes on a pipe")
+    sdtest.matches(r.out, r"^\s+%d\s+fx-hot\s+pause\s+0%%\s+__libc_pause$" % fx.pid)
 
 
 if __name__ == "__main__":

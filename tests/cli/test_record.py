@@ -387,7 +387,7 @@ def test_shell_save_and_load():
     with start("fx-mutex", "normal", "2", parked=2) as fx:
         r = sdtest.run("-c", "dump; save %s; save %s" % (p, pz), fx.pid)
         eq(r.rc, 0, r.err)
-        contains(r.out, "saved the snapshot of %d \"fx-mutex\" (4 threads) to %s" % (fx.pid, p))
+        contains(r.err, "saved the snapshot of %d \"fx-mutex\" (4 threads) to %s" % (fx.pid, p))
         sdtest.assert_running(fx.pid)
     eq(temp_files(d), [])
     s = read_snap(p)
@@ -395,7 +395,7 @@ def test_shell_save_and_load():
     eq(read_snap(pz)["threads"], s["threads"])
     r = sdtest.run("-c", "load %s" % pz)
     eq(r.rc, 0, r.err)
-    contains(r.out, "loaded %s: pid %d \"fx-mutex\", 4 threads" % (pz, s["pid"]))
+    contains(r.err, "loaded %s: pid %d \"fx-mutex\", 4 threads" % (pz, s["pid"]))
     r = sdtest.run("-c", "save %s" % p)
     eq(r.rc, 2)
     contains(r.err, "no snapshot to save")

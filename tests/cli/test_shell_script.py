@@ -73,7 +73,7 @@ def test_session_attach_threads_dump_locks_save_load_detach_quit():
         r = sh("\n".join(lines) + "\n")
         sdtest.eq(r.rc, 0, r)
         out = r.out
-        sdtest.contains(out, 'attached to %d "fx-mutex", 4 threads (target 1)' % fx.pid)
+        sdtest.contains(r.err, 'attached to %d "fx-mutex", 4 threads (target 1)' % fx.pid)
         # threads before any snapshot: /proc only, futex address.
         sdtest.matches(out, r"(?m)^\s*%d\s+waiter-1\s+S\s+futex 0x[0-9a-f]+\s+\d+\.\d" %
                        tids["waiter-1"][0])
@@ -83,15 +83,15 @@ def test_session_attach_threads_dump_locks_save_load_detach_quit():
             sdtest.matches(out, r"mutex 0x[0-9a-f]+ <g_ledger_lock>.*2 waiters")
         if "save" not in skip:
             sdtest.ok(os.path.getsize(snap) > 0, "save wrote nothing")
-        sdtest.contains(out, 'detached from %d "fx-mutex"' % fx.pid)
+        sdtest.contains(r.err, 'detached from %d "fx-mutex"' % fx.pid)
         if "load" not in skip:
-            sdtest.matches(out, r"loaded snapshot .*session\.json: PID %d \"fx-mutex\", "
+            sdtest.matches(r.err, r"loaded .*session\.json: pid %d \"fx-mutex\", "
                            r"4 threads" % fx.pid)
             # threads of the loaded snapshot: lock waits as analyzed, no CPU%.
             sdtest.matches(out, r"(?m)^snapshot .*session\.json: PID %d" % fx.pid)
             sdtest.matches(out, r'(?m)^\s*%d\s+waiter-2\s+S\s+mutex 0x[0-9a-f]+ <g_ledger_lock> '
                            r'held by %d "holder"\s+-' % (tids["waiter-2"][0], holder))
-            sdtest.contains(out, "closed the loaded snapshot")
+            sdtest.contains(r.err, "closed the loaded snapshot")
         sdtest.assert_running(fx.pid)
         sdtest.eq(tracer_of(fx.pid), 0)
 
@@ -113,7 +113,7 @@ def test_c_runs_commands_on_a_target():
     with start("fx-mutex", "normal", "1", parked=1) as fx:
         r = sdtest.run("-c", "threads; dump --no-source", fx.pid)
         sdtest.eq(r.rc, 0, r)
-        sdtest.contains(r.out, 'attached to %d "fx-mutex"' % fx.pid)
+        sdtest.contains(r.err, 'attached to %d "fx-mutex"' % fx.pid)
         sdtest.matches(r.out, r"(?m)^\s*%d\s+holder\s+S\s" % fx.tid("holder"))
         sdtest.matches(r.out, r'Thread %d "waiter-1" S waiting for mutex' % fx.tid("waiter-1"))
         # dump fed threads: its lock waits now show in threads.
@@ -162,20 +162,21 @@ def test_attach_errors_and_several_targets():
         r = sh("attach --all %s\ntargets\nuse %d\ntargets\nthreads\ndetach\ntargets\n"
                "detach all\ntargets\n" % (name, b.pid))
         sdtest.eq(r.rc, 0, r)
-        sdtest.contains(r.out, "attached to %d" % a.pid)
-        sdtest.contains(r.out, "attached to %d" % b.pid)
+        sdtest.contains(r.err, "attached to %d" % a.pid)
+        sdtest.contains(r.err, "attached to %d" % b.pid)
         tables = r.out.split("     N      PID")
         sdtest.matches(tables[1], r"(?m)^  \*  1\s+%d\s+3\s+S\s+%s" % (a.pid, name))
         sdtest.matches(tables[1], r"(?m)^     2\s+%d\s+3\s+S\s+%s" % (b.pid, name))
-        sdtest.contains(r.out, "current target: %d \"%s\" (target 2)" % (b.pid, name))
+        sdtest.contains(r.err, "current target: %d \"%s\" (target 2)" % (b.pid, name))
         sdtest.matches(tables[2], r"(?m)^  \*  2\s+%d" % b.pid)
         sdtest.contains(r.out, 'PID %d "%s": 3 threads' % (b.pid, name))
-        sdtest.contains(r.out, 'detached from %d "%s"' % (b.pid, name))
+        sdtest.contains(r.err, 'detached from %d "%s"' % (b.pid, name))
         sdtest.matches(tables[3], r"(?m)^  \*  1\s+%d" % a.pid)
-        sdtest.contains(r.out, 'detached from %d "%s"\nno targets' % (a.pid, name))
+        sdtest.contains(r.err, 'detached from %d "%s"' % (a.pid, name))
+        sdtest.ok(r.out.rstrip().endswith("no targets (attach PID|NAME)"), r.out)
         # The same process twice is one target.
         r = sh("attach %d %d\ntargets\n" % (a.pid, a.pid))
-        sdtest.contains(r.out, "already attached to %d" % a.pid)
+        sdtest.contains(r.err, "already attached to %d" % a.pid)
         sdtest.eq(len(re.findall(r"(?m)^  [ *]\s+\d+\s+%d\s" % a.pid, r.out)), 1, r.out)
         r = sh("use 1\n")
         sdtest.eq(r.rc, 64)
@@ -356,7 +357,7 @@ def test_sigterm_stops_a_script_and_leaves_targets_running():
                              stderr=subprocess.PIPE, text=True, env=env)
         p.stdin.write("attach %d\n!echo ready; exec sleep 600\nthreads\n" % fx.pid)
         p.stdin.flush()
-        sdtest.eq(p.stdout.readline(), 'attached to %d "fx-mutex", 3 threads (target 1)\n'
+        sdtest.eq(p.stderr.readline(), 'attached to %d "fx-mutex", 3 threads (target 1)\n'
                   % fx.pid)
         sdtest.eq(p.stdout.readline(), "ready\n")
         # The sleep is running in its own child: signal stackdump and the

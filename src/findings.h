@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+// Findings of a series of snapshots (a recording): what an on-call engineer
+// wants first. Deadlocks, the locks held longest and their holders, threads
+// stuck on the same wait, CPU hot spots; each found once, with the wall
+// clock times and the snapshots it spans.
+#ifndef SD_FINDINGS_H
+#define SD_FINDINGS_H
+
+#include <jansson.h>
+
+#include "snapshot.h"
+#include "util.h"
+
+enum sd_finding_kind {
+	SD_FINDING_DEADLOCK,
+	SD_FINDING_LOCK_HELD,
+	SD_FINDING_STUCK,
+	SD_FINDING_HOT,
+};
+
+/* One finding. Strings are heap copies owned by the finding set. */
+struct sd_finding {
+	enum sd_finding_kind kind;
+	pid_t pid;
+	size_t first, last;  /* 0-based snapshot indices of the series */
+	size_t seen;         /* snapshots between them it was seen in */
+	double t0, t1;       /* wall clock of the first and the last */
+	char *title;         /* one line, no newline */
+	char *detail;        /* lines ending in '\n', or NULL */
+	pid_t *tids;         /* threads concerned: the cycle, the holder, ... */
+	size_t ntids;
+	uint64_t address;    /* the lock, 0 if none */
+	pid_t holder;        /* lock held: its holder */
+	uint64_t count, total; /* hot spot: samples in it, on-CPU samples */
+};
+
+struct sd_findings {
+	struct sd_finding *v;
+	size_t n;
+	size_t nsnaps;
+};
+
+/* Analyze the N snapshots S (ordered by time; threads keyed by pid and
+ * tid, so several processes may be mixed) into F, in this order:
+ * deadlocks (each cycle once, over the snapshots it was in), locks held
+ * by the same thread in consecutive snapshots (longest first, at most
+ * three, leaving out holders already in a deadlock), threads that sat
+ * on the same lock wait or in D state with the same stack in three
+ * consecutive snapshots or more (two when there are fewer), grouped by
+ * what they wait for, then on-CPU hot spots (functions on top of at
+ * least 10% of the on-CPU thread samples, at most three). The snapshots
+ * must outlive nothing: F copies what it keeps. Release F with
+ * findings_release. */
+void findings_analyze(const struct sd_snapshot *const *s, size_t n, struct sd_findings *f);
+void findings_release(struct sd_findings *f);
+
+/* Append "16:26:18-16:26:24, snapshots 12-16" (UTC; one time and
+ * "snapshot 12" for a single one; "(in 3 of them)" when it was not seen
+ * in every snapshot between) for finding X. */
+void findings_span(struct strbuf *out, const struct sd_finding *x);
+
+/* The findings block of a report: a heading, then each finding's title,
+ * span and detail lines, indented; "none" when F is empty. */
+void findings_format_text(struct strbuf *out, const struct sd_findings *f);
+
+/* The findings as a JSON array (new reference): {"kind", "title",
+ * "detail", "first", "last" (1-based snapshots), "seen", "start", "end"
+ * (epoch seconds), "tids", "address", "holder"}. */
+json_t *findings_json(const struct sd_findings *f);
+
+/* "16:26:18" (UTC) of wall clock time T, into BUF of N bytes. */
+void findings_clock(char *buf, size_t n, double t);
+
+#endif

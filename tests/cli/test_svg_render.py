@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# The flame graph and the timeline as a browser draws them (headless
+# Chromium): the title, the axis and the labels are there, inside the
+# picture, labels fit their boxes, and a screenshot is not blank. The PNGs
+# are kept under $SD_SCREENSHOTS (if set) for a look by eye.
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sdtest  # noqa: E402
+from fixture import start, thread_states  # noqa: E402
+from recordlib import Recorder, record, snap_files, tempdir  # noqa: E402
+from sdtest import contains, eq, ok  # noqa: E402
+from svgrender import layout, screenshot  # noqa: E402
+
+TMP = tempfile.mkdtemp(prefix="sd-svg-")
+KEEP = os.environ.get("SD_SCREENSHOTS")
+
+
+def inside(box, w, h, what):
+    ok(box["w"] > 0 and box["h"] > 0, "%s has no size: %r" % (what, box))
+    ok(box["x"] >= -0.5 and box["y"] >= -0.5, "%s starts outside: %r" % (what, box))
+    ok(box["x"] + box["w"] <= w + 0.5 and box["y"] + box["h"] <= h + 0.5,
+       "%s overflows the %gx%g picture: %r" % (what, w, h, box))
+
+
+def keep(png):
+    if KEEP:
+        os.makedirs(KEEP, exist_ok=True)
+        shutil.copy(png, KEEP)
+
+
+def test_flame_graph_renders_title_and_labels():
+    path = os.path.join(TMP, "flame.svg")
+    with start("fx-hot") as fx:
+        r = sdtest.run("profile", fx.pid, "-c", "20", "-r", "50", "-f", "svg", "-o", path)
+        eq(r.rc, 0, r.err)
+        pid = fx.pid
+    lay = layout(path)
+    w, h = lay["w"], lay["h"]
+    texts = [t for t in lay["texts"] if t["shown"] and t["text"].strip()]
+    title = [t for t in texts if t["id"] == "title"]
+    eq(len(title), 1, texts[:5])
+    ok(title[0]["text"].startswith("Flame graph: fx-hot (PID %d), " % pid), title[0])
+    contains(title[0]["text"], "on- and off-CPU, idle hidden")
+    for t in texts:
+        inside(t, w, h, "text %r" % t["text"])
+    # Every frame wide enough for a label has one, and it fits its box.
+    frames = [f for f in lay["frames"] if f["shown"]]
+    labelled = [f for f in frames if f["text"].strip()]
+    ok(any(f["text"].startswith("hot_a") for f in labelled), labelled[:10])
+    ok(any(f["text"] == "all" for f in labelled), labelled[:10])
+    for f in labelled:
+        ok(f["tx"] >= f["rx"] - 0.5 and f["tx"] + f["tw"] <= f["rx"] + f["rw"] + 0.5,
+           "label %r overflows its frame: %r" % (f["text"], f))
+    png = os.path.join(TMP, "flame.png")
+    pw, ph, colours = screenshot(path, png, int(w), int(h))
+    eq((pw, ph), (int(w), int(h)))
+    ok(colours > 40, "the screenshot looks blank (%d byte values)" % colours)
+    keep(png)
+
+
+def deadlock_recording():
+    """fx-pool whose late deadlock forms after the second snapshot."""
+    d = tempdir("svgrec")
+    with start("fx-pool", "2", "1", "late-deadlock", parked=3) as fx:
+        tids = fx.tids_by_name()
+        rec = Recorder(fx.pid, "--every", "200ms", "--count", "6", "--out", d)
+        rec.wait_for(lambda: len(snap_files(d)) >= 2, "two snapshots")
+        os.kill(fx.pid, signal.SIGUSR1)
+        late = {tids["late-1"][0], tids["late-2"][0]}
+        deadline = time.monotonic() + 60
+        while sum(1 for t, s in thread_states(fx.pid).items() if t in late and s.in_futex) < 2:
+            ok(time.monotonic() < deadline, "late threads did not park")
+            time.sleep(0.01)
+        eq(rec.wait(), 0, rec.stderr())
+    return d, tids
+
+
+def test_timeline_renders_title_axis_labels_and_markers():
+    d, tids = deadlock_recording()
+    path = os.path.join(TMP, "timeline.svg")
+    r = sdtest.run("report", "--only", "findings", "--timeline-svg", path, d)
+    eq(r.rc, 0, r.err)
+    lay = layout(path)
+    w, h = lay["w"], lay["h"]
+    texts = [t for t in lay["texts"] if t["shown"] and t["text"].strip()]
+    for t in texts:
+        inside(t, w, h, "text %r" % t["text"])
+    title = [t for t in texts if t["id"] == "title"]
+    eq(len(title), 1)
+    contains(title[0]["text"], "Thread states of fx-pool (PID ")
+    contains(title[0]["text"], ": 6 snapshots, ")
+    ticks = [t for t in texts if t["cls"] == "tick"]
+    ok(len(ticks) >= 3, "axis has %d tick labels" % len(ticks))
+    xs = [t["x"] for t in ticks]
+    eq(xs, sorted(xs), "ticks out of order")
+    for a, b in zip(ticks, ticks[1:]):
+        ok(a["x"] + a["w"] <= b["x"], "tick labels overlap: %r %r" % (a, b))
+    ok(any(t["text"] == "time (UTC)" for t in texts))
+    rows = [t for t in texts if t["cls"] == "row"]
+    names = {t["text"].split(" ", 1)[1] for t in rows}
+    for n in ("late-1", "late-2", "flusher", "http-1", "worker-1", "reader", "fx-pool"):
+        ok(n in names, "no row label for %s: %s" % (n, sorted(names)))
+    for t in rows:
+        ok(t["x"] + t["w"] <= 240, "row label %r runs into the chart" % t["text"])
+    markers = [t for t in texts if t["parent"] and "marker" in t["parent"]]
+    ok(any(t["text"].startswith("deadlock (2 threads)") for t in markers), markers)
+    ok(any(t["text"].startswith("held: mutex <g_pool_lock>") for t in markers), markers)
+    png = os.path.join(TMP, "timeline.png")
+    pw, ph, colours = screenshot(path, png, int(w), int(h))
+    eq((pw, ph), (int(w), int(h)))
+    ok(colours > 40, "the screenshot looks blank (%d byte values)" % colours)
+    keep(png)
+
+
+if __name__ == "__main__":
+    try:
+        sdtest.main(globals())
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
