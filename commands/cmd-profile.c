@@ -447,18 +447,23 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			next = end_ns;
 		sampler_sleep_until(smps, nt, next);
 	}
+	/* With perf alone, ticks stay on the grid: a tick composed late shows
+	 * the threads as they were at its planned time, so a stackdump that
+	 * was not scheduled in time makes the missed ticks up from the
+	 * samples the kernel took meanwhile instead of skipping them. */
+	int on_grid = nperf && !nptrace;
 	while (!cmd_interrupted && live) {
 		if (count && prof->samples >= count)
 			break;
 		uint64_t now = sd_now_ns();
-		if (end_ns && now >= end_ns)
+		if (end_ns && (on_grid ? next : now) >= end_ns)
 			break;
 		int took = 0;
 		for (size_t i = 0; i < nt && !cmd_interrupted; i++) {
 			if (tv[i].gone)
 				continue;
 			struct sd_error err = {0};
-			struct sd_snapshot *s = sampler_take(tv[i].smp, &err);
+			struct sd_snapshot *s = sampler_take_at(tv[i].smp, on_grid ? next : 0, &err);
 			if (!s) {
 				tv[i].gone = 1;
 				live--;
@@ -484,7 +489,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		}
 		if (took) {
 			prof->samples++;
-			last_tick = sd_now_ns();
+			last_tick = on_grid ? next : sd_now_ns();
 		}
 		now = sd_now_ns();
 		prof->duration_us = (now - start) / 1000;
@@ -500,7 +505,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			last_progress = now;
 		}
 		next += interval_ns;
-		if (next < now)
+		if (next < now && !on_grid)
 			next = now; /* behind: sample again at once, skip the missed ticks */
 		if (end_ns && next > end_ns)
 			next = end_ns;

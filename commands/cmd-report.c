@@ -429,7 +429,10 @@ static void text_timeline(struct report *r, struct strbuf *sb)
 		strbuf_addf(sb, "\n  %-8s %-16s ", "TID", "NAME");
 		for (size_t k = c0; k < c1; k++)
 			strbuf_addf(sb, "%zu", (k + 1) % 10);
-		strbuf_addf(sb, "   (snapshots %zu-%zu)\n", c0 + 1, c1);
+		char a[32], b[32];
+		findings_clock(a, sizeof(a), r->v[c0].s->time);
+		findings_clock(b, sizeof(b), r->v[c1 - 1].s->time);
+		strbuf_addf(sb, "   (snapshots %zu-%zu, %s-%s UTC)\n", c0 + 1, c1, a, b);
 		for (size_t i = 0; i < r->nth; i++) {
 			const struct rthread *t = &r->th[i];
 			struct strbuf nm;
@@ -736,6 +739,11 @@ static int report_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	const char *outpath = cmd_str(ctx, REP_OUTPUT);
 	if (!strcmp(format, "pprof") && !outpath && isatty(fileno(ctx->out))) {
 		cmd_error(ctx, "report: pprof is binary: write it to a file with -o FILE");
+		return EXIT_USAGE;
+	}
+	if (!strcmp(format, "svg") && !outpath && isatty(fileno(ctx->out))) {
+		cmd_error(ctx, "report: an SVG flame graph is for a browser: write it with -o "
+			       "FILE.svg (or redirect stdout)");
 		return EXIT_USAGE;
 	}
 	struct sd_profile_opts po;

@@ -124,8 +124,8 @@ static void find_deadlocks(const struct sd_snapshot *const *s, size_t n, struct 
 			struct strbuf t, dt;
 			strbuf_init(&t);
 			strbuf_init(&dt);
-			strbuf_addf(&t, "deadlock: %zu thread%s in %d \"", d->n, d->n == 1 ? "" : "s",
-				    (int)s[k]->pid);
+			strbuf_addf(&t, "deadlock: %zu thread%s in %d \"", d->n,
+				    d->n == 1 ? "" : "s", (int)s[k]->pid);
 			strbuf_add_escaped(&t, s[k]->comm ? s[k]->comm : "");
 			strbuf_adds(&t, "\"");
 			for (size_t e = 0; e < d->n; e++) {
@@ -170,7 +170,7 @@ struct hrun {
 	uint64_t addr;
 	enum sd_wait_kind kind;
 	size_t first, last, maxwait, k;
-	size_t waiting; /* waiters in snapshot k */
+	size_t waiting;	    /* waiters in snapshot k */
 	const char *symbol; /* pool string of snapshot `last` */
 	int open;
 };
@@ -202,7 +202,8 @@ static void find_held(const struct sd_snapshot *const *s, size_t n, struct sd_fi
 			struct hrun *r = NULL;
 			for (size_t j = 0; j < nv && !r; j++)
 				if (v[j].open && v[j].pid == s[k]->pid && v[j].addr == w->address &&
-				    v[j].owner == w->owner && (v[j].last == k || v[j].last + 1 == k))
+				    v[j].owner == w->owner &&
+				    (v[j].last == k || v[j].last + 1 == k))
 					r = &v[j];
 			if (!r) {
 				sd_grow(&v, &vcap, nv + 1, sizeof(*v));
@@ -269,8 +270,8 @@ static void find_held(const struct sd_snapshot *const *s, size_t n, struct sd_fi
 			strbuf_adds(&d, "holder: ");
 			format_text_thread_header(&d, sl, h, &ro);
 			for (size_t fr = 0; fr < h->nframes; fr++)
-				if (h->frames[fr].function && h->frames[fr].module &&
-				    sl->comm && !strncmp(h->frames[fr].module, sl->comm, 15)) {
+				if (h->frames[fr].function && h->frames[fr].module && sl->comm &&
+				    !strncmp(h->frames[fr].module, sl->comm, 15)) {
 					strbuf_adds(&d, ", in ");
 					strbuf_add_escaped(&d, h->frames[fr].function);
 					break;
@@ -328,8 +329,9 @@ static void find_stuck(const struct sd_snapshot *const *s, size_t n, struct sd_f
 				r->pid = s[k]->pid;
 				r->tid = th->tid;
 			}
-			int same = c && r->letter == c && r->hash == h && r->addr == th->wait.address &&
-				   r->owner == th->wait.owner && r->last + 1 == k && r->hash;
+			int same = c && r->letter == c && r->hash == h &&
+				   r->addr == th->wait.address && r->owner == th->wait.owner &&
+				   r->last + 1 == k && r->hash;
 			if (!same) {
 				r->letter = c;
 				r->hash = h;
@@ -492,8 +494,9 @@ static void find_hot(const struct sd_snapshot *const *s, size_t n, struct sd_fin
 			strbuf_init(&d);
 			strbuf_adds(&t, "hot spot: ");
 			strbuf_add_escaped(&t, h->fn);
-			strbuf_addf(&t, " on top of %.0f%% of the on-CPU thread samples (%" PRIu64
-					" of %" PRIu64 "), %zu thread%s",
+			strbuf_addf(&t,
+				    " on top of %.0f%% of the on-CPU thread samples (%" PRIu64
+				    " of %" PRIu64 "), %zu thread%s",
 				    100.0 * (double)h->count / (double)total, h->count, total,
 				    h->ntids, h->ntids == 1 ? "" : "s");
 			const struct sd_snapshot *sl = s[h->last];
@@ -557,8 +560,9 @@ void findings_format_text(struct strbuf *out, const struct sd_findings *f)
 {
 	strbuf_adds(out, "Findings");
 	if (!f->n) {
-		strbuf_addf(out, ": none in %zu snapshot%s (no deadlock, no lock held across "
-				 "snapshots, no thread stuck, no CPU hot spot)\n",
+		strbuf_addf(out,
+			    ": none in %zu snapshot%s (no deadlock, no lock held across "
+			    "snapshots, no thread stuck, no CPU hot spot)\n",
 			    f->nsnaps, f->nsnaps == 1 ? "" : "s");
 		return;
 	}
@@ -610,8 +614,8 @@ json_t *findings_json(const struct sd_findings *f)
 		for (size_t k = 0; k < x->ntids; k++)
 			json_array_append_new(t, json_integer(x->tids[k]));
 		json_object_set_new(o, "tids", t);
-		json_object_set_new(o, "address", x->address ? format_json_hex(x->address)
-							      : json_null());
+		json_object_set_new(o, "address",
+				    x->address ? format_json_hex(x->address) : json_null());
 		json_object_set_new(o, "holder", x->holder ? json_integer(x->holder) : json_null());
 		json_array_append_new(a, o);
 	}

@@ -22,15 +22,15 @@ enum sd_finding_kind {
 struct sd_finding {
 	enum sd_finding_kind kind;
 	pid_t pid;
-	size_t first, last;  /* 0-based snapshot indices of the series */
-	size_t seen;         /* snapshots between them it was seen in */
-	double t0, t1;       /* wall clock of the first and the last */
-	char *title;         /* one line, no newline */
-	char *detail;        /* lines ending in '\n', or NULL */
-	pid_t *tids;         /* threads concerned: the cycle, the holder, ... */
+	size_t first, last; /* 0-based snapshot indices of the series */
+	size_t seen;	    /* snapshots between them it was seen in */
+	double t0, t1;	    /* wall clock of the first and the last */
+	char *title;	    /* one line, no newline */
+	char *detail;	    /* lines ending in '\n', or NULL */
+	pid_t *tids;	    /* threads concerned: the cycle, the holder, ... */
 	size_t ntids;
-	uint64_t address;    /* the lock, 0 if none */
-	pid_t holder;        /* lock held: its holder */
+	uint64_t address;      /* the lock, 0 if none */
+	pid_t holder;	       /* lock held: its holder */
 	uint64_t count, total; /* hot spot: samples in it, on-CPU samples */
 };
 
@@ -48,9 +48,9 @@ struct sd_findings {
  * on the same lock wait or in D state with the same stack in three
  * consecutive snapshots or more (two when there are fewer), grouped by
  * what they wait for, then on-CPU hot spots (functions on top of at
- * least 10% of the on-CPU thread samples, at most three). The snapshots
- * must outlive nothing: F copies what it keeps. Release F with
- * findings_release. */
+ * least 10% of the on-CPU thread samples, at most three). F copies what
+ * it keeps, so the snapshots may be freed before it. Release F with
+ * findings_release (which accepts a zeroed or released set). */
 void findings_analyze(const struct sd_snapshot *const *s, size_t n, struct sd_findings *f);
 void findings_release(struct sd_findings *f);
 

@@ -20,7 +20,7 @@
 #define TL_ROW_H 16
 #define TL_CHAR_W 6.7
 #define TL_TITLE_Y 20
-#define TL_AXIS_Y 58  /* the axis line; tick labels above it */
+#define TL_AXIS_Y 58 /* the axis line; tick labels above it */
 
 char timeline_letter(const struct sd_thread *th)
 {
@@ -180,9 +180,9 @@ static void span_text(struct strbuf *out, const struct tl *c, size_t a, size_t b
 /* A tick step that gives about 4 to 10 ticks over SPAN seconds. */
 static double tick_step(double span)
 {
-	static const double steps[] = {0.01, 0.02, 0.05, 0.1,  0.2,  0.5,  1,    2,    5,
-				       10,   15,   30,   60,   120,  300,  600,  900,  1800,
-				       3600, 7200, 21600, 43200, 86400};
+	static const double steps[] = {0.01, 0.02, 0.05, 0.1,  0.2,   0.5,   1,	   2,
+				       5,    10,   15,	 30,   60,    120,   300,  600,
+				       900,  1800, 3600, 7200, 21600, 43200, 86400};
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
 		if (span / steps[i] <= 10)
 			return steps[i];
@@ -210,15 +210,16 @@ static void axis(struct strbuf *out, const struct tl *c)
 		/* A label that would cross the chart's edge is anchored at
 		 * its tick's side instead of centred on it. */
 		double half = TL_CHAR_W * (double)strlen(clk) / 2;
-		const char *anchor = x + half > TL_WIDTH - 2 ? "end" : x - half < 2 ? "start"
-											   : "middle";
-		strbuf_addf(out,
-			    "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#444\"/>"
-			    "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"%s\">%s</text>\n",
-			    x, TL_AXIS_Y, x, TL_AXIS_Y + 5, x, TL_AXIS_Y - 4, anchor, clk);
+		const char *anchor = x + half > TL_WIDTH - 2 ? "end"
+				     : x - half < 2	     ? "start"
+							     : "middle";
+		strbuf_addf(
+		    out,
+		    "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#444\"/>"
+		    "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"%s\">%s</text>\n",
+		    x, TL_AXIS_Y, x, TL_AXIS_Y + 5, x, TL_AXIS_Y - 4, anchor, clk);
 	}
-	strbuf_addf(out,
-		    "<text x=\"%.1f\" y=\"%d\" style=\"fill:#555\">time (UTC)</text></g>\n",
+	strbuf_addf(out, "<text x=\"%.1f\" y=\"%d\" style=\"fill:#555\">time (UTC)</text></g>\n",
 		    8.0, TL_AXIS_Y - 4);
 }
 
@@ -247,8 +248,8 @@ static int markers(struct strbuf *out, const struct tl *c, const struct sd_findi
 		strbuf_addf(out,
 			    "</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
 			    "fill=\"%s\" stroke=\"%s\"/>",
-			    a, y + 2, b - a > 2 ? b - a : 2, TL_ROW_H - 4, dl ? "#b00020" : "#f08c00",
-			    dl ? "#600010" : "#a05a00");
+			    a, y + 2, b - a > 2 ? b - a : 2, TL_ROW_H - 4,
+			    dl ? "#b00020" : "#f08c00", dl ? "#600010" : "#a05a00");
 		strbuf_addf(out, "<text x=\"8\" y=\"%d\">", y + 12);
 		/* The lane's label: what the marker is, cut to the label
 		 * column. */
@@ -302,7 +303,8 @@ void format_timeline_svg(struct strbuf *out, const struct sd_snapshot *const *s,
 
 	size_t nmark = 0;
 	for (size_t i = 0; f && i < f->n; i++)
-		nmark += f->v[i].kind == SD_FINDING_DEADLOCK || f->v[i].kind == SD_FINDING_LOCK_HELD;
+		nmark +=
+		    f->v[i].kind == SD_FINDING_DEADLOCK || f->v[i].kind == SD_FINDING_LOCK_HELD;
 	int top = TL_AXIS_Y + 10;
 	int rows_y = top + (int)nmark * TL_ROW_H + (nmark ? 6 : 0);
 	int legend_y = rows_y + (int)nrows * TL_ROW_H + 14;
@@ -314,11 +316,12 @@ void format_timeline_svg(struct strbuf *out, const struct sd_snapshot *const *s,
 		    "height=\"%d\" viewBox=\"0 0 %.0f %d\" font-family=\"monospace\" "
 		    "font-size=\"11\">\n",
 		    TL_WIDTH, height, TL_WIDTH, height);
-	strbuf_adds(out, "<style type=\"text/css\">\n"
-			 "text { font-family: monospace; font-size: 11px; fill: #000; }\n"
-			 "#title { font-size: 15px; }\n"
-			 "g.bar rect:hover, g.marker rect:hover { stroke: #000; stroke-width: 1; }\n"
-			 "</style>\n");
+	strbuf_adds(out,
+		    "<style type=\"text/css\">\n"
+		    "text { font-family: monospace; font-size: 11px; fill: #000; }\n"
+		    "#title { font-size: 15px; }\n"
+		    "g.bar rect:hover, g.marker rect:hover { stroke: #000; stroke-width: 1; }\n"
+		    "</style>\n");
 	strbuf_addf(out, "<rect width=\"%.0f\" height=\"%d\" fill=\"#ffffff\"/>\n", TL_WIDTH,
 		    height);
 	/* The title: what, whose, when. */
@@ -378,7 +381,8 @@ void format_timeline_svg(struct strbuf *out, const struct sd_snapshot *const *s,
 			while (e < n && same_bar(thread_at(&c, e, r), th))
 				e++;
 			if (th) {
-				double a = xat(&c, cell_start(&c, k)), b = xat(&c, cell_end(&c, e - 1));
+				double a = xat(&c, cell_start(&c, k)),
+				       b = xat(&c, cell_end(&c, e - 1));
 				char letter = timeline_letter(th);
 				strbuf_adds(out, "<g class=\"bar\"><title>");
 				struct strbuf h;
@@ -392,7 +396,8 @@ void format_timeline_svg(struct strbuf *out, const struct sd_snapshot *const *s,
 				} else {
 					strbuf_adds(&h, timeline_state_name(letter));
 					if (th->syscall_nr >= 0 && letter == 'S') {
-						const char *nm = procfs_syscall_name(th->syscall_nr);
+						const char *nm =
+						    procfs_syscall_name(th->syscall_nr);
 						if (nm)
 							strbuf_addf(&h, " (%s)", nm);
 					}
@@ -419,12 +424,12 @@ void format_timeline_svg(struct strbuf *out, const struct sd_snapshot *const *s,
 		for (size_t j = 0; j < nrows; j++)
 			for (size_t m = 0; m < x->ntids; m++)
 				if (rows[j].pid == x->pid && rows[j].tid == x->tids[m])
-					strbuf_addf(out,
-						    "<rect class=\"deadlocked\" x=\"%.2f\" y=\"%d\" "
-						    "width=\"%.2f\" height=\"%d\" fill=\"none\" "
-						    "stroke=\"#b00020\" stroke-width=\"2\"/>\n",
-						    a, rows_y + (int)j * TL_ROW_H + 1, b - a,
-						    TL_ROW_H - 1);
+					strbuf_addf(
+					    out,
+					    "<rect class=\"deadlocked\" x=\"%.2f\" y=\"%d\" "
+					    "width=\"%.2f\" height=\"%d\" fill=\"none\" "
+					    "stroke=\"#b00020\" stroke-width=\"2\"/>\n",
+					    a, rows_y + (int)j * TL_ROW_H + 1, b - a, TL_ROW_H - 1);
 	}
 	/* The legend. */
 	static const char letters[] = "RrSLCDTZx";
@@ -439,13 +444,14 @@ void format_timeline_svg(struct strbuf *out, const struct sd_snapshot *const *s,
 		lx += 16 + TL_CHAR_W * (double)strlen(nm) + 14;
 	}
 	if (nmark)
-		strbuf_addf(out,
-			    "<rect x=\"%.0f\" y=\"%d\" width=\"12\" height=\"12\" fill=\"#b00020\"/>"
-			    "<text x=\"%.0f\" y=\"%d\">deadlock</text>"
-			    "<rect x=\"%.0f\" y=\"%d\" width=\"12\" height=\"12\" fill=\"#f08c00\"/>"
-			    "<text x=\"%.0f\" y=\"%d\">lock held</text>",
-			    lx, legend_y, lx + 16, legend_y + 10, lx + 90, legend_y, lx + 106,
-			    legend_y + 10);
+		strbuf_addf(
+		    out,
+		    "<rect x=\"%.0f\" y=\"%d\" width=\"12\" height=\"12\" fill=\"#b00020\"/>"
+		    "<text x=\"%.0f\" y=\"%d\">deadlock</text>"
+		    "<rect x=\"%.0f\" y=\"%d\" width=\"12\" height=\"12\" fill=\"#f08c00\"/>"
+		    "<text x=\"%.0f\" y=\"%d\">lock held</text>",
+		    lx, legend_y, lx + 16, legend_y + 10, lx + 90, legend_y, lx + 106,
+		    legend_y + 10);
 	strbuf_adds(out, "</g>\n</svg>\n");
 	free(rows);
 }

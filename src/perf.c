@@ -36,6 +36,17 @@
 
 enum { LATEST_NONE = 0, LATEST_CLOCK, LATEST_SWITCH, LATEST_SEED };
 
+/* A sample drained but not yet used by a tick (a tick composes the state
+ * at its own time: a late tick uses the samples up to that time). */
+struct psample {
+	int kind;
+	uint64_t time;
+	struct user_regs_struct regs;
+	uint8_t *stack;
+	size_t stack_len;
+};
+#define PENDING_MAX 32
+
 /* One thread with its events and its latest sample. */
 struct pthr {
 	pid_t tid;
@@ -45,7 +56,13 @@ struct pthr {
 	uint8_t *sw_ring;      /* switch samples, overwritten: only the latest counts */
 	size_t sw_ring_len;
 	uint64_t sw_head;      /* its data_head when last read */
-	int alive;             /* seen in the latest task scan */
+	uint64_t sw_time;      /* time of the newest switch sample taken */
+	struct psample *pend;  /* samples newer than the last tick, by time */
+	size_t npend;
+	int gone;              /* not in the task list any more: kept until
+				* the ticks reach its last sample */
+	uint64_t opened_ns;    /* when its events were opened */
+	char name[16];         /* its comm when last read */
 
 	/* The latest sample: LATEST_* kind, with registers and stack. */
 	int kind;
@@ -196,6 +213,9 @@ static void thr_close(struct sd_perf *p, struct pthr *th)
 	if (th->fd >= 0)
 		close(th->fd);
 	free(th->stack);
+	for (size_t i = 0; i < th->npend; i++)
+		free(th->pend[i].stack);
+	free(th->pend);
 	free(th->frames);
 	free(th->unwind_stop);
 	free(th->wchan);
@@ -251,7 +271,7 @@ static int thr_open(struct sd_perf *p, struct pthr *th, pid_t tid)
 		goto fail;
 	th->sw_ring = r;
 	p->st.threads_opened++;
-	th->alive = 1;
+	th->opened_ns = sd_now_ns();
 	return 0;
 fail:
 	e = errno;
@@ -288,22 +308,37 @@ static struct pthr *thr_by_fd(struct sd_perf *p, int fd)
 	return NULL;
 }
 
+static void drain_one(struct sd_perf *p, struct pthr *th);
+static void read_switch(struct sd_perf *p, struct pthr *th);
+
 /* Rescan the task list: open events on new threads, close those of
- * threads gone. The first scan's failure on every thread is an error;
- * later, a thread that exits between the scan and the open is skipped. */
-static int thr_sync(struct sd_perf *p, int first, struct sd_error *err)
+ * threads gone. A thread gone keeps its samples (and its place) while
+ * ticks at or before AT still need them: a late tick shows the threads
+ * that lived at its time. The first scan's failure on every thread is an
+ * error; later, a thread that exits between the scan and the open is
+ * skipped. */
+static int thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *err)
 {
 	pid_t *tids = NULL;
 	size_t ntids = 0;
 	if (procfs_list_tids(p->t->pid, &tids, &ntids, err) < 0)
 		return -1;
-	struct pthr *nv = sd_xcalloc(ntids ? ntids : 1, sizeof(*nv));
+	struct pthr *nv = sd_xcalloc(ntids + p->n + 1, sizeof(*nv));
 	size_t nn = 0, i = 0, k = 0;
 	int firsterr = 0;
 	/* Merge two sorted lists: old threads (p->v) and live tids. */
 	while (i < p->n || k < ntids) {
 		if (k == ntids || (i < p->n && p->v[i].tid < tids[k])) {
-			thr_close(p, &p->v[i++]); /* gone */
+			struct pthr *th = &p->v[i++];
+			if (!th->gone) {
+				drain_one(p, th);
+				read_switch(p, th);
+				th->gone = 1;
+			}
+			if (th->npend && th->pend[th->npend - 1].time > at)
+				nv[nn++] = *th; /* later ticks still need it */
+			else
+				thr_close(p, th);
 			continue;
 		}
 		if (i < p->n && p->v[i].tid == tids[k]) {
@@ -320,9 +355,9 @@ static int thr_sync(struct sd_perf *p, int first, struct sd_error *err)
 	}
 	free(tids);
 	free(p->v);
+	p->cap = ntids + p->n + 1;
 	p->v = nv;
 	p->n = nn;
-	p->cap = ntids ? ntids : 1;
 	if (first && !nn) {
 		char what[64];
 		snprintf(what, sizeof(what), "process %d", (int)p->t->pid);
@@ -362,9 +397,70 @@ static void set_regs(struct user_regs_struct *r, const uint64_t *v)
 	r->orig_rax = (unsigned long long)-1;
 }
 
-/* A sample record of TH: keep it when it is newer than the latest. */
-static void take_sample(struct sd_perf *p, struct pthr *th, const uint8_t *rec, size_t len,
-			int kind)
+/* Make sample E (taken from the queue) TH's latest, when it is newer. */
+static void make_latest(struct pthr *th, struct psample *e)
+{
+	if (e->time < th->time) {
+		free(e->stack);
+		return;
+	}
+	free(th->stack);
+	th->stack = e->stack;
+	th->stack_len = th->stack_cap = e->stack_len;
+	th->regs = e->regs;
+	th->kind = e->kind;
+	th->time = e->time;
+	th->gen++;
+}
+
+/* Move TH's queued samples up to time AT into its latest. A thread that
+ * had its events at AT but no sample yet then (asleep since before they
+ * were opened) takes its earliest. */
+static void promote(struct pthr *th, uint64_t at)
+{
+	size_t k = 0;
+	while (k < th->npend && th->pend[k].time <= at)
+		make_latest(th, &th->pend[k++]);
+	if (!k && th->kind == LATEST_NONE && th->npend && th->opened_ns <= at)
+		make_latest(th, &th->pend[k++]);
+	if (!k)
+		return;
+	memmove(th->pend, th->pend + k, (th->npend - k) * sizeof(*th->pend));
+	th->npend -= k;
+}
+
+/* Queue a sample of TH in time order; a full queue gives its oldest up. */
+static void queue_sample(struct pthr *th, int kind, uint64_t tm, const uint64_t *regs,
+			 const uint8_t *stack, size_t len)
+{
+	if (!th->pend)
+		th->pend = sd_xcalloc(PENDING_MAX, sizeof(*th->pend));
+	if (th->npend == PENDING_MAX) {
+		make_latest(th, &th->pend[0]);
+		memmove(th->pend, th->pend + 1, (PENDING_MAX - 1) * sizeof(*th->pend));
+		th->npend--;
+	}
+	size_t at = th->npend;
+	while (at > 0 && th->pend[at - 1].time > tm)
+		at--;
+	memmove(th->pend + at + 1, th->pend + at, (th->npend - at) * sizeof(*th->pend));
+	th->npend++;
+	struct psample *e = &th->pend[at];
+	uint64_t reg[NREGS];
+	memcpy(reg, regs, sizeof(reg));
+	set_regs(&e->regs, reg);
+	e->kind = kind;
+	e->time = tm;
+	e->stack = sd_xmalloc(len ? len : 1);
+	if (len)
+		memcpy(e->stack, stack, len);
+	e->stack_len = len;
+}
+
+/* A sample record of TH: queue it for the ticks; returns its time (0 when
+ * it is not a usable sample). */
+static uint64_t take_sample(struct sd_perf *p, struct pthr *th, const uint8_t *rec, size_t len,
+			    int kind)
 {
 	const uint8_t *c = rec + sizeof(struct perf_event_header), *end = rec + len;
 	uint64_t id, tm, abi, size, dyn = 0;
@@ -372,7 +468,7 @@ static void take_sample(struct sd_perf *p, struct pthr *th, const uint8_t *rec, 
 	const uint64_t *regs = NULL;
 	const uint8_t *stack = NULL;
 	if ((size_t)(end - c) < 8 + 8 + 8 + 8)
-		return;
+		return 0;
 	memcpy(&id, c, 8);
 	memcpy(pidtid, c + 8, 8);
 	memcpy(&tm, c + 16, 8);
@@ -380,17 +476,17 @@ static void take_sample(struct sd_perf *p, struct pthr *th, const uint8_t *rec, 
 	c += 32;
 	if (abi != PERF_SAMPLE_REGS_ABI_NONE) {
 		if ((size_t)(end - c) < NREGS * 8)
-			return;
+			return 0;
 		regs = (const uint64_t *)(const void *)c;
 		c += NREGS * 8;
 	}
 	if ((size_t)(end - c) < 8)
-		return;
+		return 0;
 	memcpy(&size, c, 8);
 	c += 8;
 	if (size) {
 		if ((size_t)(end - c) < size + 8)
-			return;
+			return 0;
 		stack = c;
 		memcpy(&dyn, c + size, 8);
 		if (dyn > size)
@@ -404,21 +500,9 @@ static void take_sample(struct sd_perf *p, struct pthr *th, const uint8_t *rec, 
 	/* No user registers: the sample landed in a kernel-only context
 	 * (exit); it says nothing of the user stack. */
 	if (!regs || tm < th->time)
-		return;
-	uint64_t reg[NREGS];
-	memcpy(reg, regs, sizeof(reg));
-	set_regs(&th->regs, reg);
-	if (dyn > th->stack_cap) {
-		free(th->stack);
-		th->stack = sd_xmalloc(dyn);
-		th->stack_cap = dyn;
-	}
-	if (dyn)
-		memcpy(th->stack, stack, dyn);
-	th->stack_len = dyn;
-	th->kind = kind;
-	th->time = tm;
-	th->gen++;
+		return 0;
+	queue_sample(th, kind, tm, regs, stack, (size_t)dyn);
+	return tm;
 }
 
 static void drain_one(struct sd_perf *p, struct pthr *th)
@@ -475,11 +559,12 @@ static void ring_copy(uint8_t *dst, const uint8_t *data, uint64_t size, uint64_t
 		memcpy(dst + first, data, len - first);
 }
 
-/* The latest switch sample of TH, if one arrived since the last look. The
- * kernel writes backwards from data_head: the newest record starts there.
- * It is read without pausing the ring: a record written meanwhile lands
- * below it, and the copy only counts when fewer bytes than the ring's
- * size minus the record were written while copying. */
+/* The switch samples of TH that arrived since the last look, as many as
+ * the ring still holds. The kernel writes backwards from data_head: the
+ * newest record starts there, older ones follow it. The ring is read
+ * without pausing it: records written meanwhile land below data_head,
+ * and a record counts only when it was not overwritten while copying
+ * (fewer bytes written since than the room behind it). */
 static void read_switch(struct sd_perf *p, struct pthr *th)
 {
 	if (!th->sw_ring)
@@ -487,29 +572,41 @@ static void read_switch(struct sd_perf *p, struct pthr *th)
 	struct perf_event_mmap_page *mp = (struct perf_event_mmap_page *)(void *)th->sw_ring;
 	const uint8_t *data = th->sw_ring + p->page;
 	uint64_t size = th->sw_ring_len - p->page;
-	for (int attempt = 0; attempt < 4; attempt++) {
-		uint64_t h1 = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
-		if (h1 == th->sw_head)
-			return; /* nothing new (0: nothing ever) */
+	uint64_t h1 = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+	if (h1 == th->sw_head)
+		return; /* nothing new (0: nothing ever) */
+	uint64_t off = 0, newest = 0, last = th->sw_time;
+	while (off < size) {
 		struct perf_event_header h;
-		ring_copy((uint8_t *)&h, data, size, h1, sizeof(h));
-		if (h.size < sizeof(h) || h.size > size)
-			return;
+		ring_copy((uint8_t *)&h, data, size, h1 + off, sizeof(h));
+		if (h.size < sizeof(h) || off + h.size > size)
+			break;
 		if (h.size > p->scratch_cap) {
 			free(p->scratch);
 			p->scratch = sd_xmalloc(h.size);
 			p->scratch_cap = h.size;
 		}
-		ring_copy(p->scratch, data, size, h1, h.size);
+		ring_copy(p->scratch, data, size, h1 + off, h.size);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		uint64_t h2 = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
-		if (h1 - h2 + h.size > size)
-			continue; /* overwritten while copying: the newer one */
-		th->sw_head = h1;
-		if (h.type == PERF_RECORD_SAMPLE)
+		if (h1 - h2 + off + h.size > size)
+			break; /* overwritten while copying, and all older ones */
+		if (h.type == PERF_RECORD_SAMPLE) {
+			uint64_t tm;
+			if (h.size < sizeof(h) + 24)
+				break;
+			memcpy(&tm, p->scratch + sizeof(h) + 16, 8);
+			if (tm <= last)
+				break; /* taken at an earlier look */
 			take_sample(p, th, p->scratch, h.size, LATEST_SWITCH);
-		return;
+			if (tm > newest)
+				newest = tm;
+		}
+		off += h.size;
 	}
+	th->sw_head = h1;
+	if (newest > th->sw_time)
+		th->sw_time = newest;
 }
 
 void perf_drain(struct sd_perf *p)
@@ -585,7 +682,7 @@ struct sd_perf *perf_new(struct sd_target *t, const struct sd_perf_opts *o, stru
 		ring <<= 1;
 	p->sw_ring_kb = ring / 1024;
 	raise_fd_limit(ntids * 2 + ntids / 2 + 256);
-	if (thr_sync(p, 1, err) < 0) {
+	if (thr_sync(p, 1, UINT64_MAX, err) < 0) {
 		perf_free(p);
 		return NULL;
 	}
@@ -716,7 +813,8 @@ static void thr_unwind(struct sd_perf *p, struct sd_snapshot *s, struct sd_threa
 	st->stack_in_arena = 0;
 	free(th->frames);
 	th->frames = sd_xmalloc((st->nframes ? st->nframes : 1) * sizeof(*th->frames));
-	memcpy(th->frames, st->frames, st->nframes * sizeof(*th->frames));
+	if (st->nframes)
+		memcpy(th->frames, st->frames, st->nframes * sizeof(*th->frames));
 	th->nframes = st->nframes;
 	set_str(&th->unwind_stop, st->unwind_stop);
 	th->frames_gen = th->gen;
@@ -731,7 +829,7 @@ static int seed(struct sd_perf *p, const struct sd_snap_opts *so, uint64_t *paus
 	pid_t *want = sd_xmalloc((p->n ? p->n : 1) * sizeof(*want));
 	size_t nw = 0;
 	for (size_t i = 0; i < p->n; i++)
-		if (p->v[i].kind == LATEST_NONE)
+		if (p->v[i].kind == LATEST_NONE && !p->v[i].gone)
 			want[nw++] = p->v[i].tid;
 	if (!nw) {
 		free(want);
@@ -764,7 +862,8 @@ static int seed(struct sd_perf *p, const struct sd_snap_opts *so, uint64_t *paus
 		th->regs = st->regs;
 		free(th->frames);
 		th->frames = sd_xmalloc((st->nframes ? st->nframes : 1) * sizeof(*th->frames));
-		memcpy(th->frames, st->frames, st->nframes * sizeof(*th->frames));
+		if (st->nframes)
+			memcpy(th->frames, st->frames, st->nframes * sizeof(*th->frames));
 		th->nframes = st->nframes;
 		set_str(&th->unwind_stop, st->unwind_stop);
 		th->frames_gen = th->gen;
@@ -795,7 +894,7 @@ static int wanted(const struct sd_snap_opts *so, pid_t tid, const char *name)
 	return 1;
 }
 
-struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so,
+struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, uint64_t at_ns,
 			      struct sd_error *err)
 {
 	uint64_t t0 = sd_now_ns();
@@ -807,11 +906,15 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so,
 		return NULL;
 	}
 	perf_drain(p);
-	if (thr_sync(p, 0, err) < 0)
+	if (thr_sync(p, 0, at_ns ? at_ns : UINT64_MAX, err) < 0)
 		return NULL;
 	perf_drain(p); /* threads opened just now */
-	for (size_t i = 0; i < p->n; i++)
+	if (!at_ns)
+		at_ns = UINT64_MAX;
+	for (size_t i = 0; i < p->n; i++) {
 		read_switch(p, &p->v[i]);
+		promote(&p->v[i], at_ns);
+	}
 	int maps_fresh = 0;
 	if (!p->t->maps.n || t0 - p->t->maps_ns > 1000000000ull) {
 		if (target_refresh(p->t, err) < 0)
@@ -834,8 +937,12 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so,
 	for (size_t i = 0; i < p->n; i++) {
 		struct pthr *th = &p->v[i];
 		if (th->kind == LATEST_NONE)
-			continue; /* born after the seed, no sample yet: next tick */
-		const char *name = target_thread_name(p->t, th->tid);
+			continue; /* born after the seed (or after AT), no sample yet */
+		const char *name = th->gone ? NULL : target_thread_name(p->t, th->tid);
+		if (name)
+			snprintf(th->name, sizeof(th->name), "%s", name);
+		else if (th->gone && th->time <= at_ns)
+			name = th->name; /* gone since, but alive at AT */
 		if (!name)
 			continue; /* exited since the scan */
 		if (!wanted(so, th->tid, name))

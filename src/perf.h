@@ -65,13 +65,17 @@ size_t perf_pollfds(struct sd_perf *p, const int **fds);
 /* Drain the ring of the thread owning FD (after poll said it is ready). */
 void perf_drain_fd(struct sd_perf *p, int fd);
 
-/* One tick: drain, pick up new threads and drop those gone, and compose a
- * snapshot of every thread (unwound, not symbolized) from its latest
- * sample; threads with no sample yet get one from a ptrace snapshot of
- * just them, taken with SO. Returns the snapshot (owned by the caller) or
- * NULL and ERR (the process exited, ESRCH). The snapshot's capture_us is
- * the drain and compose time; pause_us is that of the ptrace seed, if any. */
-struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so,
+/* One tick at time AT_NS (CLOCK_MONOTONIC ns; 0: now): drain, pick up
+ * new threads and drop those gone, and compose a snapshot of every thread
+ * (unwound; symbolized unless SO says no_symbols) from its latest sample
+ * taken at or before AT_NS, so that a tick composed late (stackdump was
+ * not scheduled in time) still shows each thread as it was at AT_NS, as
+ * far as the samples kept allow. Threads with no sample yet get one from a
+ * ptrace snapshot of just them, taken with SO. Returns the snapshot (owned
+ * by the caller) or NULL and ERR (the process exited, ESRCH). The
+ * snapshot's capture_us is the drain and compose time; pause_us is that
+ * of the ptrace seed, if any. */
+struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, uint64_t at_ns,
 			      struct sd_error *err);
 
 /* Add P's counters to *ST. */

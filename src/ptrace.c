@@ -419,10 +419,9 @@ int ptrace_freeze_all(struct sd_freeze *fz, pid_t pid, unsigned timeout_ms,
 		ptrace_thaw_all(fz);
 		current_freeze = NULL;
 		struct sd_procinfo pi = {0};
-		int gone = fz->n == 0 || procfs_procinfo(pid, &pi, NULL) < 0;
-		procfs_procinfo_release(&pi);
-		if (gone)
+		if (fz->n == 0 || procfs_procinfo(pid, &pi, NULL) < 0)
 			return sd_error_set(err, ESRCH, "cannot attach to %d: it exited", (int)pid);
+		procfs_procinfo_release(&pi);
 		return sd_error_set(err, ETIMEDOUT,
 				    "no thread of %d stopped within %u ms (all in "
 				    "uninterruptible sleep?)",

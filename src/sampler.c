@@ -98,8 +98,13 @@ const char *sampler_fallback(const struct sd_sampler *s)
 
 struct sd_snapshot *sampler_take(struct sd_sampler *s, struct sd_error *err)
 {
+	return sampler_take_at(s, 0, err);
+}
+
+struct sd_snapshot *sampler_take_at(struct sd_sampler *s, uint64_t at_ns, struct sd_error *err)
+{
 	if (s->perf)
-		return perf_tick(s->perf, &s->so, err);
+		return perf_tick(s->perf, &s->so, at_ns, err);
 	return target_snapshot(s->t, &s->so, err);
 }
 

@@ -53,6 +53,10 @@ const char *sampler_fallback(const struct sd_sampler *s);
 /* One tick: a snapshot of every thread (unwound, not symbolized) owned by
  * the caller, or NULL and ERR (ESRCH when the process exited). */
 struct sd_snapshot *sampler_take(struct sd_sampler *s, struct sd_error *err);
+/* The same for a tick planned at AT_NS (CLOCK_MONOTONIC ns, at or before
+ * now; 0: now). perf composes the threads as they were then (a tick taken
+ * late is still the state at its own time); ptrace can only look now. */
+struct sd_snapshot *sampler_take_at(struct sd_sampler *s, uint64_t at_ns, struct sd_error *err);
 
 /* Sleep until DEADLINE_NS (CLOCK_MONOTONIC, as sd_now_ns), draining the
  * ring buffers of the perf samplers among V[0..N) when they fill up. Returns

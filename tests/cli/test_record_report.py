@@ -7,6 +7,7 @@
 import gzip
 import os
 import sys
+import time
 import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
@@ -134,6 +135,9 @@ def test_text_report():
     # The timeline row of each waiter reads LLLL.
     for w in ("waiter-1", "waiter-2", "waiter-3"):
         matches(out, r"\n  %-8d %-16s LLLL\n" % (tids[w][0], w))
+    # Its columns say when, not only which snapshot.
+    clock = [time.strftime("%H:%M:%S", time.gmtime(s["time"])) for s in snaps]
+    contains(out, "   (snapshots 1-4, %s-%s UTC)\n" % (clock[0], clock[3]))
     matches(out, r"mutex 0x[0-9a-f]+ <g_ledger_lock>: waited for in 4 of 4 snapshots, at most 3 "
                  r"waiters")
     contains(out, "    waiters: 3 3 3 3\n")
