@@ -834,6 +834,9 @@ static int freeze_stage(struct snapctx *cx, const pid_t *known, size_t nknown, u
 			return 0;
 		}
 		ptrace_freeze_release(&fz);
+		if (r == -ETIMEDOUT && !target_alive(cx->t))
+			return sd_error_set(err, ESRCH, "process %d exited during the snapshot",
+					    (int)cx->t->pid);
 		return r;
 	}
 	struct sd_thread **batch = sd_xmalloc((s->nthreads + 1) * sizeof(*batch));
