@@ -767,6 +767,8 @@ int cmd_snap_opts(struct cmd_ctx *ctx, struct sd_snap_opts *o, pid_t **tids)
 	o->per_thread = cmd_has(ctx, SNAP_OPT_PER_THREAD);
 	if (cmd_has(ctx, SNAP_OPT_STACK_BYTES))
 		o->max_stack = (size_t)cmd_num(ctx, SNAP_OPT_STACK_BYTES);
+	if (cmd_has(ctx, SNAP_OPT_STACK_TOTAL))
+		o->max_stack_total = (size_t)cmd_num(ctx, SNAP_OPT_STACK_TOTAL);
 	if (cmd_has(ctx, SNAP_OPT_TIMEOUT))
 		o->timeout_ms = (unsigned)(cmd_num(ctx, SNAP_OPT_TIMEOUT) / 1000);
 	o->name_glob = cmd_str(ctx, SNAP_OPT_NAME);

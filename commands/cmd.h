@@ -279,6 +279,7 @@ enum {
 	SNAP_OPT_NO_INLINE,
 	SNAP_OPT_NO_SOURCE,
 	SNAP_OPT_STACK_BYTES,
+	SNAP_OPT_STACK_TOTAL,
 	SNAP_OPT_TIMEOUT,
 	SNAP_OPT__COUNT
 };
@@ -308,6 +309,13 @@ enum {
 				  .min = 4096,                                                     \
 				  .max = 1 << 30,                                                  \
 				  .hint = "e.g. 256K, 4M; 4K to 1G"},                              \
+	[SNAP_OPT_STACK_TOTAL] = {.name = "stack-total",                                           \
+				  .arg = "SIZE",                                                   \
+				  .help = "stack copied for all threads together (default 256M)",  \
+				  .type = CMD_OPT_SIZE,                                            \
+				  .min = 4096,                                                     \
+				  .max = 64.0 * (1 << 30),                                         \
+				  .hint = "e.g. 64M, 1G; 4K to 64G"},                              \
 	[SNAP_OPT_TIMEOUT] = {.name = "timeout",                                                   \
 			      .arg = "DURATION",                                                   \
 			      .help = "how long to wait for threads to stop (default 2s)",         \

@@ -39,7 +39,7 @@ _stackdump()
 	# option's value.
 	for ((i = 1; i < COMP_CWORD; i++)); do
 		case ${COMP_WORDS[i]} in
-		-c|--completion|-t|--tid|-n|--name|--max-frames|--stack-bytes|--timeout|-f|--format)
+		-c|--completion|-t|--tid|-n|--name|--max-frames|--stack-bytes|--stack-total|--timeout|-f|--format)
 			[[ ${COMP_WORDS[i+1]} == = ]] && ((i++))
 			((i++)) ;;
 		-*) ;;
@@ -58,11 +58,11 @@ _stackdump()
 		-f|--format)
 			COMPREPLY=($(compgen -W "text json" -- "$cur"))
 			return ;;
-		-t|--tid|-n|--name|--max-frames|--stack-bytes|--timeout)
+		-t|--tid|-n|--name|--max-frames|--stack-bytes|--stack-total|--timeout)
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "-h --help -V --version -c --completion --tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --format --verbose --group --no-group" -- "$cur"))
+			COMPREPLY=($(compgen -W "-h --help -V --version -c --completion --tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --format --verbose --group --no-group" -- "$cur"))
 		else
 			_stackdump_commands
 			_stackdump_pids "$cur"
@@ -110,11 +110,11 @@ _stackdump()
 		-f|--format)
 			COMPREPLY=($(compgen -W "text json" -- "$cur"))
 			return ;;
-		-t|--tid|-n|--name|--max-frames|--stack-bytes|--timeout|-c|--count|-i|--interval)
+		-t|--tid|-n|--name|--max-frames|--stack-bytes|--stack-total|--timeout|-c|--count|-i|--interval)
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --format --count --interval --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --format --count --interval --help" -- "$cur"))
 		else
 			_stackdump_pids "$cur"
 		fi
@@ -134,11 +134,11 @@ _stackdump()
 			compopt -o filenames 2>/dev/null
 			COMPREPLY=($(compgen -f -- "$cur"))
 			return ;;
-		-t|--tid|-n|--name|--max-frames|--stack-bytes|--timeout|-r|--rate|-i|--interval|-d|--duration|-c|--count|--perf-buffer|-l|--limit|--min-percent|--title)
+		-t|--tid|-n|--name|--max-frames|--stack-bytes|--stack-total|--timeout|-r|--rate|-i|--interval|-d|--duration|-c|--count|--perf-buffer|-l|--limit|--min-percent|--title)
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --rate --interval --duration --count --pid-of --engine --perf-buffer --on-cpu --off-cpu --no-idle --idle --group-threads --by-address --locks --format --output --limit --min-percent --title --quiet --verbose --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --rate --interval --duration --count --pid-of --engine --perf-buffer --on-cpu --off-cpu --no-idle --idle --group-threads --by-address --locks --format --output --limit --min-percent --title --quiet --verbose --help" -- "$cur"))
 		else
 			_stackdump_pids "$cur"
 		fi
@@ -167,11 +167,11 @@ _stackdump()
 		--engine)
 			COMPREPLY=($(compgen -W "auto perf ptrace" -- "$cur"))
 			return ;;
-		-t|--tid|-n|--name|--max-frames|--stack-bytes|--timeout|-e|--every|--for|-c|--count|--max-disk|-w|--when|-b|--burst)
+		-t|--tid|-n|--name|--max-frames|--stack-bytes|--stack-total|--timeout|-e|--every|--for|-c|--count|--max-disk|-w|--when|-b|--burst)
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --pid-of --every --for --count --out --max-disk --compress --follow --when --burst --quiet --verbose --engine --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --pid-of --every --for --count --out --max-disk --compress --follow --when --burst --quiet --verbose --engine --help" -- "$cur"))
 		else
 			_stackdump_pids "$cur"
 		fi
@@ -222,11 +222,11 @@ _stackdump()
 		-s|--sort)
 			COMPREPLY=($(compgen -W "cpu name tid" -- "$cur"))
 			return ;;
-		-t|--tid|-n|--name|--max-frames|--stack-bytes|--timeout|-r|--rate|--refresh|-d|--duration|-c|--count|-l|--limit)
+		-t|--tid|-n|--name|--max-frames|--stack-bytes|--stack-total|--timeout|-r|--rate|--refresh|-d|--duration|-c|--count|-l|--limit)
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --rate --engine --refresh --duration --count --idle --sort --limit --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --rate --engine --refresh --duration --count --idle --sort --limit --help" -- "$cur"))
 		else
 			_stackdump_pids "$cur"
 		fi
@@ -236,11 +236,11 @@ _stackdump()
 		-f|--format)
 			COMPREPLY=($(compgen -W "text json" -- "$cur"))
 			return ;;
-		-t|--tid|-n|--name|--max-frames|--stack-bytes|--timeout)
+		-t|--tid|-n|--name|--max-frames|--stack-bytes|--stack-total|--timeout)
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --timeout --format --verbose --group --no-group --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --format --verbose --group --no-group --help" -- "$cur"))
 		else
 			_stackdump_pids "$cur"
 		fi

@@ -101,6 +101,50 @@ void capture_plan(struct sd_thread *t, const struct sd_maps *maps, size_t max_st
 	}
 }
 
+static int cmp_size(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	return (x > y) - (x < y);
+}
+
+size_t capture_budget(struct sd_thread **threads, size_t n, size_t total)
+{
+	size_t sum = 0;
+	for (size_t i = 0; i < n; i++)
+		sum += threads[i]->stack_want;
+	if (sum <= total)
+		return 0;
+	/* Water-filling: the smallest windows are copied whole as long as
+	 * what is left, shared evenly, still covers them; every larger one
+	 * gets that even share. Small stacks (most threads) lose nothing. */
+	size_t *w = sd_xmalloc((n ? n : 1) * sizeof(*w));
+	for (size_t i = 0; i < n; i++)
+		w[i] = threads[i]->stack_want;
+	sd_sort(w, n, sizeof(*w), cmp_size);
+	size_t left = total, share = 0;
+	for (size_t k = 0; k < n; k++) {
+		size_t m = n - k;
+		if (w[k] <= left / m) {
+			left -= w[k];
+			continue;
+		}
+		share = (left / m) & ~(size_t)15;
+		break;
+	}
+	free(w);
+	size_t cut = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct sd_thread *t = threads[i];
+		if (t->stack_want > share) {
+			t->stack_want = share;
+			t->stack_truncated = 1;
+			t->stack_cut = 1;
+			cut++;
+		}
+	}
+	return cut;
+}
+
 /* One read request of the batch and where its bytes go. */
 struct req {
 	struct sd_thread *t;

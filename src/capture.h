@@ -31,6 +31,13 @@ void capture_regs_from_syscall(struct sd_thread *t, const struct sd_taskinfo *ti
 void capture_memory(pid_t pid, struct sd_snapshot *snap, struct sd_thread **threads, size_t n,
 		    uint64_t *bytes);
 
+/* Hold the planned stack windows of the N THREADS (capture_regs) to TOTAL
+ * bytes together: when they want more, the largest are cut to an even
+ * share of what the smaller ones leave, and marked stack_truncated and
+ * stack_cut. Returns how many were cut. Runs while frozen: no system call,
+ * O(N log N). */
+size_t capture_budget(struct sd_thread **threads, size_t n, size_t total);
+
 /* Read LEN bytes at ADDR of PID into BUF; returns bytes read (may be
  * short) or a negative errno. */
 ssize_t capture_read(pid_t pid, uint64_t addr, void *buf, size_t len);

@@ -122,18 +122,12 @@ int elfcache_read(const struct sd_elf *e, uint64_t vaddr, void *buf, size_t len)
 	return 0;
 }
 
-struct sd_elf *elfcache_open(const char *path, struct sd_error *err)
+struct sd_elf *elfcache_open_fd(int fd, const char *name, struct sd_error *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		int en = errno;
-		sd_error_set(err, en, "cannot open %s: %s", path, strerror(en));
-		return NULL;
-	}
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
 		close(fd);
-		sd_error_set(err, EINVAL, "%s is not an ELF file", path);
+		sd_error_set(err, EINVAL, "%s is not an ELF file", name);
 		return NULL;
 	}
 	for (struct sd_elf *c = cache; c; c = c->next) {
@@ -147,11 +141,11 @@ struct sd_elf *elfcache_open(const char *path, struct sd_error *err)
 	if (data == MAP_FAILED) {
 		int en = errno;
 		close(fd);
-		sd_error_set(err, en, "cannot map %s: %s", path, strerror(en));
+		sd_error_set(err, en, "cannot map %s: %s", name, strerror(en));
 		return NULL;
 	}
 	struct sd_elf *e = sd_xcalloc(1, sizeof(*e));
-	e->path = sd_xstrdup(path);
+	e->path = sd_xstrdup(name);
 	e->fd = fd;
 	e->data = data;
 	e->size = (size_t)st.st_size;
@@ -159,7 +153,7 @@ struct sd_elf *elfcache_open(const char *path, struct sd_error *err)
 	e->dev = st.st_dev;
 	e->ino = st.st_ino;
 	if (elfcache_parse(e) < 0) {
-		sd_error_set(err, EINVAL, "%s is not a usable ELF file", path);
+		sd_error_set(err, EINVAL, "%s is not a usable ELF file", name);
 		munmap(data, e->size);
 		close(fd);
 		free(e->path);
@@ -170,6 +164,20 @@ struct sd_elf *elfcache_open(const char *path, struct sd_error *err)
 	e->next = cache;
 	cache = e;
 	return e;
+}
+
+struct sd_elf *elfcache_open(const char *path, struct sd_error *err)
+{
+	/* The file may come from the target: a FIFO would block open() for
+	 * good without O_NONBLOCK, and a terminal would become ours without
+	 * O_NOCTTY. Only a regular file is read (elfcache_open_fd checks). */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
+		int en = errno;
+		sd_error_set(err, en, "cannot open %s: %s", path, strerror(en));
+		return NULL;
+	}
+	return elfcache_open_fd(fd, path, err);
 }
 
 struct sd_elf *elfcache_from_memory(const char *name, const void *bytes, size_t len,

@@ -38,9 +38,14 @@ struct sd_elf {
 	struct sd_elf *next;
 };
 
-/* Open (or find in the cache) the ELF file at PATH. The returned image is
+/* Open (or find in the cache) the ELF file at PATH, without blocking and
+ * without taking a controlling terminal. The returned image is
  * referenced; drop it with elfcache_put(). NULL on error, ERR filled. */
 struct sd_elf *elfcache_open(const char *path, struct sd_error *err);
+/* The same for a file already open as FD (taken over: closed on error or
+ * when the cache holds that file already), named NAME. Anything but a
+ * regular file is refused before a byte is read. */
+struct sd_elf *elfcache_open_fd(int fd, const char *name, struct sd_error *err);
 /* An image of BYTES (copied) named NAME, e.g. the vdso. Not cached. */
 struct sd_elf *elfcache_from_memory(const char *name, const void *bytes, size_t len,
 				    struct sd_error *err);

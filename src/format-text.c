@@ -227,6 +227,13 @@ static void process_header(struct strbuf *out, const struct sd_snapshot *s,
 	if (s->partial)
 		strbuf_adds(out, ", partial");
 	strbuf_adds(out, "\n");
+	if (s->stack_cut)
+		strbuf_addf(out,
+			    "  note: %zu thread%s got a shorter stack copy: all copies together are "
+			    "capped at %zu %s (--stack-total)\n",
+			    s->stack_cut, s->stack_cut == 1 ? "" : "s",
+			    s->stack_total % (1u << 20) ? s->stack_total >> 10 : s->stack_total >> 20,
+			    s->stack_total % (1u << 20) ? "KiB" : "MiB");
 	if (o && o->verbose && !s->per_thread)
 		strbuf_addf(out,
 			    "  pause: seize %.2f ms, stop %.2f ms, memory copy %.2f ms, detach %.2f ms\n",
@@ -285,6 +292,12 @@ void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
 		if (th->unwind_stop && th->status == SD_THREAD_OK)
 			strbuf_addf(out, "  %s-- unwinding stopped: %s%s\n", col(o, C_WARN),
 				    th->unwind_stop, col(o, C_RESET));
+		if (th->live_reads && th->status == SD_THREAD_OK)
+			strbuf_addf(out,
+				    "  %s-- %u stack word%s read after the thaw, outside the copy: "
+				    "frames found from %s may be out of date%s\n",
+				    col(o, C_WARN), th->live_reads, th->live_reads == 1 ? "" : "s",
+				    th->live_reads == 1 ? "it" : "them", col(o, C_RESET));
 		if (i + 1 < s->nthreads)
 			strbuf_adds(out, "\n");
 	}

@@ -154,6 +154,7 @@ struct sd_thread {
 	uint64_t stack_base;
 	size_t stack_len;
 	int stack_truncated;  /* the window cap was hit */
+	int stack_cut;        /* ... because of the total cap of all threads */
 	int stack_in_arena;   /* stack points into the snapshot's arena */
 	size_t stack_want;    /* planned window length (capture) */
 	uint64_t lock_want_addr; /* planned lock read (capture) */
@@ -203,6 +204,8 @@ struct sd_snapshot {
 	 * does not give. */
 	size_t nfrozen, nasleep, nreused, nretried, nregstops;
 	const char *capture_note; /* why capture fell back to freezing, or NULL */
+	size_t stack_total;   /* the cap on all stack copies together */
+	size_t stack_cut;     /* threads whose copy that cap cut */
 	struct sd_thread *threads;
 	size_t nthreads, cap;
 	struct sd_module *modules;

@@ -177,7 +177,9 @@ void symbols_sync(struct sd_symbols *s)
 			continue;
 		void **ud;
 		dwfl_module_info(dm, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
-		if (ud && !*ud)
+		/* A module libdwfl kept across the refresh gets the current
+		 * image too: its find_elf may not have run yet. */
+		if (ud)
 			*ud = m->elf;
 		m->dwmod = dm;
 	}

@@ -7,10 +7,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -25,6 +27,7 @@ void snap_opts_init(struct sd_snap_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->max_frames = 256;
 	o->max_stack = 1u << 20;
+	o->max_stack_total = (size_t)256 << 20;
 	o->timeout_ms = 2000;
 }
 
@@ -100,14 +103,19 @@ fail:
 	return NULL;
 }
 
+static void mods_array_free(struct sd_tmod *mods, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		elfcache_put(mods[i].elf);
+		free(mods[i].path);
+		free(mods[i].name_buf);
+	}
+	free(mods);
+}
+
 static void mods_release(struct sd_target *t)
 {
-	for (size_t i = 0; i < t->nmods; i++) {
-		elfcache_put(t->mods[i].elf);
-		free(t->mods[i].path);
-		free(t->mods[i].name_buf);
-	}
-	free(t->mods);
+	mods_array_free(t->mods, t->nmods);
 	t->mods = NULL;
 	t->nmods = 0;
 }
@@ -149,36 +157,88 @@ static const char *basename_of(const char *p)
 	return b ? b + 1 : p;
 }
 
-/* Open the file behind mapping M: through /proc/PID/root (the target's own
- * mount namespace), else /proc/PID/map_files (deleted files). */
+/* An O_PATH descriptor of PATH resolved inside the target's root: absolute
+ * symlinks and ".." stay in the target's root (RESOLVE_IN_ROOT), where a
+ * plain open of /proc/PID/root/PATH would follow them into ours. Returns
+ * the descriptor or -errno (-ENOSYS before Linux 5.6). */
+static int open_in_root(pid_t pid, const char *path)
+{
+	char root[64];
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
+	int dfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	int fd = (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+	int en = errno;
+	close(dfd);
+	return fd < 0 ? -en : fd;
+}
+
+/* Turn the O_PATH descriptor OPATH (closed here) into an image, if it is a
+ * regular file, and, when WANT is given, the very file mapping WANT maps
+ * (device and inode). Nothing but a regular file is ever opened for
+ * reading: no FIFO to block on, no device to wake. NAME names the image. */
+static struct sd_elf *open_checked(int opath, const struct sd_map *want, const char *name,
+				   struct sd_error *err)
+{
+	struct stat st;
+	if (fstat(opath, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(opath);
+		sd_error_set(err, EINVAL, "%s is not a regular file", name);
+		return NULL;
+	}
+	if (want && (st.st_ino != want->inode || major(st.st_dev) != want->dev_major ||
+		     minor(st.st_dev) != want->dev_minor)) {
+		close(opath);
+		sd_error_set(err, ESTALE, "%s is not the file mapped", name);
+		return NULL;
+	}
+	char self[64];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", opath);
+	int fd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	int en = errno;
+	close(opath);
+	if (fd < 0) {
+		sd_error_set(err, en, "cannot open %s: %s", name, strerror(en));
+		return NULL;
+	}
+	return elfcache_open_fd(fd, name, err);
+}
+
+/* Open the file behind mapping M: by its path inside the target's root
+ * (its own mount namespace; the path also lets libdw find separate debug
+ * info next to it), if that path still names the mapped file, else through
+ * /proc/PID/map_files (deleted or replaced files, paths the maps escape). */
 static struct sd_elf *open_mapped(struct sd_target *t, const struct sd_map *m,
 				  const char **why)
 {
-	char path[4400];
+	char name[64];
 	struct sd_error err = {0};
 	size_t plen = strlen(m->path);
 	int deleted = plen > 10 && !strcmp(m->path + plen - 10, " (deleted)");
 	struct sd_elf *e = NULL;
 	if (!deleted) {
-		snprintf(path, sizeof(path), "/proc/%d/root%s", (int)t->pid, m->path);
-		e = elfcache_open(path, &err);
-		if (e && (e->ino != m->inode ||
-			  (major(e->dev) != m->dev_major || minor(e->dev) != m->dev_minor))) {
-			/* Same path, other file (replaced on disk, or an
-			 * overlay): prefer the mapped file itself if we can. */
-			snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)t->pid,
-				 (unsigned long long)m->start, (unsigned long long)m->end);
-			struct sd_elf *e2 = elfcache_open(path, NULL);
-			if (e2) {
-				elfcache_put(e);
-				e = e2;
-			}
+		int fd = open_in_root(t->pid, m->path);
+		if (fd >= 0) {
+			size_t n = strlen(m->path) + 32;
+			char *path = sd_xmalloc(n);
+			snprintf(path, n, "/proc/%d/root%s", (int)t->pid, m->path);
+			e = open_checked(fd, m, path, &err);
+			free(path);
 		}
 	}
 	if (!e) {
-		snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)t->pid,
+		snprintf(name, sizeof(name), "/proc/%d/map_files/%llx-%llx", (int)t->pid,
 			 (unsigned long long)m->start, (unsigned long long)m->end);
-		e = elfcache_open(path, deleted ? &err : NULL);
+		int fd = open(name, O_PATH | O_CLOEXEC);
+		if (fd >= 0)
+			e = open_checked(fd, NULL, name, &err);
+		else if (deleted)
+			sd_error_set(&err, errno, "cannot open %s: %s", name, strerror(errno));
 	}
 	if (!e)
 		*why = err.msg[0] ? "cannot open file" : "not found";
@@ -235,7 +295,15 @@ static int cmp_mod(const void *a, const void *b)
 
 static void build_modules(struct sd_target *t)
 {
-	mods_release(t);
+	/* The old modules are released only once the new ones hold their
+	 * files: an ELF still mapped keeps its cache entry, so a module that
+	 * did not change keeps the very sd_elf the symbolizer's libdwfl
+	 * session points at (freeing and reopening it would leave libdwfl a
+	 * dangling pointer for the modules it keeps across a refresh). */
+	struct sd_tmod *old = t->mods;
+	size_t nold = t->nmods;
+	t->mods = NULL;
+	t->nmods = 0;
 	size_t cap = 0;
 	for (size_t i = 0; i < t->maps.n; i++) {
 		const struct sd_map *m = &t->maps.v[i];
@@ -286,7 +354,16 @@ static void build_modules(struct sd_target *t)
 			    (o->offset == first->offset && o->start < first->start))
 				first = o;
 		}
-		if (vdso) {
+		struct sd_tmod *same = NULL;
+		for (size_t k = 0; k < nold && vdso && !same; k++)
+			if (old[k].is_vdso && old[k].elf && old[k].start == m->start &&
+			    old[k].end == m->end)
+				same = &old[k];
+		if (same) {
+			/* The vdso of a process never changes: keep the image. */
+			mod->elf = same->elf;
+			same->elf = NULL;
+		} else if (vdso) {
 			size_t len = m->end - m->start;
 			uint8_t *buf = sd_xmalloc(len);
 			ssize_t n = capture_read(t->pid, m->start, buf, len);
@@ -302,6 +379,7 @@ static void build_modules(struct sd_target *t)
 			range_from_loads(mod);
 	}
 	sd_sort(t->mods, t->nmods, sizeof(*t->mods), cmp_mod);
+	mods_array_free(old, nold);
 	t->generation++;
 }
 
@@ -798,6 +876,18 @@ static void capture_on_stop(struct sd_tracee *tr, void *arg)
 	tp->copy_now = 1;
 }
 
+/* Hold the copies of a batch to what is left of the snapshot's cap on all
+ * stack copies together (--stack-total): sleepers are copied first, the
+ * frozen ones then share the rest. */
+static void budget_copies(struct snapctx *cx, struct sd_thread **batch, size_t nb)
+{
+	size_t total = cx->o->max_stack_total;
+	if (!total || !nb)
+		return;
+	size_t left = total > cx->s->stack_bytes ? total - (size_t)cx->s->stack_bytes : 0;
+	cx->s->stack_cut += capture_budget(batch, nb, left);
+}
+
 /* Freeze KNOWN (or, with cx->only, only those), capture what stops, copy
  * its memory in one batch, release. The window runs at raised priority.
  * Returns 0, or a negative errno when the freeze failed as a whole. */
@@ -854,6 +944,7 @@ static int freeze_stage(struct snapctx *cx, const pid_t *known, size_t nknown, u
 			batch[nb++] = th;
 	}
 	uint64_t m0 = sd_now_ns();
+	budget_copies(cx, batch, nb);
 	capture_memory(cx->t->pid, s, batch, nb, &s->stack_bytes);
 	uint64_t memcopy = (sd_now_ns() - m0) / 1000;
 	free(batch);
@@ -922,6 +1013,7 @@ static void asleep_stage(struct snapctx *cx, int only_late)
 		th->kind = SD_CAPTURE_ASLEEP;
 		batch[nb++] = th;
 	}
+	budget_copies(cx, batch, nb);
 	capture_memory(cx->t->pid, s, batch, nb, &s->stack_bytes);
 	free(batch);
 }
@@ -1278,6 +1370,7 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 	s->exe = t->info.exe ? strpool_intern(s->pool, t->info.exe) : NULL;
 	s->state = pi.state;
 	s->per_thread = o->per_thread;
+	s->stack_total = o->max_stack_total;
 	s->time = sd_wall_time();
 
 	struct snapctx cx = {.t = t, .o = o, .s = s, .taskdir = -1, .pick = {o, t->pid}};
@@ -1370,6 +1463,8 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 			est += w < o->max_stack ? w : o->max_stack;
 		}
 		est += est / 8;
+		if (o->max_stack_total && est > o->max_stack_total)
+			est = o->max_stack_total;
 		if (t->spare_arena && t->spare_arena_size >= est && t->spare_arena_size / 4 <= est) {
 			snapshot_arena_adopt(s, t->spare_arena, t->spare_arena_size);
 			t->spare_arena = NULL;
@@ -1495,7 +1590,22 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 					    e1.code == ESRCH ? "exited during the snapshot" : e1.msg);
 				continue;
 			}
-			int cr = capture_thread(t->pid, th, &t->maps, o->max_stack, &s->stack_bytes);
+			/* One at a time, the total cap is shared as it goes:
+			 * an even share of what is left for those left. */
+			size_t lim = o->max_stack;
+			if (o->max_stack_total) {
+				size_t left = o->max_stack_total > s->stack_bytes
+						      ? o->max_stack_total - (size_t)s->stack_bytes
+						      : 0;
+				size_t share = (left / (s->nthreads - i)) & ~(size_t)15;
+				if (share < lim)
+					lim = share;
+			}
+			int cr = capture_thread(t->pid, th, &t->maps, lim, &s->stack_bytes);
+			if (lim < o->max_stack && th->stack_truncated) {
+				th->stack_cut = 1;
+				s->stack_cut++;
+			}
 			ptrace_thaw_one(&tr);
 			th->pause_us = (sd_now_ns() - a) / 1000;
 			if (th->pause_us > s->pause_us)

@@ -87,6 +87,9 @@ struct sd_snap_opts {
 	int per_thread;        /* freeze one thread at a time */
 	unsigned max_frames;   /* default 256; 0 = unlimited */
 	size_t max_stack;      /* stack window cap in bytes (default 1 MiB) */
+	size_t max_stack_total; /* cap on all threads' windows together
+				 * (default 256 MiB): more threads than it
+				 * holds get shorter windows */
 	unsigned timeout_ms;   /* bound on waiting for threads to stop */
 	int no_inline;         /* do not expand inline frames */
 	int no_source;         /* skip file:line lookup */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The unwind stage: libunwind's remote API with accessors that read the
-// captured stack window and local images of the target's ELF files, so no
-// byte is read from the live process after the thaw.
+// captured stack window and local images of the target's ELF files. One
+// exception reads the live process after the thaw: read_word's fallback for
+// stack memory outside the copied window, counted in live_reads and shown.
 #include "unwind.h"
 
 #include <elf.h>
@@ -196,11 +197,15 @@ static int read_word(struct uctx *c, uint64_t addr, unw_word_t *val)
 		}
 	}
 	/* Outside the copy: the stack a signal handler on a sigaltstack
-	 * interrupted, or a window cut short. The thread is still blocked
-	 * where we saw it, so that memory has not moved: read it live. */
+	 * interrupted, or a window cut short. The one read of the live
+	 * process after the thaw: a thread still blocked where we saw it has
+	 * not moved that memory, but one that ran since may have, so each
+	 * word is counted (th->live_reads, printed under the thread) and the
+	 * reads are bounded (live_budget). A window cut by --stack-total is
+	 * not patched up from live memory: the cut is what the cap asked for. */
 	const struct sd_map *mp = procfs_maps_find(&c->u->target->maps, addr);
 	if (mp && mp->perms[0] == 'r' && mp->perms[2] != 'x' && addr + 8 <= mp->end) {
-		if (c->live_budget > 0) {
+		if (c->live_budget > 0 && !th->stack_cut) {
 			c->live_budget--;
 			if (capture_read(c->u->target->pid, addr, val, 8) == 8) {
 				th->live_reads++;
@@ -843,6 +848,14 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 					 "frame pointer gave 0x%llx, which does not follow a call "
 					 "(not a return address)",
 					 (unsigned long long)c.bad_ra);
+			else if (c.stack_exhausted && th->stack_cut)
+				snprintf(msg, sizeof(msg),
+					 "stack window exhausted at %zu bytes, cut to share the "
+					 "%zu %s all threads' copies may take (raise --stack-total)",
+					 th->stack_len,
+					 snap->stack_total % (1u << 20) ? snap->stack_total >> 10
+									: snap->stack_total >> 20,
+					 snap->stack_total % (1u << 20) ? "KiB" : "MiB");
 			else if (c.stack_exhausted)
 				snprintf(msg, sizeof(msg),
 					 "stack window exhausted at %zu bytes (raise --stack-bytes)",

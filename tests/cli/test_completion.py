@@ -137,8 +137,7 @@ def test_bash_completes_files():
 
 
 if __name__ == "__main__":
-    sdtest.ptrace_allowed = lambda: True  # most of this traces nothing
     try:
-        sdtest.main(globals())
+        sdtest.main(globals(), needs_ptrace=False)
     finally:
         shutil.rmtree(TMP, ignore_errors=True)

@@ -69,11 +69,7 @@ def test_fish_completes_process_names_and_files():
 
 
 if __name__ == "__main__":
-    if not FISH:
-        print("SKIP: fish is not installed (apt-get install fish)")
-        sys.exit(sdtest.SKIP)
-    sdtest.ptrace_allowed = lambda: True  # nothing is traced here
     try:
-        sdtest.main(globals())
+        sdtest.main(globals(), needs_ptrace=False, tools=[("fish", "fish")])
     finally:
         shutil.rmtree(TMP, ignore_errors=True)

@@ -85,11 +85,7 @@ def test_zsh_offers_every_option_of_every_command():
 
 
 if __name__ == "__main__":
-    if not ZSH:
-        print("SKIP: zsh is not installed (apt-get install zsh)")
-        sys.exit(sdtest.SKIP)
-    sdtest.ptrace_allowed = lambda: True  # nothing is traced here
     try:
-        sdtest.main(globals())
+        sdtest.main(globals(), needs_ptrace=False, tools=[("zsh", "zsh")])
     finally:
         shutil.rmtree(TMP, ignore_errors=True)

@@ -140,5 +140,4 @@ def test_shell_help_lists_shell_commands():
 
 
 if __name__ == "__main__":
-    sdtest.ptrace_allowed = lambda: True  # nothing is traced here
-    sdtest.main(globals())
+    sdtest.main(globals(), needs_ptrace=False)

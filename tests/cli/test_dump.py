@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 # The one-shot dump against live fixtures: frames agree with eu-stack -i on
 # every thread (C, C++, Rust, PIE, non-PIE, stripped, no CFI, deleted
-# executable, deep recursion), the options work, and the JSON is as
+# executable, deep recursion), and, since eu-stack asks libdw for names and
+# inline frames as we do, the fixtures' own frames (names, inline frames,
+# lines) agree with gdb too; the options work, and the JSON is as
 # documented. The target is never left stopped.
 import os
 import re
@@ -11,7 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import sdtest  # noqa: E402
-from fixture import available, path_of, start  # noqa: E402
+from fixture import path_of, start  # noqa: E402
 from sdtest import contains, eq, matches, ok  # noqa: E402
 
 NTHREADS = {"fx-stacks": 6, "fx-cxx": 6}
@@ -46,9 +48,89 @@ def eu_stack(pid):
             for t, fr in eu_stack_frames(pid, "-i").items()}
 
 
+def strip_params(name):
+    """NAME without a trailing parameter list, " const" and "+0xOFFSET"
+    (our C++ names are demangled in full; gdb shows the DWARF name)."""
+    name = re.sub(r"\+0x[0-9a-f]+$", "", name.strip())
+    name = re.sub(r" const$", "", name)
+    if name.endswith(")"):
+        depth = 0
+        for i in range(len(name) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(name[i], 0)
+            if depth == 0:
+                # "operator()" keeps its own parentheses
+                if not name[:i].endswith("operator"):
+                    name = name[:i]
+                break
+    return name.rstrip()
+
+
+def gdb_name(text):
+    """The function name of a gdb frame description "NAME (ARGS)" (with
+    "set print frame-arguments none" the arguments hold no parentheses)."""
+    i = text.rfind(" (")
+    return text[:i] if i > 0 else text.strip()
+
+
+def gdb_frames(pid):
+    """{tid: [(function, source file basename, line), ...]} from gdb's
+    "thread apply all bt" (its own DWARF reader, not libdw); frames without
+    a source line have file and line None."""
+    gdb = sdtest.tool("gdb", "gdb")
+    p = subprocess.run([gdb, "-q", "-nx", "-batch", "-p", str(pid), "-ex", "set pagination off",
+                        "-ex", "set print frame-arguments none", "-ex", "thread apply all bt"],
+                       capture_output=True, text=True, timeout=300)
+    out, tid = {}, None
+    for line in p.stdout.splitlines():
+        m = re.match(r"Thread \d+ \(.*\(LWP (\d+)\)", line)
+        if m:
+            tid = int(m.group(1))
+            out[tid] = []
+            continue
+        m = re.match(r"#\d+\s+(?:0x[0-9a-f]+ in )?(.*?)(?: at (\S+):(\d+))?(?: from \S+)?$", line)
+        if m and tid is not None and not m.group(1).startswith("<"):
+            out[tid].append((gdb_name(m.group(1)).strip(),
+                             os.path.basename(m.group(2)) if m.group(2) else None,
+                             int(m.group(3)) if m.group(3) else None))
+    ok(out, "gdb showed no thread: %s" % p.stderr[-2000:])
+    return out
+
+
+def own_frames(frames, source):
+    """The frames of SOURCE (the fixture's own file)."""
+    return [f for f in frames if f[1] == source]
+
+
+def same_function(ours_name, gdb):
+    """gdb names a lambda's call operator "operator()", where our demangled
+    name is qualified by its enclosing function: the ends must agree."""
+    a = strip_params(ours_name)
+    return a == gdb or a.endswith("::" + gdb)
+
+
+def compare_with_gdb(pid, doc, source):
+    """Every thread's frames in the fixture's own source file, inline ones
+    included, have the same names and lines in gdb and in our JSON DOC."""
+    theirs = gdb_frames(pid)
+    sdtest.assert_running(pid)
+    mine = {t["tid"]: [(f["function"] or "", os.path.basename(f["file"]) if f["file"] else None,
+                        f["line"]) for f in t["frames"]] for t in doc["threads"]}
+    eq(sorted(mine), sorted(theirs), "thread sets differ from gdb's")
+    compared = 0
+    for tid in theirs:
+        a, b = own_frames(mine[tid], source), own_frames(theirs[tid], source)
+        why = "thread %d: frames in %s differ from gdb's\nours: %r\ngdb:  %r" % (
+            tid, source, a, b)
+        eq(len(a), len(b), why)
+        for x, y in zip(a, b):
+            ok(same_function(x[0], y[0]) and x[1:] == y[1:], why)
+        compared += len(a)
+    ok(compared >= len(theirs), "only %d frames of %s compared" % (compared, source))
+
+
 def ours(pid, *extra):
     r = sdtest.run("--format", "json", *extra, pid)
-    ok(r.rc in (0, 1), "rc %d: %s" % (r.rc, r.err))
+    eq(r.rc, 0, r.err)
     return r, {t["tid"]: [f["function"] for f in t["frames"]] for t in r.json()["threads"]}
 
 
@@ -75,6 +157,21 @@ def test_fx_stacks_matches_eu_stack():
     ok({"alpha", "beta", "inliner", "recurse", "sighandler"} <= names, names)
 
 
+def test_fx_stacks_own_frames_match_gdb():
+    with start("fx-stacks", "50", blocked=6) as fx:
+        r, _ = ours(fx.pid)
+        compare_with_gdb(fx.pid, r.json(), "fx-stacks.c")
+        inl = [f for t in r.json()["threads"] for f in t["frames"] if f["inlined"]
+               and f["file"] and f["file"].endswith("fx-stacks.c")]
+        ok(inl, "no inline frame of fx-stacks.c was compared")
+
+
+def test_fx_cxx_own_frames_match_gdb():
+    with start("fx-cxx", blocked=6) as fx:
+        r, _ = ours(fx.pid)
+        compare_with_gdb(fx.pid, r.json(), "fx-cxx.cpp")
+
+
 def test_variants_match_eu_stack():
     for v in ("fx-stacks-nopie", "fx-stacks-nodebug", "fx-stacks-stripped",
               "fx-stacks-bare", "fx-stacks-nocfi"):
@@ -87,10 +184,11 @@ def test_cxx_matches_eu_stack():
 
 def test_rust_matches_eu_stack():
     """eu-stack cannot demangle Rust v0 names, so compare the physical
-    frames by address, and check our names are demangled."""
-    if not available("fx-rust"):
-        print("  (no rustc: fx-rust not built)")
-        return
+    frames by address; the fixture's own functions are named (from DWARF).
+    Names from std depend on the toolchain's version; the fixture's do
+    not."""
+    ok(os.access(path_of("fx-rust"), os.X_OK),
+       "fx-rust was not built: CMake found no rustc (run .ci/deps)")
     with start("fx-rust", blocked=4) as fx:
         r, _ = ours(fx.pid, "--no-inline")
         theirs = {t: [addr for addr, _ in fr] for t, fr in eu_stack_frames(fx.pid).items()}
@@ -98,12 +196,49 @@ def test_rust_matches_eu_stack():
                 for t in r.json()["threads"]}
         eq(mine, theirs)
         r = sdtest.run(fx.pid)
-        for name in ("fx_rust::workers::park_inner", "fx_rust::workers::park_outer",
-                     "fx_rust::parker_main", "std::thread::functions::park",
-                     "fx_rust::workers::pump", "fx_rust::decoder_main",
-                     "std::sys::backtrace::__rust_begin_short_backtrace"):
-            contains(r.out, name)
-        ok("_RNv" not in r.out and "$u7b$" not in r.out and "17h" not in r.out, r.out)
+        eq(r.rc, 0, r.err)
+        for name in (r"fx_rust::workers::park_inner", r"fx_rust::workers::park_outer",
+                     r"fx_rust::parker_main", r"fx_rust::workers::pump\b",
+                     r"fx_rust::reader_main", r"<?fx_rust::workers::Decoder<u64>>?::wait_for_input",
+                     r"<?fx_rust::workers::Decoder<u64>>?::run", r"fx_rust::decoder_main",
+                     r"fx_rust::main\b", r"std::thread::(functions::)?park\b",
+                     r"std::sys(_common)?::backtrace::__rust_begin_short_backtrace"):
+            sdtest.matches(r.out, r"#\d+ +0x[0-9a-f]+ (\[inlined\] )?" + name)
+        ok(not re.search(r"_RN|_ZN|\$u7b\$|17h[0-9a-f]{16}", r.out), r.out)
+
+
+def test_rust_v0_names_demangled():
+    """The fixture is built with -C symbol-mangling-version=v0 whatever the
+    toolchain's default: check it holds v0 symbols, then, with its DWARF
+    stripped so that every name comes from the symbol table, that our v0
+    demangling gives the names (generic arguments included) and leaves
+    none mangled."""
+    ok(os.access(path_of("fx-rust"), os.X_OK),
+       "fx-rust was not built: CMake found no rustc (run .ci/deps)")
+    nm = sdtest.tool("nm", "binutils")
+    objcopy = sdtest.tool("objcopy", "binutils")
+    syms = subprocess.run([nm, path_of("fx-rust")], capture_output=True, text=True,
+                          timeout=60).stdout
+    ok(re.search(r" _RNvNtCs\w+_7fx_rust7workers10park_inner$", syms, re.M),
+       "fx-rust's own functions are not v0-mangled")
+    import tempfile
+    d = tempfile.mkdtemp()
+    try:
+        exe = os.path.join(d, "fx-rust-nodwarf")
+        subprocess.run([objcopy, "--strip-debug", path_of("fx-rust"), exe], check=True,
+                       timeout=120)
+        with start(exe, blocked=4) as fx:
+            r = sdtest.run(fx.pid)
+            eq(r.rc, 0, r.err)
+            for name in ("fx_rust::workers::park_inner+0x", "fx_rust::parker_main+0x",
+                         "fx_rust::workers::pump::<std::fs::File>+0x",
+                         "<fx_rust::workers::Decoder<u64>>::wait_for_input",
+                         "<fx_rust::workers::Decoder<u64>>::run", "fx_rust::decoder_main+0x"):
+                contains(r.out, name)
+            ok(" at fx-rust.rs:" not in r.out, "DWARF was not stripped")
+            ok(not re.search(r"_RN|_ZN|\$u7b\$|17h[0-9a-f]{16}", r.out), r.out)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def thread_named(j, name):
@@ -282,9 +417,8 @@ def test_stopped_process_stays_stopped():
 def test_other_mount_namespace():
     """The executable exists only inside the target's mount namespace: its
     file is opened through /proc/PID/root."""
-    if not shutil.which("unshare"):
-        print("  (no unshare)")
-        return
+    sdtest.need_root("a private mount namespace")
+    sdtest.tool("unshare", "util-linux")
     import tempfile
     mnt = tempfile.mkdtemp()
     script = ('mount -t tmpfs none "$1" && cp "$2" "$1/fx-ns" && exec "$1/fx-ns"')
@@ -294,8 +428,7 @@ def test_other_mount_namespace():
     try:
         line = p.stdout.readline()
         if not line.startswith("ready"):
-            print("  (cannot make a mount namespace here: %s)" % p.stderr.read(300))
-            return
+            raise AssertionError("cannot make a mount namespace here: %s" % p.stderr.read(300))
         pid = int(line.split()[1])
         ok(not os.path.exists(os.path.join(mnt, "fx-ns")), "tmpfs leaked out")
         import time
@@ -322,9 +455,8 @@ def test_other_mount_namespace():
 def test_separate_debug_info_by_build_id():
     """libc.so.6 has no .symtab or DWARF: its function names, inline frames
     and lines come from libc6-dbg's file found by build-id."""
-    if not os.path.isdir("/usr/lib/debug/.build-id"):
-        print("  (no separate debug info installed)")
-        return
+    ok(os.path.isdir("/usr/lib/debug/.build-id"),
+       "no separate debug info installed: apt-get install libc6-dbg (.ci/deps does)")
     with start("fx-stacks", blocked=6) as fx:
         r = sdtest.run("--format", "json", fx.pid)
         alpha = thread_named(r.json(), "alpha")

@@ -34,7 +34,7 @@ def test_no_such_process():
 def test_invalid_pids():
     for bad in ("0", "-1", "-42", "99999999999", "12abc"):
         r = sdtest.run(bad)
-        ok(r.rc in (2, 64), r)
+        eq(r.rc, 2, r)
         contains(r.err, "stackdump:")
         ok("Traceback" not in r.err and "Segmentation" not in r.err)
     r = sdtest.run("0")
@@ -50,12 +50,22 @@ def test_not_a_command_nor_a_process():
 
 
 def test_pid_one_init():
-    # PID 1 is ours to trace as root; as a container init it may be
-    # this very sandbox's: either a dump or a clear error, never a hang.
+    # PID 1 is ours to trace as root, unless it is this very sandbox's init
+    # with more privileges than we have. Whether we may read its maps (the
+    # same kernel check as ptrace's, made here and not taken from
+    # stackdump's output) says which of the two it must be.
+    try:
+        with open("/proc/1/maps"):
+            readable = True
+    except PermissionError:
+        readable = False
     r = sdtest.run("--max-frames", "5", "1")
-    ok(r.rc in (0, 1, 2), r)
-    if r.rc == 2:
-        ok(r.err.strip(), r)
+    if readable:
+        eq(r.rc, 0, r)
+        contains(r.out, "PID 1 (")
+    else:
+        eq(r.rc, 2, r)
+        contains(r.err, "cannot attach to 1: operation not permitted")
     sdtest.assert_running(1)
 
 
@@ -73,9 +83,7 @@ def test_kernel_thread():
                 break
         except (OSError, ValueError, IndexError):
             pass
-    if kthread is None:
-        print("  (no kernel thread visible here)")
-        return
+    sdtest.need(kthread is not None, "no kernel thread is visible here (a PID namespace?)")
     r = sdtest.run(kthread)
     eq(r.rc, 2, r)
     contains(r.err, "kernel thread")
@@ -137,14 +145,8 @@ def test_already_traced_by_gdb():
 
 
 def test_permission_denied():
-    try:
-        nobody = pwd.getpwnam("nobody")
-    except KeyError:
-        print("  (no user nobody)")
-        return
-    if os.getuid() != 0:
-        print("  (not root: cannot switch user)")
-        return
+    sdtest.need_root("switching to the user nobody")
+    nobody = pwd.getpwnam("nobody")
     with start("fx-stacks", blocked=6) as fx:
         def drop():
             os.setgid(nobody.pw_gid)
@@ -189,14 +191,17 @@ def test_help_and_version():
 
 
 def test_process_exits_right_away():
-    """A process that exits while we look gives a result or a clear error."""
+    """A process that exits while we look gives a result or a clear error:
+    which one depends on the race, but each must be whole."""
     for _ in range(5):
         p = subprocess.Popen(["sh", "-c", "exit 0"])
         r = sdtest.run(p.pid)
         p.wait()
-        ok(r.rc in (0, 1, 2), r)
         if r.rc == 2:
             ok("no such process" in r.err or "exited" in r.err or "zombie" in r.err, r)
+        else:
+            ok(r.rc in (0, 1), r)  # 1: its thread went away mid-snapshot
+            contains(r.out, "PID %d (" % p.pid)
 
 
 def test_partial_result_when_some_pids_fail():

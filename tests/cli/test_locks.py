@@ -11,7 +11,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import sdtest  # noqa: E402
-from fixture import available, start  # noqa: E402
+from fixture import start  # noqa: E402
 from sdtest import contains, eq, matches, ok  # noqa: E402
 
 HEX = r"0x[0-9a-f]+"
@@ -391,9 +391,6 @@ def test_cxx_locks():
 
 
 def test_rust_locks():
-    if not available("fx-rustlock"):
-        print("  (fx-rustlock not built: rustc was not found; nothing to check)")
-        return
     with start("fx-rustlock", 2, 2, parked=4) as fx:
         tids = fx.tids_by_name()
         doc = locks_json(fx.pid)
@@ -450,12 +447,10 @@ def test_count_deadlock_exit_code():
 def test_pid_namespace():
     # In a container the lock words hold TIDs of the container's PID
     # namespace; owners and cycles must still name our TIDs.
-    import shutil
     import subprocess
     import fixture
-    if os.geteuid() != 0 or not shutil.which("unshare"):
-        print("  (needs root and unshare(1) for a PID namespace; nothing to check)")
-        return
+    sdtest.need_root("a PID namespace")
+    sdtest.tool("unshare", "util-linux")
     p = subprocess.Popen(["unshare", "--pid", "--fork", fixture.path_of("fx-deadlock"), "2"],
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                          stdin=subprocess.DEVNULL)

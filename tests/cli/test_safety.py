@@ -112,25 +112,28 @@ def test_sigkill_during_profile_and_record():
                 ok(r.rc in (0, 1), (name, r))
 
 
-def test_no_leaks_in_a_long_profile_under_valgrind():
-    import shutil
-    if not shutil.which("valgrind"):
-        print("  (valgrind not installed)")
-        return
+def test_no_leaks_in_a_long_profile():
+    """200 snapshots leak nothing: under valgrind in the plain build, under
+    LeakSanitizer in the ASan build (which cannot run under valgrind)."""
     with open(sdtest.binary(), "rb") as f:
-        if b"__asan_init" in f.read():
-            print("  (an ASan build cannot run under valgrind; the plain build runs this)")
-            return
+        asan = b"__asan_init" in f.read()
     d = tempfile.mkdtemp()
+    out = os.path.join(d, "p.folded")
+    args = [sdtest.binary(), "profile", "--count", "200", "--interval", "5ms", "--format",
+            "folded", "-o", out]
+    env = dict(os.environ)
+    if asan:
+        env["ASAN_OPTIONS"] = "detect_leaks=1:exitcode=99"
+    else:
+        args = [sdtest.tool("valgrind", "valgrind"), "--quiet", "--leak-check=full",
+                "--errors-for-leak-kinds=definite,indirect", "--error-exitcode=99"] + args
     with start("fx-stacks", blocked=6) as fx:
-        p = subprocess.run(["valgrind", "--quiet", "--leak-check=full",
-                            "--errors-for-leak-kinds=definite,indirect",
-                            "--error-exitcode=99", sdtest.binary(), "profile", "--count", "200",
-                            "--interval", "5ms", "--format", "folded", "-o",
-                            os.path.join(d, "p.folded"), str(fx.pid)],
-                           capture_output=True, text=True, timeout=900)
+        p = subprocess.run(args + [str(fx.pid)], capture_output=True, text=True, timeout=900,
+                           env=env)
         eq(p.returncode, 0, p.stderr[-3000:])
-        with open(os.path.join(d, "p.folded")) as f:
+        ok("LeakSanitizer" not in p.stderr and "definitely lost" not in p.stderr,
+           p.stderr[-3000:])
+        with open(out) as f:
             ok("alpha_inner" in f.read())
         sdtest.assert_running(fx.pid)
 
@@ -165,8 +168,13 @@ def test_threads_appearing_and_exiting():
             # half of the rounds freeze one thread at a time
             extra = ["--per-thread"] if i % 2 else []
             r = sdtest.run("--format", "json", *extra, fx.pid)
-            ok(r.rc in (0, 1), r)
             j = r.json()
+            # 0 or 1 depends on the race (1: a thread went away while we
+            # looked); either way the status, the document's "partial" and
+            # its threads must agree.
+            ok(r.rc in (0, 1), r)
+            eq(j["partial"], r.rc == 1, r)
+            eq(any(t["status"] != "ok" for t in j["threads"]), j["partial"], r)
             stable = [t for t in j["threads"] if t["name"].startswith("stable-")]
             eq(len(stable), 2)
             for t in stable:
@@ -185,9 +193,11 @@ def test_process_that_exits_forks_or_execs():
         for delay in (0.0, 0.01, 0.05):
             time.sleep(delay)
             r = sdtest.run(p.pid, timeout=60)
-            ok(r.rc in (0, 1, 2), r)
             if r.rc == 2:
                 ok(r.err.startswith("stackdump: "), r)
+            else:
+                ok(r.rc in (0, 1), r)
+                ok(r.out.startswith("PID %d (" % p.pid), r)
             st = sdtest.state_of(p.pid)
             ok(not any(s in "tT" for s in st.values()), st)
         p.kill()

@@ -35,15 +35,6 @@ def commands():
     return {c["name"]: c for c in sdtest.run("--list-commands").json()["commands"]}
 
 
-def missing(*names):
-    """The commands of NAMES not in the table yet (said once per test)."""
-    table = commands()
-    gone = [n for n in names if n not in table]
-    for n in gone:
-        print("note: no '%s' command in the table yet: its part of the test is skipped" % n)
-    return gone
-
-
 def tracer_of(pid):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
@@ -53,23 +44,12 @@ def tracer_of(pid):
 
 
 def test_session_attach_threads_dump_locks_save_load_detach_quit():
-    skip = missing("locks", "save", "load")
     snap = os.path.join(TMP, "session.json")
     with start("fx-mutex", "normal", "2", parked=2) as fx:
         tids = fx.tids_by_name()
         holder = tids["holder"][0]
-        lines = ["attach %d" % fx.pid, "threads", "dump"]
-        if "locks" not in skip:
-            lines.append("locks")
-        if "save" not in skip:
-            lines.append("save %s" % snap)
-        lines.append("detach")
-        if "load" not in skip:
-            lines += ["load %s" % snap, "targets", "threads"]
-            if "locks" not in skip:
-                lines.append("locks")
-            lines.append("detach")
-        lines.append("quit")
+        lines = ["attach %d" % fx.pid, "threads", "dump", "locks", "save %s" % snap, "detach",
+                 "load %s" % snap, "targets", "threads", "locks", "detach", "quit"]
         r = sh("\n".join(lines) + "\n")
         sdtest.eq(r.rc, 0, r)
         out = r.out
@@ -79,26 +59,21 @@ def test_session_attach_threads_dump_locks_save_load_detach_quit():
                        tids["waiter-1"][0])
         sdtest.matches(out, r'Thread %d "waiter-1" S waiting for mutex 0x[0-9a-f]+ '
                        r'<g_ledger_lock> held by %d "holder"' % (tids["waiter-1"][0], holder))
-        if "locks" not in skip:
-            sdtest.matches(out, r"mutex 0x[0-9a-f]+ <g_ledger_lock>.*2 waiters")
-        if "save" not in skip:
-            sdtest.ok(os.path.getsize(snap) > 0, "save wrote nothing")
+        sdtest.matches(out, r"mutex 0x[0-9a-f]+ <g_ledger_lock>.*2 waiters")
+        sdtest.ok(os.path.getsize(snap) > 0, "save wrote nothing")
         sdtest.contains(r.err, 'detached from %d "fx-mutex"' % fx.pid)
-        if "load" not in skip:
-            sdtest.matches(r.err, r"loaded .*session\.json: pid %d \"fx-mutex\", "
-                           r"4 threads" % fx.pid)
-            # threads of the loaded snapshot: lock waits as analyzed, no CPU%.
-            sdtest.matches(out, r"(?m)^snapshot .*session\.json: PID %d" % fx.pid)
-            sdtest.matches(out, r'(?m)^\s*%d\s+waiter-2\s+S\s+mutex 0x[0-9a-f]+ <g_ledger_lock> '
-                           r'held by %d "holder"\s+-' % (tids["waiter-2"][0], holder))
-            sdtest.contains(r.err, "closed the loaded snapshot")
+        sdtest.matches(r.err, r"loaded .*session\.json: pid %d \"fx-mutex\", "
+                       r"4 threads" % fx.pid)
+        # threads of the loaded snapshot: lock waits as analyzed, no CPU%.
+        sdtest.matches(out, r"(?m)^snapshot .*session\.json: PID %d" % fx.pid)
+        sdtest.matches(out, r'(?m)^\s*%d\s+waiter-2\s+S\s+mutex 0x[0-9a-f]+ <g_ledger_lock> '
+                       r'held by %d "holder"\s+-' % (tids["waiter-2"][0], holder))
+        sdtest.contains(r.err, "closed the loaded snapshot")
         sdtest.assert_running(fx.pid)
         sdtest.eq(tracer_of(fx.pid), 0)
 
 
 def test_dump_shows_a_loaded_snapshot():
-    if missing("save", "load"):
-        return
     snap = os.path.join(TMP, "for-dump.json")
     with start("fx-mutex", "normal", "1", parked=1) as fx:
         r = sh("attach %d\ndump\nsave %s\n" % (fx.pid, snap))

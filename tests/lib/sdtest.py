@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: MIT
 # A tiny test runner for the CLI tests: runs every test_* function of the
 # calling module, prints one line per test and the closing line
-# "N passed, N failed", and exits non-zero on any failure (77 = skip).
+# "N passed, N failed, N skipped (N assertions)", and exits non-zero on any
+# failure. A test that cannot run fails; it skips (exit 77 when nothing
+# ran) only when STACKDUMP_TEST_UNPRIVILEGED=1 asks for it and what it
+# lacks is a privilege, never a tool.
 """Helpers to run the real stackdump binary in tests.
 
     import sdtest
@@ -15,6 +18,7 @@
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import traceback
@@ -24,6 +28,17 @@ SRC = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 SKIP = 77
+
+# The one way to allow skips: a person running the suite without root on
+# purpose sets it. CI sets nothing, so there every test runs or fails.
+UNPRIVILEGED = os.environ.get("STACKDUMP_TEST_UNPRIVILEGED") == "1"
+
+ASSERTIONS = 0
+
+
+class Skipped(Exception):
+    """Raised by need() when the run asked for skips and a privilege is
+    missing."""
 
 
 def binary():
@@ -64,37 +79,77 @@ def run(*args, input=None, timeout=120, env=None):
 
 
 def eq(a, b, msg=""):
+    global ASSERTIONS
+    ASSERTIONS += 1
     if a != b:
         raise AssertionError("%r != %r %s" % (a, b, msg))
 
 
 def ok(cond, msg=""):
+    global ASSERTIONS
+    ASSERTIONS += 1
     if not cond:
         raise AssertionError(msg or "condition failed")
 
 
 def contains(haystack, needle, msg=""):
+    global ASSERTIONS
+    ASSERTIONS += 1
     if needle not in haystack:
         raise AssertionError("%r not found in %r %s" % (needle, haystack[:3000], msg))
 
 
 def matches(text, pattern, msg=""):
+    global ASSERTIONS
+    ASSERTIONS += 1
     if not re.search(pattern, text, re.M):
         raise AssertionError("/%s/ not found in %r %s" % (pattern, text[:3000], msg))
 
 
-def ptrace_allowed():
-    """Can we trace a child of ours? (CI containers may forbid it.)"""
+def need(cond, why):
+    """A privilege the test needs (root, ptrace rights, a mount). Without
+    it the test fails, unless STACKDUMP_TEST_UNPRIVILEGED=1 asks to skip."""
+    if cond:
+        return
+    if UNPRIVILEGED:
+        raise Skipped(why)
+    raise AssertionError("cannot run: %s (to skip instead, run the suite with "
+                         "STACKDUMP_TEST_UNPRIVILEGED=1)" % why)
+
+
+def need_root(what):
+    need(os.geteuid() == 0, "%s needs root" % what)
+
+
+def tool(name, package, *alternatives):
+    """Path of a tool the test uses. A missing tool always fails: .ci/deps
+    installs PACKAGE."""
+    for n in (name,) + alternatives:
+        p = shutil.which(n)
+        if p:
+            return p
+    raise AssertionError("%s is not installed (apt-get install %s, or run .ci/deps)"
+                         % (name, package))
+
+
+def can_ptrace():
+    """Whether we may trace processes we did not start, decided from our
+    credentials (never from the output of the binary under test): root,
+    CAP_SYS_PTRACE, or Yama's ptrace_scope 0."""
+    if os.geteuid() == 0:
+        return True
     try:
-        p = subprocess.Popen(["sleep", "30"])
-        try:
-            r = run(p.pid, timeout=60)
-            return "operation not permitted" not in r.err
-        finally:
-            p.kill()
-            p.wait()
-    except Exception:
-        return False
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("CapEff:") and int(line.split()[1], 16) & (1 << 19):
+                    return True
+    except OSError:
+        pass
+    try:
+        with open("/proc/sys/kernel/yama/ptrace_scope") as f:
+            return f.read().strip() == "0"
+    except OSError:
+        return True  # no Yama: same user is enough
 
 
 def state_of(pid):
@@ -136,24 +191,41 @@ def perf_fds(pid):
     return n
 
 
-def main(ns):
+def main(ns, needs_ptrace=True, tools=()):
+    """Runs the test_* functions of NS (those whose names contain one of
+    the command-line arguments, if any) and exits: 0 when all passed, 1 on
+    a failure, 77 when the run allowed skips and nothing could run.
+    TOOLS: (command, Debian package) pairs the whole file needs; a missing
+    one fails the file."""
     only = sys.argv[1:]
     tests = [(n, f) for n, f in sorted(ns.items()) if n.startswith("test_") and callable(f)]
     if only:
         tests = [(n, f) for n, f in tests if any(o in n for o in only)]
-    if not ptrace_allowed():
+    if needs_ptrace and UNPRIVILEGED and not can_ptrace():
         print("SKIP: ptrace is not permitted here (need root or CAP_SYS_PTRACE)")
+        print("0 passed, 0 failed, %d skipped (0 assertions)" % len(tests))
         sys.exit(SKIP)
-    passed = failed = 0
+    for name, package in tools:
+        try:
+            tool(name, package)
+        except AssertionError as e:
+            print("FAIL %s" % e)
+            print("0 passed, 1 failed, 0 skipped (0 assertions)")
+            sys.exit(1)
+    passed = failed = skipped = 0
     for name, fn in tests:
         try:
             fn()
             print("ok   %s" % name)
             passed += 1
+        except Skipped as e:
+            print("SKIP %s: %s" % (name, e))
+            skipped += 1
         except Exception:
             print("FAIL %s" % name)
             traceback.print_exc(file=sys.stdout)
             failed += 1
         sys.stdout.flush()
-    print("%d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+    print("%d passed, %d failed, %d skipped (%d assertions)" % (passed, failed, skipped,
+                                                                 ASSERTIONS))
+    sys.exit(1 if failed else SKIP if skipped and not passed else 0)

@@ -123,13 +123,44 @@ static void test_maps(void **state)
 	procfs_maps_release(&m);
 }
 
+/* A maps line of any length parses: here a 20,000-byte path made of
+ * escaped newlines, as the kernel writes them (\012). */
+static void test_maps_long_line(void **state)
+{
+	(void)state;
+	const char *head = "7f0000000000-7f0000001000 r-xp 00000000 fd:01 42 /tmp/";
+	size_t hl = strlen(head), n = 5000, len = hl + 4 * n + 40;
+	char *text = malloc(len);
+	assert_non_null(text);
+	memcpy(text, head, hl);
+	for (size_t i = 0; i < n; i++)
+		memcpy(text + hl + 4 * i, "\\012", 4);
+	strcpy(text + hl + 4 * n, "/x\n7f00-7f10 rw-p 00000000 00:00 0\n");
+	struct sd_maps m = {0};
+	assert_int_equal(procfs_parse_maps(text, &m), 0);
+	assert_int_equal(m.n, 2);
+	assert_int_equal(strlen(m.v[0].path), 5 + 4 * n + 2);
+	assert_int_equal(m.v[0].inode, 42);
+	assert_int_equal(m.v[0].dev_major, 0xfd);
+	assert_memory_equal(m.v[0].path + 5, "\\012\\012", 8);
+	procfs_maps_release(&m);
+	/* fields that overflow or lack their separators are refused */
+	assert_true(procfs_parse_maps("1ffffffffffffffff-2 r-xp 0 0:0 0 x\n", &m) < 0);
+	procfs_maps_release(&m);
+	assert_true(procfs_parse_maps("10-20 r-x 0 0:0 0 x\n", &m) < 0);
+	procfs_maps_release(&m);
+	assert_true(procfs_parse_maps("10-20 r-xp 0 00 0 x\n", &m) < 0);
+	procfs_maps_release(&m);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_pid),     cmocka_unit_test(test_parse_duration),
 		cmocka_unit_test(test_parse_size),    cmocka_unit_test(test_escape),
 		cmocka_unit_test(test_syscall_line), cmocka_unit_test(test_stat_line),
-		cmocka_unit_test(test_maps),
+		cmocka_unit_test(test_maps),          cmocka_unit_test(test_maps_long_line),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
