@@ -1665,6 +1665,13 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 		}
 		s->nretried += th->retried;
 	}
+	/* A thread read twice (retried, stopped for registers) may have
+	 * been held to the cap twice: count threads, not cuts. */
+	if (o->max_stack_total && !o->per_thread) {
+		s->stack_cut = 0;
+		for (size_t i = 0; i < s->nthreads; i++)
+			s->stack_cut += s->threads[i].stack_cut;
+	}
 	uint64_t t2 = sd_now_ns();
 	s->unwind_us = (t2 - t1) / 1000;
 	if (!o->no_symbols) {
