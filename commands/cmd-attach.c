@@ -15,32 +15,10 @@
 enum { ATTACH_ALL };
 
 static const struct cmd_option attach_options[] = {
-	[ATTACH_ALL] = OPT_FLAG("all", 'a',
-				"attach every process of that name (not only a unique one)"),
-	{0},
+    [ATTACH_ALL] =
+	OPT_FLAG("all", 'a', "attach every process of that name (not only a unique one)"),
+    {0},
 };
-
-int shell_target_index(const struct cmd_session *s, pid_t pid)
-{
-	for (size_t i = 0; i < s->ntargets; i++)
-		if (s->targets[i]->pid == pid)
-			return (int)i;
-	return -1;
-}
-
-size_t shell_target_add(struct cmd_session *s, struct sd_target *t)
-{
-	sd_grow(&s->targets, &s->cap, s->ntargets + 1, sizeof(*s->targets));
-	s->targets[s->ntargets] = t;
-	return s->ntargets++;
-}
-
-void shell_target_label(struct strbuf *sb, const struct sd_target *t)
-{
-	strbuf_addf(sb, "%d \"", (int)t->pid);
-	strbuf_add_escaped(sb, t->info.comm);
-	strbuf_adds(sb, "\"");
-}
 
 /* Can we trace PID? Opening /proc/PID/mem asks the kernel the same
  * question as PTRACE_SEIZE (PTRACE_MODE_ATTACH, Yama included) without

@@ -7,21 +7,6 @@
 
 #include "shell.h"
 
-void shell_target_remove(struct cmd_session *s, size_t i)
-{
-	if (i >= s->ntargets)
-		return;
-	target_free(s->targets[i]);
-	memmove(&s->targets[i], &s->targets[i + 1], (s->ntargets - i - 1) * sizeof(*s->targets));
-	s->ntargets--;
-	if (s->current > i)
-		s->current--;
-	else if (s->current == i)
-		s->current = 0;
-	if (s->current >= s->ntargets)
-		s->current = 0;
-}
-
 /* Which target ARG names: an attached PID first, then a 1-based index. */
 static int find_target(struct cmd_ctx *ctx, const char *arg)
 {
@@ -46,24 +31,6 @@ static void detach_one(struct cmd_ctx *ctx, size_t i)
 	shell_target_remove(ctx->session, i);
 	cmd_status(ctx, "detached from %s\n", sb.buf);
 	strbuf_release(&sb);
-}
-
-void shell_close_loaded(struct cmd_ctx *ctx)
-{
-	struct cmd_session *s = ctx->session;
-	struct strbuf sb;
-	strbuf_init(&sb);
-	strbuf_adds(&sb, "closed the loaded snapshot");
-	if (s->loaded_path) {
-		strbuf_adds(&sb, " ");
-		strbuf_add_escaped(&sb, s->loaded_path);
-	}
-	cmd_status(ctx, "%s\n", sb.buf);
-	strbuf_release(&sb);
-	snapshot_free(s->loaded);
-	s->loaded = NULL;
-	free(s->loaded_path);
-	s->loaded_path = NULL;
 }
 
 static int detach_exec(struct cmd_ctx *ctx, int argc, char **argv)

@@ -13,21 +13,14 @@
 enum { DIFF_FORMAT, DIFF_OUTPUT, DIFF_LIMIT, DIFF_TITLE };
 
 static const struct cmd_option diff_options[] = {
-	[DIFF_FORMAT] = OPT_FORMAT("text, svg, folded or json (default text)",
-				   "text svg folded json", "text"),
-	[DIFF_OUTPUT] = OPT_STRING("output", 'o', "FILE", "write to FILE instead of stdout",
-				   CMPL_FILE),
-	[DIFF_LIMIT] = {.name = "limit",
-			.short_name = 'l',
-			.arg = "N",
-			.help = "text: at most N stacks and functions per list (default 20, 0: all)",
-			.type = CMD_OPT_COUNT,
-			.max = 1000000000,
-			.def = "20",
-			.hint = "a number, 0 for all"},
-	[DIFF_TITLE] = OPT_STRING("title", 0, "TEXT", "svg: the title of the flame graph",
-				  CMPL_NONE),
-	{0},
+    [DIFF_FORMAT] =
+	OPT_FORMAT("text, svg, folded or json (default text)", "text svg folded json", "text"),
+    [DIFF_OUTPUT] = OPT_STRING("output", 'o', "FILE", "write to FILE instead of stdout", CMPL_FILE),
+    [DIFF_LIMIT] = OPT_COUNT("limit", 'l', "N",
+			     "text: at most N stacks and functions per list (default 20, 0: all)",
+			     0, 1000000000, "20", "a number, 0 for all"),
+    [DIFF_TITLE] = OPT_STRING("title", 0, "TEXT", "svg: the title of the flame graph", CMPL_NONE),
+    {0},
 };
 
 /* Folded with both counts, the input of difffolded-style tools: "stack A B"
@@ -119,16 +112,16 @@ static int diff_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		FILE *f = fopen(outpath, "wb");
 		int bad = !f;
 		if (f) {
-			bad = fwrite(sb.buf ? sb.buf : "", 1, sb.len, f) != sb.len;
+			bad = fwrite(sb.buf, 1, sb.len, f) != sb.len;
 			if (fclose(f) != 0)
 				bad = 1;
 		}
 		if (bad) {
-			cmd_error(ctx, "cannot write %s: %s", outpath, strerror(errno ? errno : EIO));
+			cmd_error(ctx, "cannot write %s: %s", outpath, sd_strerror(errno ? errno : EIO));
 			rc = EXIT_FAIL;
 		}
 	} else {
-		cmd_write(ctx, sb.buf ? sb.buf : "", sb.len);
+		cmd_write(ctx, sb.buf, sb.len);
 	}
 	strbuf_release(&sb);
 	profile_free(d);

@@ -16,20 +16,15 @@
 enum { LOCKS_FORMAT = SNAP_OPT__COUNT, LOCKS_COUNT, LOCKS_INTERVAL };
 
 static const struct cmd_option locks_options[] = {
-	CMD_SNAPSHOT_OPTIONS,
-	[LOCKS_FORMAT] = OPT_FORMAT("output format: text or json", "text json", "text"),
-	[LOCKS_COUNT] = OPT_COUNT("count", 'c', "N",
-				  "take N snapshots; list threads parked on a lock in all (default 1)",
-				  1, LOCKS_MAX_COUNT, "1"),
-	[LOCKS_INTERVAL] = {.name = "interval",
-			    .short_name = 'i',
-			    .arg = "DURATION",
-			    .help = "time between snapshots with --count (default 1s)",
-			    .type = CMD_OPT_DURATION,
-			    .max = 3600000000.0,
-			    .def = "1s",
-			    .hint = "e.g. 200ms, 2s; at most 1h"},
-	{0},
+    CMD_SNAPSHOT_OPTIONS,
+    [LOCKS_FORMAT] = OPT_FORMAT("output format: text or json", "text json", "text"),
+    [LOCKS_COUNT] = OPT_COUNT("count", 'c', "N",
+			      "take N snapshots; list threads parked on a lock in all (default 1)",
+			      1, LOCKS_MAX_COUNT, "1", NULL),
+    [LOCKS_INTERVAL] =
+	OPT_DURATION("interval", 'i', "time between snapshots with --count (default 1s)", 0,
+		     3600000000.0, "1s", "e.g. 200ms, 2s; at most 1h"),
+    {0},
 };
 
 /* Sleep US microseconds unless interrupted; returns 0, or -1 when

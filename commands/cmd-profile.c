@@ -6,10 +6,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../src/format-run.h"
 #include "../src/procfs.h"
 #include "../src/profile.h"
 #include "../src/sampler.h"
@@ -41,86 +41,53 @@ enum {
 };
 
 static const struct cmd_option profile_options[] = {
-	CMD_SNAPSHOT_OPTIONS,
-	[PROF_RATE] = {.name = "rate",
-		       .short_name = 'r',
-		       .arg = "HZ",
-		       .help = "samples per second (default 20)",
-		       .type = CMD_OPT_REAL,
-		       .min = 0.01,
-		       .max = 10000,
-		       .def = "20",
-		       .hint = "samples per second, 0.01 to 10000"},
-	[PROF_INTERVAL] = {.name = "interval",
-			   .short_name = 'i',
-			   .arg = "DURATION",
-			   .help = "time between samples, instead of --rate (e.g. 100ms)",
-			   .type = CMD_OPT_DURATION,
-			   .min = 100,
-			   .max = 3600000000.0,
-			   .hint = "e.g. 50ms, 1s; 100us to 1h"},
-	[PROF_DURATION] = {.name = "duration",
-			   .short_name = 'd',
-			   .arg = "DURATION",
-			   .help = "how long to sample (default 10s; 0: until Ctrl-C)",
-			   .type = CMD_OPT_DURATION,
-			   .def = "10s",
-			   .hint = "e.g. 30s, 2m; 0 runs until Ctrl-C"},
-	[PROF_COUNT] = {.name = "count",
-			.short_name = 'c',
-			.arg = "N",
-			.help = "stop after N samples",
-			.type = CMD_OPT_COUNT,
-			.min = 1,
-			.max = 100000000,
-			.hint = "a number of samples, at least 1"},
-	[PROF_PID_OF] = OPT_STRING("pid-of", 0, "NAME", "every process named NAME, aggregated",
-				   CMPL_PID),
-	[PROF_ENGINE] = OPT_CHOICE("engine", 'e', "ENGINE",
-				   "auto (perf events where permitted, else ptrace), perf or ptrace "
-				   "(default auto)",
-				   "auto perf ptrace", "auto"),
-	[PROF_PERF_BUFFER] = OPT_SIZE("perf-buffer", 0,
-				      "perf engine: ring buffer per thread (default 128k, 64k above "
-				      "256 threads)",
-				      4096, 64 << 20, NULL),
-	[PROF_ON_CPU] = OPT_FLAG("on-cpu", 0, "only samples of threads on a CPU (state R)"),
-	[PROF_OFF_CPU] = OPT_FLAG("off-cpu", 0, "only samples of threads off CPU (blocked, sleeping)"),
-	[PROF_NO_IDLE] = OPT_FLAG("no-idle", 0,
-				  "hide threads idling in epoll_wait, poll, accept, condvars, sleep..."),
-	[PROF_IDLE] = OPT_FLAG("idle", 0,
-			       "svg: keep idle threads (the flame graph hides them by default)"),
-	[PROF_GROUP_THREADS] = OPT_FLAG("group-threads", 'g',
-					"count worker-1..worker-N as one family worker-*"),
-	[PROF_BY_ADDRESS] = OPT_FLAG("by-address", 0, "merge stacks by address, not by function"),
-	[PROF_LOCKS] = OPT_FLAG("locks", 0,
-				"per lock: waiters per sample and what the holder was doing"),
-	[PROF_FORMAT] = OPT_FORMAT("top, tree, folded, svg, pprof or json (default top)",
-				   "top tree folded svg pprof json", "top"),
-	[PROF_OUTPUT] = OPT_STRING("output", 'o', "FILE",
-				   "write the profile to FILE (needed for pprof on a terminal)",
-				   CMPL_FILE),
-	[PROF_LIMIT] = {.name = "limit",
-			.short_name = 'l',
-			.arg = "N",
-			.help = "top: show the N hottest stacks (default 20, 0: all)",
-			.type = CMD_OPT_COUNT,
-			.max = 1000000000,
-			.def = "20",
-			.hint = "a number, 0 for all"},
-	[PROF_MIN_PERCENT] = {.name = "min-percent",
-			      .arg = "PCT",
-			      .help = "tree: hide call paths under PCT% (default 0.5)",
-			      .type = CMD_OPT_REAL,
-			      .max = 100,
-			      .def = "0.5",
-			      .hint = "0 to 100"},
-	[PROF_TITLE] = OPT_STRING("title", 0, "TEXT", "svg: the title of the flame graph",
-				  CMPL_NONE),
-	[PROF_QUIET] = OPT_FLAG("quiet", 'q', "no progress line"),
-	[PROF_VERBOSE] = OPT_FLAG("verbose", 'v',
-				  "timings, sampling cost and cache hit rates on stderr"),
-	{0},
+    CMD_SNAPSHOT_OPTIONS,
+    [PROF_RATE] = OPT_REAL("rate", 'r', "HZ", "samples per second (default 20)", 0.01, 10000, "20",
+			   "samples per second, 0.01 to 10000"),
+    [PROF_INTERVAL] =
+	OPT_DURATION("interval", 'i', "time between samples, instead of --rate (e.g. 100ms)", 100,
+		     3600000000.0, NULL, "e.g. 50ms, 1s; 100us to 1h"),
+    [PROF_DURATION] =
+	OPT_DURATION("duration", 'd', "how long to sample (default 10s; 0: until Ctrl-C)", 0, 0,
+		     "10s", "e.g. 30s, 2m; 0 runs until Ctrl-C"),
+    [PROF_COUNT] = OPT_COUNT("count", 'c', "N", "stop after N samples", 1, 100000000, NULL,
+			     "a number of samples, at least 1"),
+    [PROF_PID_OF] =
+	OPT_STRING("pid-of", 0, "NAME", "every process named NAME, aggregated", CMPL_PID),
+    [PROF_ENGINE] = OPT_CHOICE("engine", 'e', "ENGINE",
+			       "auto (perf events where permitted, else ptrace), perf or ptrace "
+			       "(default auto)",
+			       "auto perf ptrace", "auto"),
+    [PROF_PERF_BUFFER] = OPT_SIZE("perf-buffer", 0,
+				  "perf engine: ring buffer per thread (default 128k, 64k above "
+				  "256 threads)",
+				  4096, 64 << 20, NULL, NULL),
+    [PROF_ON_CPU] = OPT_FLAG("on-cpu", 0, "only samples of threads on a CPU (state R)"),
+    [PROF_OFF_CPU] = OPT_FLAG("off-cpu", 0, "only samples of threads off CPU (blocked, sleeping)"),
+    [PROF_NO_IDLE] = OPT_FLAG(
+	"no-idle", 0, "hide threads idling in epoll_wait, poll, accept, condvars, sleep..."),
+    [PROF_IDLE] = OPT_FLAG("idle", 0, "svg: keep idle threads (the flame graph hides them by default)"),
+    [PROF_GROUP_THREADS] =
+	OPT_FLAG("group-threads", 'g', "count worker-1..worker-N as one family worker-*"),
+    [PROF_BY_ADDRESS] = OPT_FLAG("by-address", 0, "merge stacks by address, not by function"),
+    [PROF_LOCKS] =
+	OPT_FLAG("locks", 0, "per lock: waiters per sample and what the holder was doing"),
+    [PROF_FORMAT] = OPT_FORMAT("top, tree, folded, svg, pprof or json (default top)",
+			       "top tree folded svg pprof json", "top"),
+    [PROF_OUTPUT] =
+	OPT_STRING("output", 'o', "FILE",
+		   "write the profile to FILE (needed for pprof on a terminal)", CMPL_FILE),
+    [PROF_LIMIT] =
+	OPT_COUNT("limit", 'l', "N", "top: show the N hottest stacks (default 20, 0: all)", 0,
+		  1000000000, "20", "a number, 0 for all"),
+    [PROF_MIN_PERCENT] =
+	OPT_REAL("min-percent", 0, "PCT", "tree: hide call paths under PCT% (default 0.5)", 0, 100,
+		 "0.5", "0 to 100"),
+    [PROF_TITLE] = OPT_STRING("title", 0, "TEXT", "svg: the title of the flame graph", CMPL_NONE),
+    [PROF_QUIET] = OPT_FLAG("quiet", 'q', "no progress line"),
+    [PROF_VERBOSE] =
+	OPT_FLAG("verbose", 'v', "timings, sampling cost and cache hit rates on stderr"),
+    {0},
 };
 
 /* A process being sampled. */
@@ -130,15 +97,6 @@ struct ptarget {
 	int owned;   /* ours to free (not the shell's) */
 	int gone;    /* exited or failed: not sampled any more */
 };
-
-static void add_pid(pid_t **pids, size_t *n, size_t *cap, pid_t pid)
-{
-	for (size_t i = 0; i < *n; i++)
-		if ((*pids)[i] == pid)
-			return;
-	sd_grow(pids, cap, *n + 1, sizeof(**pids));
-	(*pids)[(*n)++] = pid;
-}
 
 /* Did the run stop before the samples' intervals were over (Ctrl-C, or a
  * process exit)? Then the wall time is the truth. */
@@ -153,107 +111,36 @@ static int interrupted_early(const struct sd_profile *p, uint64_t interval_us)
 	return 0;
 }
 
-static double cpu_seconds(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
-
-/* Render P in FORMAT into a heap buffer. */
-static int render(struct cmd_ctx *ctx, struct sd_profile *p, const char *format,
-		  const struct sd_prender *ro, uint8_t **buf, size_t *len)
-{
-	struct strbuf sb;
-	strbuf_init(&sb);
-	if (!strcmp(format, "pprof")) {
-		struct sd_error err = {0};
-		if (format_profile_pprof(p, buf, len, &err) < 0) {
-			cmd_error(ctx, "%s", err.msg);
-			return -1;
-		}
-		return 0;
-	}
-	if (!strcmp(format, "json")) {
-		cmd_json_text(&sb, format_profile_json(p));
-	} else if (!strcmp(format, "folded")) {
-		format_profile_folded(&sb, p);
-	} else if (!strcmp(format, "svg")) {
-		format_profile_svg(&sb, p, ro);
-	} else if (p->opts.locks) {
-		format_profile_locks(&sb, p, ro);
-	} else if (!strcmp(format, "tree")) {
-		format_profile_tree(&sb, p, ro);
-	} else {
-		format_profile_top(&sb, p, ro);
-	}
-	*len = sb.len;
-	*buf = (uint8_t *)strbuf_detach(&sb);
-	return 0;
-}
-
+/* profile -v: what the run cost, on stderr. */
 static void report_verbose(struct cmd_ctx *ctx, struct sd_profile *p, struct ptarget *v, size_t n,
 			   double cpu, double wall)
 {
 	uint64_t lookups = 0, hits = 0;
+	struct sd_perf_stats ps = {0};
 	for (size_t i = 0; i < n; i++) {
 		uint64_t l, h;
 		symbols_stats(v[i].t->sym, &l, &h);
 		lookups += l;
 		hits += h;
-	}
-	uint64_t snaps = 0;
-	for (size_t i = 0; i < p->nprocs; i++)
-		snaps += p->procs[i].samples;
-	double per = snaps ? 1.0 / (double)snaps : 0;
-	struct sd_perf_stats ps = {0};
-	for (size_t i = 0; i < n; i++)
 		if (v[i].smp)
 			sampler_stats_add(v[i].smp, &ps);
-	fprintf(ctx->err, "engine: %s\n", p->engine ? p->engine : "ptrace");
-	if (p->engine && strstr(p->engine, "perf"))
-		fprintf(ctx->err,
-			"perf: %llu task-clock and %llu context-switch samples, %llu lost, "
-			"throttled %llu times; %llu unwound, %llu threads seeded by ptrace, %llu "
-			"threads followed, %llu gone, %llu ring reads\n",
-			(unsigned long long)ps.clock_samples, (unsigned long long)ps.switch_samples,
-			(unsigned long long)ps.lost, (unsigned long long)ps.throttled,
-			(unsigned long long)ps.unwinds, (unsigned long long)ps.seeded,
-			(unsigned long long)ps.threads_opened, (unsigned long long)ps.threads_closed,
-			(unsigned long long)ps.drains);
-	fprintf(ctx->err,
-		"sampling: %llu samples in %.2f s (%.1f Hz), %llu thread stacks, %llu unreadable\n"
-		"per snapshot: capture %.2f ms (pause, max %.2f ms), unwind %.2f ms\n"
-		"threads per snapshot: %.1f frozen, %.1f read without stopping, %.1f reused, "
-		"%.2f retried, %.2f stopped for registers\n"
-		"stack cache: %llu lookups, %llu hits (%.1f%%), %zu distinct stacks symbolized in "
-		"%.1f ms\n"
-		"symbol cache: %llu lookups, %llu hits (%.1f%%)\n"
-		"stackdump CPU: %.2f s over %.2f s (%.0f%% of a core)\n",
-		(unsigned long long)p->samples, wall, wall > 0 ? (double)p->samples / wall : 0.0,
-		(unsigned long long)(p->thread_samples + p->filtered), (unsigned long long)p->lost,
-		(double)p->capture_us * per / 1000.0, (double)p->max_pause_us / 1000.0,
-		(double)p->unwind_us * per / 1000.0, (double)p->nfrozen * per,
-		(double)p->nasleep * per, (double)p->nreused * per, (double)p->nretried * per,
-		(double)p->nregstops * per, (unsigned long long)p->raw_lookups,
-		(unsigned long long)p->raw_hits,
-		p->raw_lookups ? 100.0 * (double)p->raw_hits / (double)p->raw_lookups : 0.0,
-		p->nstacks, (double)p->symbolize_us / 1000.0, (unsigned long long)lookups,
-		(unsigned long long)hits, lookups ? 100.0 * (double)hits / (double)lookups : 0.0, cpu,
-		wall, wall > 0 ? 100.0 * cpu / wall : 0.0);
+	}
+	struct strbuf sb;
+	strbuf_init(&sb);
+	format_profile_costs(&sb, p, &ps, lookups, hits, cpu, wall);
+	fputs(sb.buf, ctx->err);
+	strbuf_release(&sb);
 }
 
 static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 {
 	struct sd_snap_opts so;
 	pid_t *tids = NULL, *pids = NULL;
-	size_t npids = 0, pidcap = 0, nt = 0;
+	size_t npids = 0, nt = 0;
 	struct ptarget *tv = NULL;
 	struct sd_profile *prof = NULL;
 	FILE *out = NULL;
 	int rc = EXIT_FAIL;
-	const char *v;
 
 	if (cmd_snap_opts(ctx, &so, &tids) < 0)
 		return EXIT_USAGE;
@@ -325,25 +212,9 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	}
 
 	/* Processes: PIDs or names, and every process named by --pid-of. */
-	for (int i = 0; i < argc; i++) {
-		pid_t pid = cmd_resolve_pid(ctx, argv[i]);
-		if (pid <= 0) {
-			rc = EXIT_FAIL;
-			goto out;
-		}
-		add_pid(&pids, &npids, &pidcap, pid);
-	}
-	if ((v = cmd_str(ctx, PROF_PID_OF))) {
-		pid_t *found;
-		size_t n = procfs_pids_by_name(v, &found);
-		for (size_t i = 0; i < n; i++)
-			add_pid(&pids, &npids, &pidcap, found[i]);
-		free(found);
-		if (!n) {
-			cmd_error(ctx, "no process named '%s'", v);
-			rc = EXIT_FAIL;
-			goto out;
-		}
+	if (cmd_resolve_pids(ctx, argc, argv, cmd_str(ctx, PROF_PID_OF), &pids, &npids) < 0) {
+		rc = EXIT_FAIL;
+		goto out;
 	}
 	tv = sd_xcalloc(npids + 1, sizeof(*tv));
 	if (!npids) {
@@ -375,7 +246,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	if (outpath) {
 		out = fopen(outpath, "wb");
 		if (!out) {
-			cmd_error(ctx, "cannot write %s: %s", outpath, strerror(errno));
+			cmd_error(ctx, "cannot write %s: %s", outpath, sd_strerror(errno));
 			rc = EXIT_FAIL;
 			goto out;
 		}
@@ -426,7 +297,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	 * longer than the interval the missed ticks are skipped, not made up
 	 * in a burst, so the achieved rate is what the machine allows. */
 	int progress = isatty(fileno(ctx->err)) && !cmd_has(ctx, PROF_QUIET);
-	double cpu0 = cpu_seconds();
+	double cpu0 = sd_cpu_seconds();
 	uint64_t start = sd_now_ns(), next = start, last_progress = 0;
 	uint64_t interval_ns = interval_us * 1000, end_ns = duration_us ? start + duration_us * 1000 : 0;
 	size_t live = nt;
@@ -532,7 +403,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	 * to the last one. */
 	if (nperf && !interrupted_early(prof, interval_us) && prof->samples)
 		prof->duration_us = (last_tick - start) / 1000;
-	double cpu = cpu_seconds() - cpu0;
+	double cpu = sd_cpu_seconds() - cpu0;
 	if (progress)
 		fprintf(ctx->err, "\r\033[K");
 	int interrupted = cmd_interrupted;
@@ -554,7 +425,9 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 
 	uint8_t *buf = NULL;
 	size_t len = 0;
-	if (render(ctx, prof, format, &ro, &buf, &len) < 0) {
+	struct sd_error rerr = {0};
+	if (format_profile_as(prof, format, &ro, &buf, &len, &rerr) < 0) {
+		cmd_error(ctx, "%s", rerr.msg);
 		rc = EXIT_FAIL;
 		goto out;
 	}
@@ -565,7 +438,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			bad = 1;
 		out = NULL;
 		if (bad) {
-			cmd_error(ctx, "cannot write %s: %s", outpath, strerror(errno ? errno : EIO));
+			cmd_error(ctx, "cannot write %s: %s", outpath, sd_strerror(errno ? errno : EIO));
 			free(buf);
 			rc = EXIT_FAIL;
 			goto out;

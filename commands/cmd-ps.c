@@ -16,9 +16,9 @@
 enum { PS_ALL, PS_FORMAT };
 
 static const struct cmd_option ps_options[] = {
-	[PS_ALL] = OPT_FLAG("all", 'a', "include kernel threads (which cannot be attached)"),
-	[PS_FORMAT] = OPT_FORMAT("output format: text or json", "text json", "text"),
-	{0},
+    [PS_ALL] = OPT_FLAG("all", 'a', "include kernel threads (which cannot be attached)"),
+    [PS_FORMAT] = OPT_FORMAT("output format: text or json", "text json", "text"),
+    {0},
 };
 
 static int cmp_pid(const void *a, const void *b)
@@ -66,7 +66,7 @@ static int ps_exec(struct cmd_ctx *ctx, int argc, char **argv)
 
 	DIR *d = opendir("/proc");
 	if (!d) {
-		cmd_error(ctx, "ps: cannot read /proc: %s (is procfs mounted?)", strerror(errno));
+		cmd_error(ctx, "ps: cannot read /proc: %s (is procfs mounted?)", sd_strerror(errno));
 		return EXIT_FAIL;
 	}
 	pid_t *pids = NULL;

@@ -9,9 +9,9 @@
 enum { SAVE_COMPRESS };
 
 static const struct cmd_option save_options[] = {
-	[SAVE_COMPRESS] = OPT_FLAG("compress", 'z',
-				   "gzip the file (the default when FILE ends in .gz)"),
-	{0},
+    [SAVE_COMPRESS] =
+	OPT_FLAG("compress", 'z', "gzip the file (the default when FILE ends in .gz)"),
+    {0},
 };
 
 static int ends_with(const char *s, const char *suffix)

@@ -55,7 +55,7 @@ void shell_format_names(struct strbuf *sb)
 			const char *c = o->choices;
 			while (*c) {
 				size_t l = strcspn(c, " ");
-				if (l && !list_has(sb->buf ? sb->buf + start : "", c, l)) {
+				if (l && !list_has(sb->buf + start, c, l)) {
 					if (sb->len > start)
 						strbuf_adds(sb, " ");
 					strbuf_add(sb, c, l);
@@ -113,10 +113,10 @@ int shell_setting_set(struct cmd_ctx *ctx, const char *name, const char *value)
 		shell_format_names(&names);
 		int ok = !strcmp(value, "default") ||
 			 (strlen(value) < sizeof(format_buf) &&
-			  list_has(names.buf ? names.buf : "", value, strlen(value)));
+			  list_has(names.buf, value, strlen(value)));
 		if (!ok) {
 			cmd_error(ctx, "set format: unknown format '%s' (one of: %s, default)", value,
-				  names.buf ? names.buf : "");
+				  names.buf);
 			strbuf_release(&names);
 			return EXIT_USAGE;
 		}

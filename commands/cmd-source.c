@@ -23,7 +23,7 @@ static int source_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	}
 	FILE *f = fopen(argv[0], "re");
 	if (!f) {
-		cmd_error(ctx, "source: cannot open %s: %s", argv[0], strerror(errno));
+		cmd_error(ctx, "source: cannot open %s: %s", argv[0], sd_strerror(errno));
 		return EXIT_FAIL;
 	}
 	depth++;

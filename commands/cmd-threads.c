@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -15,12 +16,13 @@
 #include "../src/format.h"
 #include "../src/procfs.h"
 #include "shell.h"
+#include "threads-table.h"
 
 enum { THREADS_FORMAT };
 
 static const struct cmd_option threads_options[] = {
-	[THREADS_FORMAT] = OPT_FORMAT("output format: text or json", "text json", "text"),
-	{0},
+    [THREADS_FORMAT] = OPT_FORMAT("output format: text or json", "text json", "text"),
+    {0},
 };
 
 /* CPU time of each thread at the last look at a process, so that the next
@@ -128,7 +130,7 @@ static const struct sd_thread *still_waiting(const struct sd_snapshot *last, con
 }
 
 /* The wait a thread in restart_syscall continues (see
- * analyze_restarted), with a target for symbols: the shell's when it is
+ * target_restarted), with a target for symbols: the shell's when it is
  * attached to PID, else one made for this look (*OWN, freed by the
  * caller). */
 static const char *restarted_name(struct cmd_ctx *ctx, pid_t pid, struct sd_target **own,
@@ -146,7 +148,7 @@ static const char *restarted_name(struct cmd_ctx *ctx, pid_t pid, struct sd_targ
 		}
 		t = *own;
 	}
-	return t ? analyze_restarted(t, r->ti.pc) : NULL;
+	return t ? target_restarted(t, r->ti.pc) : NULL;
 }
 
 /* Nothing in the /proc syscall file without ptrace access: say why '?'. */
@@ -184,110 +186,14 @@ static void wait_text_live(struct strbuf *sb, const struct row *r, const char *r
 		strbuf_adds(sb, name);
 	else
 		strbuf_addf(sb, "syscall %ld", ti->syscall_nr);
-	if (ti->syscall_nr == 202)
+	if (ti->syscall_nr == SYS_futex)
 		strbuf_addf(sb, " 0x%" PRIx64, ti->syscall_args[0]);
 }
 
-struct cells {
-	struct strbuf tid, name, state, wait, cpu, wchan;
-	int lock; /* a lock wait: coloured */
-};
-
-static void cells_init(struct cells *c)
-{
-	strbuf_init(&c->tid);
-	strbuf_init(&c->name);
-	strbuf_init(&c->state);
-	strbuf_init(&c->wait);
-	strbuf_init(&c->cpu);
-	strbuf_init(&c->wchan);
-	strbuf_adds(&c->tid, "");
-	strbuf_adds(&c->name, "");
-	strbuf_adds(&c->state, "");
-	strbuf_adds(&c->wait, "");
-	strbuf_adds(&c->cpu, "");
-	strbuf_adds(&c->wchan, "");
-	c->lock = 0;
-}
-
-static void cells_release(struct cells *c)
-{
-	strbuf_release(&c->tid);
-	strbuf_release(&c->name);
-	strbuf_release(&c->state);
-	strbuf_release(&c->wait);
-	strbuf_release(&c->cpu);
-	strbuf_release(&c->wchan);
-}
-
-static void pad(struct strbuf *sb, const struct strbuf *cell, size_t width, int right)
-{
-	if (right)
-		for (size_t i = cell->len; i < width; i++)
-			strbuf_adds(sb, " ");
-	strbuf_add(sb, cell->buf, cell->len);
-	if (!right)
-		for (size_t i = cell->len; i < width; i++)
-			strbuf_adds(sb, " ");
-}
-
-/* Print the table of CELLS (N rows) under HEADER. */
-static void print_table(struct cmd_ctx *ctx, const char *header, struct cells *c, size_t n,
-			const char *footer)
-{
-	size_t w[6] = {3, 4, 1, 4, 4, 5}; /* TID NAME S WAIT CPU% WCHAN */
-	for (size_t i = 0; i < n; i++) {
-		struct strbuf *col[6] = {&c[i].tid, &c[i].name, &c[i].state,
-					 &c[i].wait, &c[i].cpu, &c[i].wchan};
-		for (int k = 0; k < 6; k++)
-			if (col[k]->len > w[k])
-				w[k] = col[k]->len;
-	}
-	const char *bold = ctx->color ? "\033[1m" : "", *reset = ctx->color ? "\033[0m" : "";
-	const char *yellow = ctx->color ? "\033[33m" : "";
-	struct strbuf sb;
-	strbuf_init(&sb);
-	strbuf_addf(&sb, "%s\n%s", header, bold);
-	strbuf_addf(&sb, "%*s  %-*s  %-*s  %-*s  %*s  %s%s\n", (int)w[0], "TID", (int)w[1], "NAME",
-		    (int)w[2], "S", (int)w[3], "WAIT", (int)w[4], "CPU%", "WCHAN", reset);
-	for (size_t i = 0; i < n; i++) {
-		pad(&sb, &c[i].tid, w[0], 1);
-		strbuf_adds(&sb, "  ");
-		pad(&sb, &c[i].name, w[1], 0);
-		strbuf_adds(&sb, "  ");
-		pad(&sb, &c[i].state, w[2], 0);
-		strbuf_adds(&sb, "  ");
-		if (c[i].lock)
-			strbuf_adds(&sb, yellow);
-		pad(&sb, &c[i].wait, w[3], 0);
-		if (c[i].lock)
-			strbuf_adds(&sb, reset);
-		strbuf_adds(&sb, "  ");
-		pad(&sb, &c[i].cpu, w[4], 1);
-		strbuf_adds(&sb, "  ");
-		strbuf_add(&sb, c[i].wchan.buf, c[i].wchan.len);
-		while (sb.len && sb.buf[sb.len - 1] == ' ')
-			sb.buf[--sb.len] = '\0';
-		strbuf_adds(&sb, "\n");
-	}
-	if (footer)
-		strbuf_addf(&sb, "%s\n", footer);
-	cmd_write(ctx, sb.buf, sb.len);
-	strbuf_release(&sb);
-}
-
+/* A name or wchan for JSON: null when empty, escaped when not UTF-8. */
 static json_t *jstr(const char *s)
 {
-	if (!s || !*s)
-		return json_null();
-	struct strbuf e;
-	strbuf_init(&e);
-	strbuf_add_escaped(&e, s);
-	json_t *j = json_string(s);
-	if (!j)
-		j = json_string(e.buf);
-	strbuf_release(&e);
-	return j;
+	return s && *s ? format_json_str(s) : json_null();
 }
 
 /* threads of a loaded snapshot: no CPU%, waits as analyzed then. */
@@ -319,7 +225,7 @@ static int threads_snapshot(struct cmd_ctx *ctx, const struct sd_snapshot *s, in
 	struct cells *c = sd_xcalloc(s->nthreads ? s->nthreads : 1, sizeof(*c));
 	for (size_t i = 0; i < s->nthreads; i++) {
 		const struct sd_thread *th = &s->threads[i];
-		cells_init(&c[i]);
+		threads_cells_init(&c[i]);
 		strbuf_addf(&c[i].tid, "%d", (int)th->tid);
 		strbuf_add_escaped(&c[i].name, th->name ? th->name : "");
 		strbuf_addf(&c[i].state, "%c", th->state ? th->state : '?');
@@ -341,10 +247,10 @@ static int threads_snapshot(struct cmd_ctx *ctx, const struct sd_snapshot *s, in
 	strbuf_add_escaped(&h, s->comm ? s->comm : "?");
 	strbuf_addf(&h, "\", %zu thread%s (no CPU%%: not a live process)", s->nthreads,
 		    s->nthreads == 1 ? "" : "s");
-	print_table(ctx, h.buf, c, s->nthreads, NULL);
+	threads_print_table(ctx, h.buf, c, s->nthreads, NULL);
 	strbuf_release(&h);
 	for (size_t i = 0; i < s->nthreads; i++)
-		cells_release(&c[i]);
+		threads_cells_release(&c[i]);
 	free(c);
 	return EXIT_OK;
 }
@@ -434,7 +340,7 @@ static int threads_live(struct cmd_ctx *ctx, pid_t pid, int json)
 			json_array_append_new(arr, o);
 			continue;
 		}
-		cells_init(&c[i]);
+		threads_cells_init(&c[i]);
 		strbuf_addf(&c[i].tid, "%d", (int)r->tid);
 		strbuf_add_escaped(&c[i].name, r->ti.comm);
 		strbuf_addf(&c[i].state, "%c", r->ti.state ? r->ti.state : '?');
@@ -470,11 +376,11 @@ static int threads_live(struct cmd_ctx *ctx, pid_t pid, int json)
 					"access to the process (run as root or as its owner%s)",
 				    used_last ? "\n" : "",
 				    yama_present() ? "; see kernel.yama.ptrace_scope" : "");
-		print_table(ctx, h.buf, c, n, used_last || unknown ? f.buf : NULL);
+		threads_print_table(ctx, h.buf, c, n, used_last || unknown ? f.buf : NULL);
 		strbuf_release(&h);
 		strbuf_release(&f);
 		for (size_t i = 0; i < n; i++)
-			cells_release(&c[i]);
+			threads_cells_release(&c[i]);
 		free(c);
 	}
 	/* This look is the base of the next one. */

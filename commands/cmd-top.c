@@ -16,6 +16,7 @@
 #include "../src/locks.h"
 #include "../src/profile.h"
 #include "../src/sampler.h"
+#include "../src/topview.h"
 #include "cmd.h"
 
 enum {
@@ -30,67 +31,28 @@ enum {
 };
 
 static const struct cmd_option top_options[] = {
-	CMD_SNAPSHOT_OPTIONS,
-	[TOP_RATE] = {.name = "rate",
-		      .short_name = 'r',
-		      .arg = "HZ",
-		      .help = "samples per second (default 10)",
-		      .type = CMD_OPT_REAL,
-		      .min = 0.1,
-		      .max = 10000,
-		      .def = "10",
-		      .hint = "samples per second, 0.1 to 10000"},
-	[TOP_ENGINE] = OPT_CHOICE("engine", 'e', "ENGINE",
-				  "auto (perf events where permitted, else ptrace), perf or ptrace "
-				  "(default auto)",
-				  "auto perf ptrace", "auto"),
-	[TOP_REFRESH] = {.name = "refresh",
-			 .arg = "DURATION",
-			 .help = "time between screens (default 1s)",
-			 .type = CMD_OPT_DURATION,
-			 .min = 50000,
-			 .max = 1e15,
-			 .def = "1s",
-			 .hint = "e.g. 1s, 500ms; at least 50ms"},
-	[TOP_DURATION] = {.name = "duration",
-			  .short_name = 'd',
-			  .arg = "DURATION",
-			  .help = "stop after this long (default: at Ctrl-C)",
-			  .type = CMD_OPT_DURATION,
-			  .hint = "e.g. 30s, 2m"},
-	[TOP_COUNT] = {.name = "count",
-		       .short_name = 'c',
-		       .arg = "N",
-		       .help = "stop after N screens",
-		       .type = CMD_OPT_COUNT,
-		       .min = 1,
-		       .max = 100000000,
-		       .hint = "a number of screens, at least 1"},
-	[TOP_IDLE] = OPT_FLAG("idle", 0,
-			      "show idle threads and count their samples (key i at a terminal)"),
-	[TOP_SORT] = OPT_CHOICE("sort", 's', "KEY",
-				"order of threads: cpu (default: busiest first), name or tid",
-				"cpu name tid", "cpu"),
-	[TOP_LIMIT] = {.name = "limit",
-		       .short_name = 'l',
-		       .arg = "N",
-		       .help = "at most N functions (default: what fits the terminal)",
-		       .type = CMD_OPT_COUNT,
-		       .max = 100000,
-		       .hint = "a number of functions"},
-	{0},
-};
-
-/* One thread as top shows it. */
-struct tthread {
-	pid_t tid;
-	char name[64];
-	char state[40];
-	const char *now;  /* leaf frame of the latest stack, profile pool */
-	uint64_t samples, on_cpu;
-	int seen;         /* in the latest snapshot */
-	int idle;         /* idle in the latest snapshot (waiting for work) */
-	int rank;         /* of its latest state: lower is busier */
+    CMD_SNAPSHOT_OPTIONS,
+    [TOP_RATE] = OPT_REAL("rate", 'r', "HZ", "samples per second (default 10)", 0.1, 10000, "10",
+			  "samples per second, 0.1 to 10000"),
+    [TOP_ENGINE] = OPT_CHOICE("engine", 'e', "ENGINE",
+			      "auto (perf events where permitted, else ptrace), perf or ptrace "
+			      "(default auto)",
+			      "auto perf ptrace", "auto"),
+    [TOP_REFRESH] = OPT_DURATION("refresh", 0, "time between screens (default 1s)", 50000, 1e15,
+				 "1s", "e.g. 1s, 500ms; at least 50ms"),
+    [TOP_DURATION] = OPT_DURATION("duration", 'd', "stop after this long (default: at Ctrl-C)", 0,
+				  0, NULL, "e.g. 30s, 2m"),
+    [TOP_COUNT] = OPT_COUNT("count", 'c', "N", "stop after N screens", 1, 100000000, NULL,
+			    "a number of screens, at least 1"),
+    [TOP_IDLE] =
+	OPT_FLAG("idle", 0, "show idle threads and count their samples (key i at a terminal)"),
+    [TOP_SORT] = OPT_CHOICE("sort", 's', "KEY",
+			    "order of threads: cpu (default: busiest first), name or tid",
+			    "cpu name tid", "cpu"),
+    [TOP_LIMIT] =
+	OPT_COUNT("limit", 'l', "N", "at most N functions (default: what fits the terminal)", 0,
+		  100000, NULL, "a number of functions"),
+    {0},
 };
 
 enum top_sort { SORT_CPU, SORT_NAME, SORT_TID };
@@ -102,116 +64,6 @@ struct topview {
 	int help;
 };
 
-/* Own and total samples of one function. */
-struct tfunc {
-	const char *name; /* profile pool: compared by pointer */
-	uint64_t own, total;
-	size_t mark;      /* last stack counted in total */
-};
-
-static int cmp_tfunc(const void *a, const void *b)
-{
-	const struct tfunc *x = a, *y = b;
-	if (x->own != y->own)
-		return x->own < y->own ? 1 : -1;
-	if (x->total != y->total)
-		return x->total < y->total ? 1 : -1;
-	return strcmp(x->name, y->name);
-}
-
-static int cmp_tid(const void *a, const void *b)
-{
-	const struct tthread *x = a, *y = b;
-	return (x->tid > y->tid) - (x->tid < y->tid);
-}
-
-static int cmp_name(const void *a, const void *b)
-{
-	const struct tthread *x = a, *y = b;
-	int c = strcmp(x->name, y->name);
-	return c ? c : cmp_tid(a, b);
-}
-
-static double oncpu(const struct tthread *x)
-{
-	return x->samples ? (double)x->on_cpu / (double)x->samples : 0.0;
-}
-
-/* Busiest first: share of samples on a CPU, then the latest state (running,
- * runnable, lock waits, disk, other waits, idle), then TID. */
-static int cmp_activity(const void *a, const void *b)
-{
-	const struct tthread *x = a, *y = b;
-	double cx = oncpu(x), cy = oncpu(y);
-	if (cx != cy)
-		return cx < cy ? 1 : -1;
-	if (x->rank != y->rank)
-		return x->rank - y->rank;
-	return cmp_tid(a, b);
-}
-
-/* The rank of a thread's latest state for the activity order. */
-static int state_rank(const struct sd_thread *x, int idle)
-{
-	if (x->wait.kind == SD_WAIT_RUNNING)
-		return 0;
-	if (x->wait.kind == SD_WAIT_RUNNABLE)
-		return 1;
-	if (idle)
-		return 6;
-	if (x->wait.kind >= SD_WAIT_MUTEX && !locks_is_idle(x->wait.kind))
-		return 2;
-	if (x->wait.kind == SD_WAIT_DISK)
-		return 3;
-	return 4;
-}
-
-/* Functions of P by own samples, into a heap array. IDLE[i] counts the
- * idle samples of stack i (NULL: count none apart). */
-static struct tfunc *functions(struct sd_profile *p, const uint64_t *idle, size_t nidle,
-			       size_t *nout)
-{
-	size_t cap = 64;
-	while (cap < p->nstacks * 4 + 16)
-		cap *= 2;
-	struct tfunc *h = sd_xcalloc(cap, sizeof(*h));
-	size_t n = 0;
-	for (size_t i = 0; i < p->nstacks; i++) {
-		const struct sd_pstack *st = &p->stacks[i];
-		uint64_t count = st->count - (idle && i < nidle ? idle[i] : 0);
-		if (!count)
-			continue;
-		for (size_t k = 0; k < st->nframes; k++) {
-			const char *name = st->frames[k].name;
-			size_t s = ((uintptr_t)name >> 4) & (cap - 1);
-			while (h[s].name && h[s].name != name)
-				s = (s + 1) & (cap - 1);
-			if (!h[s].name) {
-				if ((n + 1) * 2 > cap)
-					break; /* full enough: leave the rest out */
-				h[s].name = name;
-				h[s].mark = (size_t)-1;
-				n++;
-			}
-			if (k == 0)
-				h[s].own += count;
-			if (h[s].mark != i) { /* recursion counts once */
-				h[s].total += count;
-				h[s].mark = i;
-			}
-		}
-	}
-	struct tfunc *v = sd_xmalloc((n ? n : 1) * sizeof(*v));
-	size_t k = 0;
-	for (size_t i = 0; i < cap; i++)
-		if (h[i].name)
-			v[k++] = h[i];
-	free(h);
-	sd_sort(v, k, sizeof(*v), cmp_tfunc);
-	*nout = k;
-	return v;
-}
-
 /* End a line of the screen: at a terminal, erase what the last screen left
  * to its right, instead of clearing the screen first (no flicker). */
 static void eol(struct strbuf *sb, int tty)
@@ -220,7 +72,7 @@ static void eol(struct strbuf *sb, int tty)
 }
 
 static void screen(struct strbuf *sb, struct sd_profile *p, const struct sd_target *t,
-		   struct tthread *th, size_t nth, double elapsed, int rows, int limit, int tty,
+		   struct top_thread *th, size_t nth, double elapsed, int rows, int limit, int tty,
 		   const struct topview *view, const uint64_t *idle, size_t nidle)
 {
 	uint64_t total = profile_total(p), idle_total = 0;
@@ -285,8 +137,8 @@ static void screen(struct strbuf *sb, struct sd_profile *p, const struct sd_targ
 		struct strbuf nm;
 		strbuf_init(&nm);
 		strbuf_add_escaped(&nm, th[i].name);
-		strbuf_addf(sb, "%8d  %-16.16s %-18.18s %5.0f%%  ", (int)th[i].tid, nm.buf ? nm.buf : "",
-			    th[i].state, 100.0 * oncpu(&th[i]));
+		strbuf_addf(sb, "%8d  %-16.16s %-18.18s %5.0f%%  ", (int)th[i].tid, nm.buf,
+			    th[i].state, 100.0 * top_oncpu(&th[i]));
 		strbuf_release(&nm);
 		strbuf_add_escaped(sb, th[i].now ? th[i].now : "-");
 		eol(sb, tty);
@@ -305,7 +157,7 @@ static void screen(struct strbuf *sb, struct sd_profile *p, const struct sd_targ
 	}
 	used += shown;
 	size_t nf;
-	struct tfunc *fv = functions(p, view->show_idle ? NULL : idle, nidle, &nf);
+	struct top_func *fv = top_functions(p, view->show_idle ? NULL : idle, nidle, &nf);
 	eol(sb, tty);
 	strbuf_addf(sb, "%6s %6s  %s", "%OWN", "%TOTAL",
 		    view->show_idle ? "FUNCTION (all samples since start)"
@@ -418,7 +270,7 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	struct sd_target *t = ctx->target.t;
 	struct sd_sampler *smp = NULL;
 	struct sd_profile *p = NULL;
-	struct tthread *th = NULL;
+	struct top_thread *th = NULL;
 	size_t nth = 0, thcap = 0;
 	double rate = cmd_real(ctx, TOP_RATE);
 	uint64_t refresh_us = cmd_num(ctx, TOP_REFRESH), duration_us = cmd_num(ctx, TOP_DURATION);
@@ -521,7 +373,7 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 				th[nth].tid = x->tid;
 				nth++;
 			}
-			struct tthread *y = &th[k];
+			struct top_thread *y = &th[k];
 			y->seen = 1;
 			snprintf(y->name, sizeof(y->name), "%s", x->name ? x->name : "");
 			int on = x->wait.kind == SD_WAIT_RUNNING || x->wait.kind == SD_WAIT_RUNNABLE;
@@ -535,7 +387,7 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			y->samples++;
 			y->on_cpu += on;
 			y->idle = is_idle;
-			y->rank = state_rank(x, is_idle);
+			y->rank = top_state_rank(x, is_idle);
 			y->now = groups[i] >= 0 && p->stacks[groups[i]].nframes
 					 ? p->stacks[groups[i]].frames[0].name
 					 : NULL;
@@ -546,9 +398,9 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		int last = end && now >= end;
 		if (now >= next_screen || last || redraw) {
 			sd_sort(th, nth, sizeof(*th),
-				view.sort == SORT_NAME ? cmp_name
-				: view.sort == SORT_TID ? cmp_tid
-							: cmp_activity);
+				view.sort == SORT_NAME ? top_cmp_name
+				: view.sort == SORT_TID ? top_cmp_tid
+							: top_cmp_activity);
 			struct strbuf sb;
 			strbuf_init(&sb);
 			screen(&sb, p, t, th, nth, (double)(now - start) / 1e9,

@@ -748,6 +748,42 @@ pid_t cmd_resolve_pid(struct cmd_ctx *ctx, const char *arg)
 	return r;
 }
 
+/* Append PID to *PIDS (*N of them) unless it is there. */
+static void add_pid(pid_t **pids, size_t *n, size_t *cap, pid_t pid)
+{
+	for (size_t i = 0; i < *n; i++)
+		if ((*pids)[i] == pid)
+			return;
+	sd_grow(pids, cap, *n + 1, sizeof(**pids));
+	(*pids)[(*n)++] = pid;
+}
+
+int cmd_resolve_pids(struct cmd_ctx *ctx, int argc, char **argv, const char *pid_of, pid_t **pids,
+		     size_t *n)
+{
+	size_t cap = 0;
+	*pids = NULL;
+	*n = 0;
+	for (int i = 0; i < argc; i++) {
+		pid_t pid = cmd_resolve_pid(ctx, argv[i]);
+		if (pid <= 0)
+			return -1;
+		add_pid(pids, n, &cap, pid);
+	}
+	if (pid_of) {
+		pid_t *found;
+		size_t nf = procfs_pids_by_name(pid_of, &found);
+		for (size_t i = 0; i < nf; i++)
+			add_pid(pids, n, &cap, found[i]);
+		free(found);
+		if (!nf) {
+			cmd_error(ctx, "no process named '%s'", pid_of);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int cmd_snap_opts(struct cmd_ctx *ctx, struct sd_snap_opts *o, pid_t **tids)
 {
 	snap_opts_init(o);

@@ -80,28 +80,44 @@ struct cmd_option {
  * so that a lookup by a misspelt name does not compile. */
 #define OPT_FLAG(n, s, h) {.name = (n), .short_name = (s), .help = (h), .type = CMD_OPT_FLAG}
 #define OPT_STRING(n, s, a, h, cmpl)                                                               \
-	{.name = (n), .short_name = (s), .arg = (a), .help = (h), .complete = (cmpl),              \
-	 .type = CMD_OPT_STRING}
-#define OPT_COUNT(n, s, a, h, lo, hi, d)                                                           \
-	{.name = (n), .short_name = (s), .arg = (a), .help = (h), .type = CMD_OPT_COUNT,           \
-	 .min = (lo), .max = (hi), .def = (d)}
-#define OPT_DURATION(n, s, h, lo, hi, d)                                                           \
-	{.name = (n), .short_name = (s), .arg = "DURATION", .help = (h),                           \
-	 .type = CMD_OPT_DURATION, .min = (lo), .max = (hi), .def = (d)}
-#define OPT_SIZE(n, s, h, lo, hi, d)                                                               \
-	{.name = (n), .short_name = (s), .arg = "SIZE", .help = (h), .type = CMD_OPT_SIZE,         \
-	 .min = (lo), .max = (hi), .def = (d)}
-#define OPT_REAL(n, s, a, h, lo, hi, d)                                                            \
-	{.name = (n), .short_name = (s), .arg = (a), .help = (h), .type = CMD_OPT_REAL,            \
-	 .min = (lo), .max = (hi), .def = (d)}
+	{                                                                                          \
+		.name = (n), .short_name = (s), .arg = (a), .help = (h), .complete = (cmpl),       \
+		.type = CMD_OPT_STRING                                                             \
+	}
+/* Numeric options: bounds LO..HI (both 0: none; HI 0: no upper bound),
+ * default D as text (NULL: none), HINT for errors (NULL: from the bounds). */
+#define OPT_COUNT(n, s, a, h, lo, hi, d, ht)                                                       \
+	{                                                                                          \
+		.name = (n), .short_name = (s), .arg = (a), .help = (h), .type = CMD_OPT_COUNT,    \
+		.min = (lo), .max = (hi), .def = (d), .hint = (ht)                                 \
+	}
+#define OPT_DURATION(n, s, h, lo, hi, d, ht)                                                       \
+	{                                                                                          \
+		.name = (n), .short_name = (s), .arg = "DURATION", .help = (h),                    \
+		.type = CMD_OPT_DURATION, .min = (lo), .max = (hi), .def = (d), .hint = (ht)       \
+	}
+#define OPT_SIZE(n, s, h, lo, hi, d, ht)                                                           \
+	{                                                                                          \
+		.name = (n), .short_name = (s), .arg = "SIZE", .help = (h), .type = CMD_OPT_SIZE,  \
+		.min = (lo), .max = (hi), .def = (d), .hint = (ht)                                 \
+	}
+#define OPT_REAL(n, s, a, h, lo, hi, d, ht)                                                        \
+	{                                                                                          \
+		.name = (n), .short_name = (s), .arg = (a), .help = (h), .type = CMD_OPT_REAL,     \
+		.min = (lo), .max = (hi), .def = (d), .hint = (ht)                                 \
+	}
 #define OPT_CHOICE(n, s, a, h, ch, d)                                                              \
-	{.name = (n), .short_name = (s), .arg = (a), .help = (h), .complete = CMPL_CHOICES,        \
-	 .choices = (ch), .type = CMD_OPT_CHOICE, .def = (d)}
+	{                                                                                          \
+		.name = (n), .short_name = (s), .arg = (a), .help = (h), .complete = CMPL_CHOICES, \
+		.choices = (ch), .type = CMD_OPT_CHOICE, .def = (d)                                \
+	}
 /* --format: a choice the shell's `set format` stands in for. */
 #define OPT_FORMAT(h, ch, d)                                                                       \
-	{.name = "format", .short_name = 'f', .arg = "FORMAT", .help = (h),                        \
-	 .complete = CMPL_CHOICES, .choices = (ch), .type = CMD_OPT_CHOICE, .def = (d),            \
-	 .setting = CMD_SET_FORMAT}
+	{                                                                                          \
+		.name = "format", .short_name = 'f', .arg = "FORMAT", .help = (h),                 \
+		.complete = CMPL_CHOICES, .choices = (ch), .type = CMD_OPT_CHOICE, .def = (d),     \
+		.setting = CMD_SET_FORMAT                                                          \
+	}
 
 enum {
 	CMD_NEEDS_TARGET = 1 << 0, /* one PID|NAME, or in the shell the current target;
@@ -255,6 +271,11 @@ void cmd_help_shell(struct strbuf *sb);
 
 /* Resolve a PID or a process name (unique) into a PID; prints errors. */
 pid_t cmd_resolve_pid(struct cmd_ctx *ctx, const char *arg);
+/* The processes ARGV (PIDs or unique names) and every one named PID_OF
+ * (may be NULL), each once, into a heap array *PIDS of *N (to free, also
+ * on error). Returns 0, or -1 after an error message. */
+int cmd_resolve_pids(struct cmd_ctx *ctx, int argc, char **argv, const char *pid_of, pid_t **pids,
+		     size_t *n);
 
 /* Shared snapshot options: fill O from the standard dump options present in
  * CTX (max-frames, no-inline, no-source, tid, name, per-thread,

@@ -48,7 +48,7 @@ static json_t *choices_json(const struct cmd_option *o)
 	strbuf_init(&sb);
 	option_choices(&sb, o);
 	json_t *arr = json_array();
-	char *save = NULL, *copy = sd_xstrdup(sb.buf ? sb.buf : "");
+	char *save = NULL, *copy = sd_xstrdup(sb.buf);
 	for (char *w = strtok_r(copy, " ", &save); w; w = strtok_r(NULL, " ", &save))
 		json_array_append_new(arr, json_string(w));
 	free(copy);
@@ -109,14 +109,7 @@ int repl_list_commands(struct cmd_ctx *ctx)
 	for (const struct shell_setting *s = shell_settings; s->name; s++)
 		json_array_append_new(st, json_string(s->name));
 	json_object_set_new(doc, "settings", st);
-	char *txt = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	json_decref(doc);
-	if (!txt) {
-		cmd_error(ctx, "--list-commands: out of memory");
-		return EXIT_FAIL;
-	}
-	cmd_print(ctx, "%s\n", txt);
-	free(txt);
+	cmd_print_json(ctx, doc);
 	return EXIT_OK;
 }
 

@@ -79,7 +79,7 @@ static int check_stdout(const struct cmd_ctx *ctx, int rc)
 		return rc;
 	/* A reader that stopped early (head) already has what it wanted. */
 	if (err != EPIPE)
-		fprintf(stderr, "stackdump: cannot write the output: %s\n", strerror(err));
+		fprintf(stderr, "stackdump: cannot write the output: %s\n", sd_strerror(err));
 	return rc == EXIT_OK || rc == EXIT_PARTIAL ? EXIT_FAIL : rc;
 }
 

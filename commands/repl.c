@@ -151,7 +151,7 @@ static int shell_escape(struct cmd_ctx *ctx, const char *cmd)
 		snprintf(pidbuf, sizeof(pidbuf), "%d", (int)s->targets[s->current]->pid);
 	pid_t child = fork();
 	if (child < 0) {
-		cmd_error(ctx, "!: cannot start /bin/sh: %s", strerror(errno));
+		cmd_error(ctx, "!: cannot start /bin/sh: %s", sd_strerror(errno));
 		return EXIT_FAIL;
 	}
 	if (child == 0) {
@@ -178,7 +178,7 @@ static int shell_escape(struct cmd_ctx *ctx, const char *cmd)
 	int st;
 	while (waitpid(child, &st, 0) < 0) {
 		if (errno != EINTR) {
-			cmd_error(ctx, "!: cannot wait for /bin/sh: %s", strerror(errno));
+			cmd_error(ctx, "!: cannot wait for /bin/sh: %s", sd_strerror(errno));
 			return EXIT_FAIL;
 		}
 	}
@@ -236,7 +236,6 @@ int repl_run_line(struct cmd_ctx *ctx, const char *line)
 	int rc = last_rc;
 	struct strbuf cur;
 	strbuf_init(&cur);
-	strbuf_adds(&cur, "");
 	char q = 0;
 	const char *p = line;
 	for (;;) {
@@ -409,7 +408,7 @@ static void history_open(void)
 		if (r == 0)
 			r = -errno;
 		fprintf(stderr, "stackdump: history will not be kept: cannot create %s: %s\n",
-			sh.history, strerror(-r));
+			sh.history, sd_strerror(-r));
 		free(sh.history);
 		sh.history = NULL;
 	} else {
@@ -621,7 +620,7 @@ static int interactive(struct cmd_ctx *ctx)
 					: ppoll(sh.fds, sh.nfds, stragglers || no_pidfd ? &ts : NULL,
 						&waitmask);
 		if (n < 0 && errno != EINTR && !cmd_interrupted) {
-			cmd_error(ctx, "cannot read the terminal: %s", strerror(errno));
+			cmd_error(ctx, "cannot read the terminal: %s", sd_strerror(errno));
 			rc = EXIT_FAIL;
 			break;
 		}

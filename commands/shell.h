@@ -7,7 +7,8 @@
 
 #include "cmd.h"
 
-/* Targets of the session. Indexes are 0-based here; users see N+1. */
+/* Targets of the session (commands/session.c). Indexes are 0-based here;
+ * users see N+1. */
 
 /* Index of the attached target with PID, or -1. */
 int shell_target_index(const struct cmd_session *s, pid_t pid);

@@ -6,14 +6,11 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 #include "locks.h"
 #include "procfs.h"
 #include "symbols.h"
-#include "target.h"
-
-#define NR_FUTEX 202
-#define NR_RESTART 219
 
 /* What rax holds while a thread is stopped inside a blocking syscall that
  * the kernel will restart: the syscall has not returned. Anything else
@@ -33,7 +30,7 @@ int analyze_in_syscall(const struct sd_thread *th)
 	return th->have_regs && (long)th->regs.orig_rax >= 0 && syscall_pending(th);
 }
 
-/* A restart_syscall (219) is the continuation of an interrupted timed
+/* A restart_syscall is the continuation of an interrupted timed
  * wait: futex, but also clock_nanosleep or poll. The original arguments
  * are still in the registers; take it for a futex wait only when they read
  * as one (an aligned address, a wait operation) and wchan does not name
@@ -81,7 +78,7 @@ static void classify(struct sd_thread *th)
 	if (th->have_regs) {
 		in_syscall = (long)th->regs.orig_rax >= 0 && syscall_pending(th);
 		if ((long)th->regs.orig_rax >= 0 && !in_syscall &&
-		    (th->syscall_nr == NR_FUTEX || th->syscall_nr == NR_RESTART)) {
+		    (th->syscall_nr == SYS_futex || th->syscall_nr == SYS_restart_syscall)) {
 			/* Woken (or timed out) just before the freeze. */
 			w->kind = SD_WAIT_RUNNABLE;
 			w->note = "futex wait just returned";
@@ -97,8 +94,8 @@ static void classify(struct sd_thread *th)
 			w->kind = SD_WAIT_RUNNING;
 		return;
 	}
-	if (th->syscall_nr == NR_FUTEX ||
-	    (th->syscall_nr == NR_RESTART && restart_is_futex(th))) {
+	if (th->syscall_nr == SYS_futex ||
+	    (th->syscall_nr == SYS_restart_syscall && restart_is_futex(th))) {
 		w->kind = SD_WAIT_FUTEX;
 		w->address = th->syscall_args[0];
 		return;
@@ -106,7 +103,7 @@ static void classify(struct sd_thread *th)
 	w->kind = SD_WAIT_SYSCALL;
 }
 
-void analyze_snapshot(struct sd_target *t, struct sd_snapshot *s)
+void analyze_snapshot(pid_t pid, struct sd_symbols *sym, struct sd_snapshot *s)
 {
 	/* Owners inferred from stacks that a loaded snapshot no longer has:
 	 * kept from when it was taken. */
@@ -129,7 +126,7 @@ void analyze_snapshot(struct sd_target *t, struct sd_snapshot *s)
 		    old.kind != SD_WAIT_FUTEX)
 			th->wait = old;
 	}
-	locks_analyze(t, s);
+	locks_analyze(pid, sym, s);
 	for (size_t i = 0; inferred && i < s->nthreads; i++) {
 		struct sd_wait *w = &s->threads[i].wait, *o = &inferred[i];
 		if (o->owner_known && !w->owner_known && w->address == o->address &&
@@ -178,7 +175,7 @@ const char *analyze_state_text(const struct sd_thread *th)
 	case SD_WAIT_NONE: return "";
 	default: break;
 	}
-	if (th->syscall_nr == NR_RESTART && th->nframes) {
+	if (th->syscall_nr == SYS_restart_syscall && th->nframes) {
 		const char *r = analyze_restart_name(th->frames[0].function);
 		if (r)
 			return r;
@@ -188,30 +185,4 @@ const char *analyze_state_text(const struct sd_thread *th)
 		return n ? n : "syscall";
 	}
 	return "";
-}
-
-const char *analyze_restarted(struct sd_target *t, uint64_t pc)
-{
-	if (!t || !t->sym || !pc)
-		return NULL;
-	/* A target that took no snapshot yet has not read its maps. */
-	if (!t->maps.n && target_refresh(t, NULL) < 0)
-		return NULL;
-	/* One frame at the wrapper's return address, symbolized like any
-	 * stack, then named by the same rule as a snapshot's threads. */
-	struct sd_snapshot *s = snapshot_new(t->pid);
-	struct sd_thread *th = snapshot_add_thread(s, t->pid);
-	struct sd_frame *f = snapshot_add_frame(th);
-	f->pc = pc;
-	f->flags = SD_FRAME_EXACT;
-	symbols_sync(t->sym);
-	symbols_thread(t->sym, s, th, 1, 1);
-	th->syscall_nr = NR_RESTART;
-	th->wait.kind = SD_WAIT_SYSCALL;
-	const char *text = analyze_state_text(th);
-	/* Only the static names of the table; anything else says nothing. */
-	const char *plain = procfs_syscall_name(NR_RESTART);
-	const char *r = text && *text && (!plain || strcmp(text, plain)) ? text : NULL;
-	snapshot_free(s);
-	return r;
 }

@@ -7,11 +7,12 @@
 
 #include "snapshot.h"
 
-struct sd_target;
+struct sd_symbols;
 
-/* Fill th->wait for every thread of S. T may be NULL (a loaded snapshot:
- * no data symbols can be resolved). */
-void analyze_snapshot(struct sd_target *t, struct sd_snapshot *s);
+/* Fill th->wait for every thread of S, taken of process PID whose data
+ * symbols SYM names. PID 0 and SYM NULL for a loaded snapshot (no data
+ * symbols can be resolved). */
+void analyze_snapshot(pid_t pid, struct sd_symbols *sym, struct sd_snapshot *s);
 
 /* Were TH's registers read while it sat in a blocking system call that has
  * not returned (rather than on a CPU or on its way back from one)? */
@@ -26,12 +27,5 @@ const char *analyze_state_text(const struct sd_thread *th);
  * __GI___clock_nanosleep); NULL when FUNCTION is NULL or none of
  * nanosleep, epoll, poll, select, futex. Static storage. */
 const char *analyze_restart_name(const char *function);
-
-/* A thread that /proc shows in restart_syscall (219) continues a wait
- * that a stop interrupted (ours, or a signal's): the name of that wait
- * ("clock_nanosleep", "epoll_wait", "poll", "pselect6", "futex"), from
- * the libc wrapper at its user PC (symbolized with T's symbols); NULL when
- * the wrapper is not one of those. Static storage. */
-const char *analyze_restarted(struct sd_target *t, uint64_t pc);
 
 #endif

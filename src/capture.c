@@ -8,10 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 
-#define SYS_FUTEX_NR 202
-#define SYS_RESTART_NR 219
+#define SYS_FUTEX_NR SYS_futex
+#define SYS_RESTART_NR SYS_restart_syscall
 
 ssize_t capture_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 {

@@ -2,20 +2,31 @@
 // Address-range index over a module's DWARF and the inline-chain walk on
 // libdw's DIE API. libdw's own address lookup (dwfl_module_addrdie) goes
 // through .debug_aranges, which clang and rustc do not emit, and stops at
-// the skeleton unit of split DWARF; this index enumerates every unit
-// instead, including the split unit behind each skeleton.
+// the skeleton unit of split DWARF; this index takes the ranges of every
+// unit from its unit DIE instead, and indexes a unit's functions (those of
+// the split unit behind a skeleton) the first time an address falls in it.
 #include "dwindex.h"
 
 #include <dwarf.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "symbols.h"
+#include "demangle.h"
 #include "util.h"
 
+/* A set of function address ranges, sorted by start once complete. */
+struct rangeset {
+	struct dwrange *r;
+	size_t n, cap;
+};
+
 struct dwunit {
+	Dwarf_CU *cu;
+	uint8_t type;     /* DW_UT_* */
+	int indexed;      /* its functions are in FUNCS */
 	Dwarf_Die cudie;  /* where the DIEs are (the split unit if split) */
 	Dwarf_Die linecu; /* whose line table covers them (the skeleton) */
+	struct rangeset funcs;
 	Dwarf_Lines *lines;
 	size_t nlines;
 	int lines_state; /* 0 not read, 1 read, -1 none */
@@ -27,31 +38,41 @@ struct dwrange {
 	uint32_t unit;
 };
 
+/* Two levels: the address ranges of the units (read from their unit DIEs
+ * alone, which is cheap), and per unit the ranges of its functions, made
+ * when an address first falls in the unit. A lookup thus reads the DIEs of
+ * the units it needs and no others. */
 struct sd_dwindex {
 	Dwarf *dw;
-	struct dwrange *r;
-	size_t n, cap;
+	struct rangeset units; /* .die unused, .unit = the unit */
 	struct dwunit *u;
 	size_t nu, ucap;
+	/* Units that state no addresses of their own (some partial units):
+	 * their functions, gathered on the first miss of the unit ranges. */
+	struct rangeset loose;
+	int loose_done;
 };
 
-static void add_range(struct sd_dwindex *idx, uint64_t lo, uint64_t hi, Dwarf_Die *die,
+static void add_range(struct rangeset *rs, uint64_t lo, uint64_t hi, Dwarf_Die *die,
 		      uint32_t unit)
 {
 	if (hi <= lo)
 		return;
-	if (idx->n == idx->cap) {
-		idx->cap = idx->cap ? idx->cap * 2 : 256;
-		idx->r = sd_xrealloc(idx->r, idx->cap * sizeof(*idx->r));
+	if (rs->n == rs->cap) {
+		rs->cap = rs->cap ? rs->cap * 2 : 64;
+		rs->r = sd_xrealloc(rs->r, rs->cap * sizeof(*rs->r));
 	}
-	idx->r[idx->n++] = (struct dwrange){.lo = lo, .hi = hi, .die = *die, .unit = unit};
+	rs->r[rs->n] = (struct dwrange){.lo = lo, .hi = hi, .unit = unit};
+	if (die)
+		rs->r[rs->n].die = *die;
+	rs->n++;
 }
 
 /* Index the functions with code below PARENT. Only the containers that
  * can hold function definitions are entered (namespaces, types, modules):
  * the bodies of functions are left for the lookup, which is what keeps
  * building the index cheap on large binaries. */
-static void index_children(struct sd_dwindex *idx, Dwarf_Die *parent, uint32_t unit, int depth)
+static void index_children(struct rangeset *rs, Dwarf_Die *parent, uint32_t unit, int depth)
 {
 	Dwarf_Die c;
 	if (depth > 64 || dwarf_child(parent, &c) != 0)
@@ -62,7 +83,7 @@ static void index_children(struct sd_dwindex *idx, Dwarf_Die *parent, uint32_t u
 			Dwarf_Addr base, lo, hi;
 			ptrdiff_t off = 0;
 			while ((off = dwarf_ranges(&c, off, &base, &lo, &hi)) > 0)
-				add_range(idx, lo, hi, &c, unit);
+				add_range(rs, lo, hi, &c, unit);
 			break;
 		}
 		case DW_TAG_namespace:
@@ -70,8 +91,11 @@ static void index_children(struct sd_dwindex *idx, Dwarf_Die *parent, uint32_t u
 		case DW_TAG_class_type:
 		case DW_TAG_structure_type:
 		case DW_TAG_union_type:
-		case DW_TAG_interface_type: index_children(idx, &c, unit, depth + 1); break;
-		default: break;
+		case DW_TAG_interface_type:
+			index_children(rs, &c, unit, depth + 1);
+			break;
+		default:
+			break;
 		}
 	} while (dwarf_siblingof(&c, &c) == 0);
 }
@@ -97,53 +121,82 @@ struct sd_dwindex *dwindex_new(Dwarf *dw)
 	Dwarf_CU *cu = NULL;
 	Dwarf_Half version;
 	uint8_t type;
-	Dwarf_Die cudie, subdie;
-	/* dwarf_get_units hands out, for a skeleton unit, the split unit it
-	 * found through DW_AT_dwo_name and DW_AT_comp_dir (or the directory of
-	 * the file): its DIEs are the ones with functions. */
-	while (dwarf_get_units(dw, cu, &cu, &version, &type, &cudie, &subdie) == 0) {
-		Dwarf_Die *die = &cudie;
-		if ((type == DW_UT_skeleton || type == DW_UT_split_compile) &&
-		    dwarf_tag(&subdie) == DW_TAG_compile_unit)
-			die = &subdie;
+	Dwarf_Die cudie;
+	while (dwarf_get_units(dw, cu, &cu, &version, &type, &cudie, NULL) == 0) {
 		if (type == DW_UT_type || type == DW_UT_split_type)
 			continue;
-		if (idx->nu == idx->ucap) {
-			idx->ucap = idx->ucap ? idx->ucap * 2 : 64;
-			idx->u = sd_xrealloc(idx->u, idx->ucap * sizeof(*idx->u));
-		}
+		sd_grow(&idx->u, &idx->ucap, idx->nu + 1, sizeof(*idx->u));
 		struct dwunit *u = &idx->u[idx->nu];
 		memset(u, 0, sizeof(*u));
-		u->cudie = *die;
+		u->cu = cu;
+		u->type = type;
+		u->cudie = cudie;
 		u->linecu = cudie;
-		index_children(idx, die, (uint32_t)idx->nu, 0);
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t off = 0;
+		size_t before = idx->units.n;
+		while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0)
+			add_range(&idx->units, lo, hi, NULL, (uint32_t)idx->nu);
+		if (idx->units.n == before)
+			u->indexed = -1; /* no addresses stated: a loose unit */
 		idx->nu++;
 	}
-	sd_sort(idx->r, idx->n, sizeof(*idx->r), cmp_range);
+	sd_sort(idx->units.r, idx->units.n, sizeof(*idx->units.r), cmp_range);
 	return idx;
+}
+
+/* The functions of unit UI, indexed on first use. A skeleton's functions
+ * are in its split unit, which libdw finds through DW_AT_dwo_name and
+ * DW_AT_comp_dir (or the directory of the file) as gdb does. */
+static void unit_index(struct sd_dwindex *idx, uint32_t ui, struct rangeset *into)
+{
+	struct dwunit *u = &idx->u[ui];
+	if (u->type == DW_UT_skeleton) {
+		Dwarf_Die sub;
+		if (dwarf_cu_info(u->cu, NULL, NULL, NULL, &sub, NULL, NULL, NULL) == 0 &&
+		    dwarf_tag(&sub) == DW_TAG_compile_unit)
+			u->cudie = sub;
+	}
+	index_children(into, &u->cudie, ui, 0);
+}
+
+static void unit_ready(struct sd_dwindex *idx, uint32_t ui)
+{
+	struct dwunit *u = &idx->u[ui];
+	if (u->indexed)
+		return;
+	u->indexed = 1;
+	unit_index(idx, ui, &u->funcs);
+	sd_sort(u->funcs.r, u->funcs.n, sizeof(*u->funcs.r), cmp_range);
 }
 
 void dwindex_free(struct sd_dwindex *idx)
 {
 	if (!idx)
 		return;
-	free(idx->r);
+	for (size_t i = 0; i < idx->nu; i++)
+		free(idx->u[i].funcs.r);
+	free(idx->units.r);
+	free(idx->loose.r);
 	free(idx->u);
 	free(idx);
 }
 
 size_t dwindex_size(const struct sd_dwindex *idx)
 {
-	return idx ? idx->n : 0;
+	size_t n = 0;
+	for (size_t i = 0; idx && i < idx->nu; i++)
+		n += idx->u[i].funcs.n;
+	return n + (idx ? idx->loose.n : 0);
 }
 
-/* The narrowest indexed function holding ADDR, or NULL. */
-static const struct dwrange *find_range(const struct sd_dwindex *idx, uint64_t addr)
+/* Of the ranges of RS holding ADDR, the narrowest, or NULL. */
+static const struct dwrange *find_in(const struct rangeset *rs, uint64_t addr)
 {
-	size_t lo = 0, hi = idx->n;
+	size_t lo = 0, hi = rs->n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (idx->r[mid].lo <= addr)
+		if (rs->r[mid].lo <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -153,11 +206,45 @@ static const struct dwrange *find_range(const struct sd_dwindex *idx, uint64_t a
 	 * the narrowest holder. */
 	const struct dwrange *best = NULL;
 	for (size_t i = lo, steps = 0; i > 0 && steps < 64; i--, steps++) {
-		const struct dwrange *r = &idx->r[i - 1];
+		const struct dwrange *r = &rs->r[i - 1];
 		if (r->hi > addr && (!best || r->hi - r->lo < best->hi - best->lo))
 			best = r;
 	}
 	return best;
+}
+
+/* The narrowest function holding ADDR: in the units whose ranges hold it,
+ * else among the functions of the loose units. */
+static const struct dwrange *find_range(struct sd_dwindex *idx, uint64_t addr)
+{
+	const struct dwrange *best = NULL;
+	size_t lo = 0, hi = idx->units.n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (idx->units.r[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo, steps = 0; i > 0 && steps < 64; i--, steps++) {
+		const struct dwrange *ur = &idx->units.r[i - 1];
+		if (ur->hi <= addr)
+			continue;
+		unit_ready(idx, ur->unit);
+		const struct dwrange *r = find_in(&idx->u[ur->unit].funcs, addr);
+		if (r && (!best || r->hi - r->lo < best->hi - best->lo))
+			best = r;
+	}
+	if (best)
+		return best;
+	if (!idx->loose_done) {
+		idx->loose_done = 1;
+		for (size_t i = 0; i < idx->nu; i++)
+			if (idx->u[i].indexed < 0)
+				unit_index(idx, (uint32_t)i, &idx->loose);
+		sd_sort(idx->loose.r, idx->loose.n, sizeof(*idx->loose.r), cmp_range);
+	}
+	return find_in(&idx->loose, addr);
 }
 
 static int is_block_tag(int tag)
@@ -299,7 +386,7 @@ static char *function_name(Dwarf_Die *die)
 		 * with a parameter list (Itanium C++) tells overloads apart,
 		 * which the DWARF name does not; Rust's mangled names lose
 		 * closure numbers and generic arguments the DWARF name keeps. */
-		char *d = symbols_demangle(linkage);
+		char *d = demangle_symbol(linkage);
 		if (!d)
 			return strdup(linkage);
 		if (linkage[1] == 'Z' && strchr(d, '('))

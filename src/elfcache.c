@@ -141,7 +141,7 @@ struct sd_elf *elfcache_open_fd(int fd, const char *name, struct sd_error *err)
 	if (data == MAP_FAILED) {
 		int en = errno;
 		close(fd);
-		sd_error_set(err, en, "cannot map %s: %s", name, strerror(en));
+		sd_error_set(err, en, "cannot map %s: %s", name, sd_strerror(en));
 		return NULL;
 	}
 	struct sd_elf *e = sd_xcalloc(1, sizeof(*e));
@@ -174,7 +174,7 @@ struct sd_elf *elfcache_open(const char *path, struct sd_error *err)
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0) {
 		int en = errno;
-		sd_error_set(err, en, "cannot open %s: %s", path, strerror(en));
+		sd_error_set(err, en, "cannot open %s: %s", path, sd_strerror(en));
 		return NULL;
 	}
 	return elfcache_open_fd(fd, path, err);

@@ -19,7 +19,7 @@ json_t *format_json_str(const char *s)
 	struct strbuf sb;
 	strbuf_init(&sb);
 	strbuf_add_escaped(&sb, s);
-	j = json_string(sb.buf ? sb.buf : "");
+	j = json_string(sb.buf);
 	strbuf_release(&sb);
 	return j ? j : json_null();
 }

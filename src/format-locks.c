@@ -367,9 +367,11 @@ static json_t *jhex(uint64_t v)
 	return json_string(buf);
 }
 
+/* Names and symbols the target chose: escaped when not UTF-8, never
+ * dropped (format_json_str). */
 static json_t *jstr(const char *str)
 {
-	return str ? json_string(str) : json_null();
+	return format_json_str(str);
 }
 
 static json_t *jname(const struct sd_snapshot *s, pid_t tid)

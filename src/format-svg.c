@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format.h"
 #include "profile.h"
 
 #define SVG_WIDTH 1200.0
@@ -28,7 +29,7 @@ struct svgctx {
 
 /* Text from the target, made safe twice: control characters escaped by
  * strbuf_add_escaped, then XML's special characters as entities. */
-static void add_xml(struct strbuf *out, const char *s)
+void format_xml_escaped(struct strbuf *out, const char *s)
 {
 	struct strbuf e;
 	strbuf_init(&e);
@@ -113,7 +114,7 @@ static void node(struct svgctx *c, const struct sd_flame *n, double x, int depth
 	strbuf_addf(o, "<g class=\"f\" data-x=\"%.0f\" data-w=\"%" PRIu64 "\" data-d=\"%d\">",
 		    x, n->value, depth);
 	strbuf_adds(o, "<title>");
-	add_xml(o, n->name);
+	format_xml_escaped(o, n->name);
 	double p = c->total > 0 ? 100.0 * (double)n->value / c->total : 0;
 	if (c->diff) {
 		double a = (double)n->value - n->delta;
@@ -131,7 +132,7 @@ static void node(struct svgctx *c, const struct sd_flame *n, double x, int depth
 	size_t len = strlen(n->name);
 	if (fit >= 3) {
 		if (len <= fit) {
-			add_xml(o, n->name);
+			format_xml_escaped(o, n->name);
 		} else {
 			char *cut = sd_xmalloc(fit + 1);
 			memcpy(cut, n->name, fit - 2);
@@ -142,7 +143,7 @@ static void node(struct svgctx *c, const struct sd_flame *n, double x, int depth
 				cut[--l] = '\0';
 			if (l > 0 && (unsigned char)cut[l - 1] >= 0xc0)
 				cut[--l] = '\0';
-			add_xml(o, cut);
+			format_xml_escaped(o, cut);
 			strbuf_adds(o, "..");
 			free(cut);
 		}
@@ -254,7 +255,7 @@ void format_profile_svg(struct strbuf *out, struct sd_profile *p, const struct s
 	strbuf_addf(out, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%d\" fill=\"%s\"/>\n",
 		    SVG_WIDTH, c.height, c.diff ? "#f4f4f4" : "#fbf7ee");
 	strbuf_addf(out, "<text id=\"title\" x=\"%.0f\" y=\"22\">", SVG_WIDTH / 2);
-	add_xml(out, title);
+	format_xml_escaped(out, title);
 	strbuf_adds(out, "</text>\n");
 	strbuf_addf(out, "<text x=\"%.0f\" y=\"38\" style=\"fill:#555\">", PAD_X);
 	if (c.diff)

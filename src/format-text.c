@@ -22,14 +22,6 @@ static const char *col(const struct sd_render_opts *o, const char *c)
 	return o && o->color ? c : "";
 }
 
-const struct sd_thread *snapshot_find_thread(const struct sd_snapshot *s, pid_t tid)
-{
-	for (size_t i = 0; i < s->nthreads; i++)
-		if (s->threads[i].tid == tid)
-			return &s->threads[i];
-	return NULL;
-}
-
 static const char *base(const char *p)
 {
 	const char *b = p ? strrchr(p, '/') : NULL;

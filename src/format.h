@@ -73,7 +73,9 @@ json_t *format_json_locks(const struct sd_snapshot *s, const struct sd_lockgraph
 			  const struct sd_parked *parked, size_t nparked, size_t nsnaps,
 			  double span);
 
-/* Find a thread of S by TID (NULL if none). */
-const struct sd_thread *snapshot_find_thread(const struct sd_snapshot *s, pid_t tid);
+
+/* Append S to OUT made safe for XML text and attributes: control
+ * characters escaped by strbuf_add_escaped, then & < > " ' as entities. */
+void format_xml_escaped(struct strbuf *out, const char *s);
 
 #endif

@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "symbols.h"
-#include "target.h"
 
 /* futex(2) operations */
 #define FUTEX_WAIT 0
@@ -111,6 +110,8 @@ struct ctx {
 	pid_t pid;          /* 0: no /proc look-ups (loaded snapshot) */
 	pid_t *ns_tid;      /* parallel to s->threads, or NULL */
 	struct tid_index *by_tid, *by_ns_tid; /* sorted, for thousands of threads */
+	int no_lockmem;     /* no thread has lock memory (perf samples): every
+			     * read misses, without a scan of every thread */
 };
 
 struct tid_index *locks_tid_index_new(const struct sd_snapshot *s, const pid_t *keys)
@@ -131,6 +132,9 @@ static void ctx_init(struct ctx *c, struct sd_snapshot *s, pid_t pid, pid_t *ns_
 	c->ns_tid = ns_tid;
 	c->by_tid = locks_tid_index_new(s, NULL);
 	c->by_ns_tid = ns_tid ? locks_tid_index_new(s, ns_tid) : NULL;
+	c->no_lockmem = 1;
+	for (size_t i = 0; i < s->nthreads && c->no_lockmem; i++)
+		c->no_lockmem = !s->threads[i].nlockmem;
 }
 
 static void ctx_release(struct ctx *c)
@@ -185,6 +189,8 @@ static int tid_exists(const struct ctx *c, uint64_t v)
 static int mem_read(const struct ctx *c, const struct sd_thread *th, uint64_t addr, void *buf,
 		    size_t len)
 {
+	if (c->no_lockmem)
+		return 0;
 	for (int pass = 0; pass < 2; pass++) {
 		size_t n = pass ? c->s->nthreads : 1;
 		for (size_t i = 0; i < n; i++) {
@@ -898,10 +904,10 @@ static pid_t *ns_map(struct sd_snapshot *s, pid_t pid)
 }
 
 /* The data symbol naming a lock, "sym" or "sym+0x10" inside a struct. */
-static const char *lock_symbol(struct sd_target *t, struct sd_snapshot *s, uint64_t addr)
+static const char *lock_symbol(struct sd_symbols *sym, struct sd_snapshot *s, uint64_t addr)
 {
 	uint64_t off = 0;
-	const char *name = symbols_data(t->sym, s, addr, &off);
+	const char *name = symbols_data(sym, s, addr, &off);
 	if (!name || !off)
 		return name;
 	char buf[512];
@@ -912,25 +918,25 @@ static const char *lock_symbol(struct sd_target *t, struct sd_snapshot *s, uint6
 /* Which __g_signals word a condvar waiter sleeps on (and the glibc
  * layout) is ambiguous from memory alone; a data symbol holding the futex
  * word settles where the condvar starts. */
-static void condvar_by_symbol(struct sd_target *t, struct sd_snapshot *s, struct sd_thread *th)
+static void condvar_by_symbol(struct sd_symbols *sym, struct sd_snapshot *s, struct sd_thread *th)
 {
 	uint64_t uaddr = th->syscall_args[0], off = 0;
-	if (!symbols_data(t->sym, s, uaddr, &off))
+	if (!symbols_data(sym, s, uaddr, &off))
 		return;
 	if (off == 32 || off == 36 || off == 40 || off == 44)
 		th->wait.address = uaddr - off;
 }
 
-void locks_analyze(struct sd_target *t, struct sd_snapshot *s)
+void locks_analyze(pid_t pid, struct sd_symbols *sym, struct sd_snapshot *s)
 {
 	struct ctx c;
-	ctx_init(&c, s, t ? t->pid : 0, t ? ns_map(s, t->pid) : NULL);
+	ctx_init(&c, s, pid, pid ? ns_map(s, pid) : NULL);
 	for (size_t i = 0; i < s->nthreads; i++) {
 		struct sd_thread *th = &s->threads[i];
 		if (th->wait.kind == SD_WAIT_FUTEX && th->syscall_known)
 			classify_futex(&c, th);
 	}
-	if (t && t->sym) {
+	if (sym) {
 		/* Many waiters share a lock: look each address up once. */
 		uint64_t last_addr = 0;
 		const char *last_sym = NULL;
@@ -940,10 +946,10 @@ void locks_analyze(struct sd_target *t, struct sd_snapshot *s)
 			    w->symbol)
 				continue;
 			if (w->kind == SD_WAIT_CONDVAR)
-				condvar_by_symbol(t, s, &s->threads[i]);
+				condvar_by_symbol(sym, s, &s->threads[i]);
 			if (w->address != last_addr) {
 				last_addr = w->address;
-				last_sym = lock_symbol(t, s, w->address);
+				last_sym = lock_symbol(sym, s, w->address);
 			}
 			w->symbol = last_sym;
 		}

@@ -7,16 +7,17 @@
 
 #include "snapshot.h"
 
-struct sd_target;
+struct sd_symbols;
 
 /* Refine th->wait of every futex-waiting thread of S (classify() in
  * analyze.c marks them SD_WAIT_FUTEX first) from the syscall arguments and
  * the lock memory captured while frozen, with frame names as a second
  * opinion only, so it works without libc debug info. Owners the evidence
  * names are checked against the snapshot; data symbols of the locks are
- * resolved through T. T may be NULL (a loaded snapshot): no symbols, no
- * PID namespace translation, no /proc look-ups; the rest works. */
-void locks_analyze(struct sd_target *t, struct sd_snapshot *s);
+ * resolved through SYM. PID 0 and SYM NULL (a loaded snapshot): no
+ * symbols, no PID namespace translation, no /proc look-ups; the rest
+ * works. */
+void locks_analyze(pid_t pid, struct sd_symbols *sym, struct sd_snapshot *s);
 
 /* Classify the futex wait of TH alone (no symbols), from th->syscall_nr,
  * th->syscall_args, th->lockmem (or the lockmem of another thread of S

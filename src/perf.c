@@ -153,7 +153,7 @@ static int open_error(struct sd_error *err, int e, const char *what)
 				    "a seccomp filter such as a container's default profile also "
 				    "refuses it; run as root or with CAP_PERFMON, or lower "
 				    "kernel.perf_event_paranoid)",
-				    what, strerror(e), paranoid_text(par, sizeof(par)));
+				    what, sd_strerror(e), paranoid_text(par, sizeof(par)));
 	case ENOSYS:
 		return sd_error_set(err, e,
 				    "perf_event_open is not available: the kernel has no perf "
@@ -163,15 +163,15 @@ static int open_error(struct sd_error *err, int e, const char *what)
 		return sd_error_set(err, e,
 				    "perf_event_open for %s: software clock events with user "
 				    "registers and stack are not supported by this kernel (%s)",
-				    what, strerror(e));
+				    what, sd_strerror(e));
 	case EMFILE:
 	case ENFILE:
 		return sd_error_set(err, e,
 				    "perf_event_open for %s: %s (two descriptors per thread are "
 				    "needed; raise the open file limit with ulimit -n)",
-				    what, strerror(e));
+				    what, sd_strerror(e));
 	default:
-		return sd_error_set(err, e, "perf_event_open for %s: %s", what, strerror(e));
+		return sd_error_set(err, e, "perf_event_open for %s: %s", what, sd_strerror(e));
 	}
 }
 
@@ -335,8 +335,13 @@ static int thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *
 				read_switch(p, th);
 				th->gone = 1;
 			}
-			if (th->npend && th->pend[th->npend - 1].time > at)
-				nv[nn++] = *th; /* later ticks still need it */
+			/* It lived at least until its last sample: ticks up
+			 * to then (a late tick made up) still count it. */
+			uint64_t last = th->npend ? th->pend[th->npend - 1].time : th->time;
+			if (th->kind != LATEST_NONE && th->time > last)
+				last = th->time;
+			if (last >= at && th->name[0])
+				nv[nn++] = *th;
 			else
 				thr_close(p, th);
 			continue;
@@ -916,7 +921,7 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 		promote(&p->v[i], at_ns);
 	}
 	int maps_fresh = 0;
-	if (!p->t->maps.n || t0 - p->t->maps_ns > 1000000000ull) {
+	if (!p->t->space.maps.n || t0 - p->t->maps_ns > 1000000000ull) {
 		if (target_refresh(p->t, err) < 0)
 			return NULL;
 		maps_fresh = 1;
@@ -932,7 +937,7 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 	s->state = pstate;
 	s->time = sd_wall_time();
 	s->pause_us = pause_us;
-	uint64_t misses = p->t->maps_misses;
+	uint64_t misses = p->t->space.maps_misses;
 	uint64_t t1 = sd_now_ns();
 	for (size_t i = 0; i < p->n; i++) {
 		struct pthr *th = &p->v[i];
@@ -941,7 +946,7 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 		const char *name = th->gone ? NULL : target_thread_name(p->t, th->tid);
 		if (name)
 			snprintf(th->name, sizeof(th->name), "%s", name);
-		else if (th->gone && th->time <= at_ns)
+		else if (th->gone)
 			name = th->name; /* gone since, but alive at AT */
 		if (!name)
 			continue; /* exited since the scan */
@@ -969,7 +974,7 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 		memcpy(st->syscall_args, th->syscall_args, sizeof(st->syscall_args));
 		st->wchan = th->wchan ? strpool_intern(s->pool, th->wchan) : NULL;
 	}
-	if (!maps_fresh && p->t->maps_misses != misses) {
+	if (!maps_fresh && p->t->space.maps_misses != misses) {
 		/* A library loaded or a stack mapped since the maps were read:
 		 * read them and unwind this tick's new samples again. */
 		if (target_refresh(p->t, err) < 0) {
@@ -1004,7 +1009,7 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 		}
 		s->symbolize_us = (sd_now_ns() - t2) / 1000;
 	}
-	analyze_snapshot(p->t, s);
+	analyze_snapshot(p->t->pid, p->t->sym, s);
 	target_snapshot_modules(p->t, s);
 	s->capture_us = (t1 - t0) / 1000;
 	p->t->snapshots++;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define PF_KTHREAD 0x00200000
@@ -122,7 +123,7 @@ int procfs_read_maps(pid_t pid, struct sd_maps *maps, struct sd_error *err)
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	ssize_t n = sd_read_file(path, &text, 64u << 20);
 	if (n < 0)
-		return sd_error_set(err, (int)-n, "cannot read %s: %s", path, strerror((int)-n));
+		return sd_error_set(err, (int)-n, "cannot read %s: %s", path, sd_strerror((int)-n));
 	int r = procfs_parse_maps(text, maps);
 	free(text);
 	if (r < 0)
@@ -222,7 +223,7 @@ int procfs_proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long *flags,
 	if (n < 0) {
 		if (n == -ENOENT || n == -ESRCH)
 			return sd_error_set(err, ESRCH, "no such process: %d", (int)pid);
-		return sd_error_set(err, (int)-n, "cannot read %s: %s", path, strerror((int)-n));
+		return sd_error_set(err, (int)-n, "cannot read %s: %s", path, sd_strerror((int)-n));
 	}
 	int r = procfs_parse_stat(text, state, ppid, flags, NULL, NULL, NULL);
 	free(text);
@@ -629,7 +630,7 @@ int procfs_list_tids(pid_t pid, pid_t **tids, size_t *n, struct sd_error *err)
 		int e = errno;
 		if (e == ENOENT)
 			return sd_error_set(err, ESRCH, "no such process: %d", (int)pid);
-		return sd_error_set(err, e, "cannot list %s: %s", path, strerror(e));
+		return sd_error_set(err, e, "cannot list %s: %s", path, sd_strerror(e));
 	}
 	pid_t *v = NULL;
 	size_t len = 0, cap = 0;
@@ -691,41 +692,119 @@ size_t procfs_pids_by_name(const char *name, pid_t **pids)
 const char *procfs_syscall_name(long nr)
 {
 	switch (nr) {
-	case 0: return "read";
-	case 1: return "write";
-	case 7: return "poll";
-	case 17: return "pread64";
-	case 18: return "pwrite64";
-	case 19: return "readv";
-	case 20: return "writev";
-	case 23: return "select";
-	case 34: return "pause";
-	case 35: return "nanosleep";
-	case 43: return "accept";
-	case 44: return "sendto";
-	case 45: return "recvfrom";
-	case 46: return "sendmsg";
-	case 47: return "recvmsg";
-	case 61: return "wait4";
-	case 64: return "semget";
-	case 65: return "semop";
-	case 72: return "fcntl";
-	case 74: return "fsync";
-	case 128: return "rt_sigtimedwait";
-	case 130: return "rt_sigsuspend";
-	case 202: return "futex";
-	case 219: return "restart_syscall";
-	case 230: return "clock_nanosleep";
-	case 232: return "epoll_wait";
-	case 247: return "waitid";
-	case 270: return "pselect6";
-	case 271: return "ppoll";
-	case 281: return "epoll_pwait";
-	case 288: return "accept4";
-	case 299: return "recvmmsg";
-	case 426: return "io_uring_enter";
-	case 441: return "epoll_pwait2";
-	case 449: return "futex_waitv";
+	case SYS_read: return "read";
+	case SYS_write: return "write";
+	case SYS_poll: return "poll";
+	case SYS_pread64: return "pread64";
+	case SYS_pwrite64: return "pwrite64";
+	case SYS_readv: return "readv";
+	case SYS_writev: return "writev";
+	case SYS_select: return "select";
+	case SYS_pause: return "pause";
+	case SYS_nanosleep: return "nanosleep";
+	case SYS_accept: return "accept";
+	case SYS_sendto: return "sendto";
+	case SYS_recvfrom: return "recvfrom";
+	case SYS_sendmsg: return "sendmsg";
+	case SYS_recvmsg: return "recvmsg";
+	case SYS_wait4: return "wait4";
+	case SYS_semget: return "semget";
+	case SYS_semop: return "semop";
+	case SYS_fcntl: return "fcntl";
+	case SYS_fsync: return "fsync";
+	case SYS_rt_sigtimedwait: return "rt_sigtimedwait";
+	case SYS_rt_sigsuspend: return "rt_sigsuspend";
+	case SYS_futex: return "futex";
+	case SYS_restart_syscall: return "restart_syscall";
+	case SYS_clock_nanosleep: return "clock_nanosleep";
+	case SYS_epoll_wait: return "epoll_wait";
+	case SYS_waitid: return "waitid";
+	case SYS_pselect6: return "pselect6";
+	case SYS_ppoll: return "ppoll";
+	case SYS_epoll_pwait: return "epoll_pwait";
+	case SYS_accept4: return "accept4";
+	case SYS_recvmmsg: return "recvmmsg";
+	case SYS_io_uring_enter: return "io_uring_enter";
+	case SYS_epoll_pwait2: return "epoll_pwait2";
+	case SYS_futex_waitv: return "futex_waitv";
 	default: return NULL;
 	}
+}
+
+static uint64_t status_num(const char *text, const char *key)
+{
+	const char *p = strstr(text, key);
+	return p ? strtoull(p + strlen(key), NULL, 10) : 0;
+}
+
+size_t procfs_observe(pid_t pid, int switches, struct sd_tobs **out)
+{
+	pid_t *tids = NULL;
+	size_t n = 0, k = 0;
+	*out = NULL;
+	if (procfs_list_tids(pid, &tids, &n, NULL) < 0)
+		return 0;
+	struct sd_tobs *v = sd_xcalloc(n ? n : 1, sizeof(*v));
+	for (size_t i = 0; i < n; i++) {
+		char path[96], *text;
+		struct sd_tobs *o = &v[k];
+		memset(o, 0, sizeof(*o));
+		o->tid = tids[i];
+		o->nr = -1;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tids[i]);
+		if (sd_read_file(path, &text, 4096) < 0)
+			continue;
+		procfs_parse_stat(text, &o->state, NULL, NULL, NULL, NULL, NULL);
+		free(text);
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tids[i]);
+		if (sd_read_file(path, &text, 4096) >= 0) {
+			struct sd_taskinfo ti;
+			memset(&ti, 0, sizeof(ti));
+			if (procfs_parse_syscall(text, &ti) == 0) {
+				o->running = ti.running;
+				o->nr = ti.syscall_nr;
+				o->arg0 = ti.syscall_args[0];
+			}
+			free(text);
+		}
+		int sleeping = o->state == 'S' || o->state == 'D';
+		if (sleeping && o->nr == SYS_futex) {
+			o->futex = 1;
+		} else if (sleeping && o->nr == SYS_restart_syscall) {
+			/* A timed futex wait interrupted by an earlier snapshot
+			 * comes back as restart_syscall; so does a sleep. */
+			snprintf(path, sizeof(path), "/proc/%d/task/%d/wchan", (int)pid, (int)tids[i]);
+			if (sd_read_file(path, &text, 256) >= 0) {
+				o->futex = !strncmp(text, "futex", 5);
+				free(text);
+			}
+		}
+		if (switches) {
+			snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid,
+				 (int)tids[i]);
+			if (sd_read_file(path, &text, 1 << 16) < 0)
+				continue;
+			o->vol = status_num(text, "\nvoluntary_ctxt_switches:");
+			o->nonvol = status_num(text, "\nnonvoluntary_ctxt_switches:");
+			free(text);
+		}
+		k++;
+	}
+	free(tids);
+	*out = v;
+	return k;
+}
+
+int procfs_cpu_ticks(pid_t pid, uint64_t *ticks)
+{
+	char path[64], *text;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	ssize_t r = sd_read_file(path, &text, 4096);
+	if (r < 0)
+		return (int)r;
+	uint64_t u = 0, s = 0;
+	int rc = procfs_parse_stat(text, NULL, NULL, NULL, &u, &s, NULL);
+	free(text);
+	*ticks = u + s;
+	return rc;
 }

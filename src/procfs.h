@@ -125,6 +125,28 @@ int procfs_parse_schedstat(const char *text, struct sd_counters *out);
 /* List the TIDs in /proc/PID/task into a heap array, sorted. */
 int procfs_list_tids(pid_t pid, pid_t **tids, size_t *n, struct sd_error *err);
 
+/* One thread as /proc shows it between snapshots, for the recorder's
+ * conditions (triggers.h). */
+struct sd_tobs {
+	pid_t tid;
+	char state;
+	int running; /* the syscall file says "running" */
+	long nr;     /* syscall, -1 when none */
+	uint64_t arg0;
+	int futex;   /* asleep in a futex wait */
+	uint64_t vol, nonvol;
+};
+
+/* Observe every thread of PID: state, syscall, whether it sleeps in a
+ * futex, and with SWITCHES the context switch counts. Threads that vanish
+ * meanwhile are skipped. Returns the count and a heap array in *OUT (NULL
+ * when the process is gone). */
+size_t procfs_observe(pid_t pid, int switches, struct sd_tobs **out);
+
+/* utime + stime of process PID in clock ticks. Returns 0 or a negative
+ * errno. */
+int procfs_cpu_ticks(pid_t pid, uint64_t *ticks);
+
 /* Parse a /proc/TID/syscall line into TI. Exposed for tests and fuzzing. */
 int procfs_parse_syscall(const char *text, struct sd_taskinfo *ti);
 

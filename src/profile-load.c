@@ -200,7 +200,7 @@ struct sd_profile *profile_load(const char *path, struct sd_error *err)
 	FILE *f = fopen(path, "rb");
 	if (!f) {
 		int e = errno;
-		sd_error_set(err, e, "cannot open %s: %s", path, strerror(e));
+		sd_error_set(err, e, "cannot open %s: %s", path, sd_strerror(e));
 		return NULL;
 	}
 	struct strbuf sb;

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 #include "analyze.h"
 #include "procfs.h"
@@ -465,9 +466,10 @@ static uint64_t modules_signature(struct sd_profile *p, const struct sd_target *
 			break;
 		}
 	uint64_t h = 0x5d;
-	for (size_t i = 0; i < t->nmods; i++) {
-		uint64_t w[4] = {t->mods[i].start, t->mods[i].end, t->mods[i].bias,
-				 (uint64_t)(uintptr_t)t->mods[i].elf};
+	const struct sd_space *sp = &t->space;
+	for (size_t i = 0; i < sp->nmods; i++) {
+		uint64_t w[4] = {sp->mods[i].start, sp->mods[i].end, sp->mods[i].bias,
+				 (uint64_t)(uintptr_t)sp->mods[i].elf};
 		h = sd_hash(w, sizeof(w), h);
 	}
 	size_t i = 0;
@@ -689,7 +691,7 @@ static const char *state_of(struct sd_profile *p, const struct sd_thread *th,
 	if (th->wait.kind >= SD_WAIT_MUTEX && th->wait.kind < SD_WAIT__COUNT)
 		return strpool_intern(p->pool, sd_wait_kind_name(th->wait.kind));
 	/* Frames are symbolized here, not in TH: name a restart from them. */
-	const char *t = th->syscall_nr == 219 && st->nframes
+	const char *t = th->syscall_nr == SYS_restart_syscall && st->nframes
 				? analyze_restart_name(st->frames[0].function)
 				: NULL;
 	if (!t)

@@ -143,7 +143,7 @@ int ptrace_explain_seize(pid_t pid, int e, struct sd_error *err)
 				    "the process owner with CAP_SYS_PTRACE%s)",
 				    (int)pid, hint);
 	}
-	return sd_error_set(err, e, "cannot attach to %d: %s", (int)pid, strerror(e));
+	return sd_error_set(err, e, "cannot attach to %d: %s", (int)pid, sd_strerror(e));
 }
 
 static struct sd_tracee *find_tracee(struct sd_freeze *fz, pid_t tid)

@@ -199,3 +199,11 @@ enum sd_capture_kind snapshot_capture_kind_parse(const char *name)
 			return (enum sd_capture_kind)i;
 	return SD_CAPTURE_FROZEN;
 }
+
+const struct sd_thread *snapshot_find_thread(const struct sd_snapshot *s, pid_t tid)
+{
+	for (size_t i = 0; i < s->nthreads; i++)
+		if (s->threads[i].tid == tid)
+			return &s->threads[i];
+	return NULL;
+}

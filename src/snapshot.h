@@ -246,6 +246,8 @@ struct sd_thread *snapshot_add_thread(struct sd_snapshot *s, pid_t tid);
 struct sd_frame *snapshot_add_frame(struct sd_thread *t);
 /* Drop captured registers, stacks and lock memory (after unwinding). */
 void snapshot_drop_capture(struct sd_snapshot *s);
+/* Find a thread of S by TID (NULL if none). */
+const struct sd_thread *snapshot_find_thread(const struct sd_snapshot *s, pid_t tid);
 
 /* A hash of TH's stack by function names (module+offset where there is
  * none), to tell "the same stack" across snapshots; 0 when TH is NULL, not

@@ -8,15 +8,15 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
-#include <libiberty/demangle.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "demangle.h"
 #include "dwindex.h"
-#include "target.h"
+#include "space.h"
 
 /* One function of a resolved address: the innermost first. */
 struct symentry {
@@ -68,7 +68,7 @@ struct perfmap_ent {
 };
 
 struct sd_symbols {
-	struct sd_target *target;
+	struct sd_space *space;
 	Dwfl *dwfl;
 	struct perfmap_ent *pm;
 	size_t npm;
@@ -116,10 +116,10 @@ static const Dwfl_Callbacks callbacks = {
 	.debuginfo_path = &debuginfo_path,
 };
 
-struct sd_symbols *symbols_new(struct sd_target *t)
+struct sd_symbols *symbols_new(struct sd_space *sp)
 {
 	struct sd_symbols *s = sd_xcalloc(1, sizeof(*s));
-	s->target = t;
+	s->space = sp;
 	s->pool = strpool_new();
 	s->dwfl = dwfl_begin(&callbacks);
 	s->cap = 1024;
@@ -163,7 +163,7 @@ void symbols_stats(const struct sd_symbols *s, uint64_t *lookups, uint64_t *hits
 
 void symbols_sync(struct sd_symbols *s)
 {
-	struct sd_target *t = s->target;
+	struct sd_space *t = s->space;
 	if (!s->dwfl || s->synced_generation == t->generation)
 		return;
 	dwfl_report_begin(s->dwfl);
@@ -175,10 +175,11 @@ void symbols_sync(struct sd_symbols *s)
 		Dwfl_Module *dm = dwfl_report_module(s->dwfl, m->path, m->start, m->end);
 		if (!dm)
 			continue;
+		/* The current image, also for a module libdwfl kept from the
+		 * last report but has not opened yet: the one it was reported
+		 * with may be gone. */
 		void **ud;
 		dwfl_module_info(dm, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
-		/* A module libdwfl kept across the refresh gets the current
-		 * image too: its find_elf may not have run yet. */
 		if (ud)
 			*ud = m->elf;
 		m->dwmod = dm;
@@ -206,16 +207,9 @@ void symbols_sync(struct sd_symbols *s)
 	s->nmi = keep;
 }
 
-char *symbols_demangle(const char *name)
-{
-	if (!name || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
-		return NULL;
-	return cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
-}
-
 static const char *intern_demangled(struct strpool *pool, const char *name)
 {
-	char *d = symbols_demangle(name);
+	char *d = demangle_symbol(name);
 	if (!d)
 		return strpool_intern(pool, name);
 	const char *r = strpool_intern(pool, d);
@@ -531,7 +525,7 @@ static int cmp_perfmap(const void *a, const void *b)
 static void perfmap_refresh(struct sd_symbols *s)
 {
 	char path[96];
-	pid_t pid = s->target->pid;
+	pid_t pid = s->space->pid;
 	snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-%d.map", (int)pid, (int)pid);
 	struct stat st;
 	if (stat(path, &st) < 0) {
@@ -615,7 +609,7 @@ static void end_at_stack_root(struct sd_thread *th)
 void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_thread *th,
 		    int no_inline, int no_source)
 {
-	struct sd_target *t = s->target;
+	struct sd_space *t = s->space;
 	struct sd_frame *raw = th->frames;
 	size_t nraw = th->nframes;
 	th->frames = NULL;
@@ -625,7 +619,7 @@ void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_th
 	for (size_t i = 0; i < nraw; i++) {
 		struct sd_frame rf = raw[i];
 		uint64_t adj = (rf.flags & SD_FRAME_EXACT) || rf.pc == 0 ? rf.pc : rf.pc - 1;
-		struct sd_tmod *m = target_module_at(t, adj);
+		struct sd_tmod *m = space_module_at(t, adj);
 		const char *modname = m ? strpool_intern(snap->pool, m->name) : NULL;
 		uint64_t map_start = 0;
 		if (!m) {

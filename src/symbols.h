@@ -9,10 +9,10 @@
 
 #include "snapshot.h"
 
-struct sd_target;
+struct sd_space;
 struct sd_symbols;
 
-struct sd_symbols *symbols_new(struct sd_target *t);
+struct sd_symbols *symbols_new(struct sd_space *sp);
 /* NULL does nothing. Strings handed out before stay valid only in the
  * snapshots they were copied into. */
 void symbols_free(struct sd_symbols *s);
@@ -30,9 +30,6 @@ void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_th
 const char *symbols_data(struct sd_symbols *s, struct sd_snapshot *snap, uint64_t addr,
 			 uint64_t *off);
 
-/* Demangle C++ and Rust (legacy and v0) names; returns a heap string or
- * NULL when NAME is not mangled. */
-char *symbols_demangle(const char *name);
 
 /* Cache statistics, for -v. */
 void symbols_stats(const struct sd_symbols *s, uint64_t *lookups, uint64_t *hits);

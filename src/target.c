@@ -43,6 +43,7 @@ struct sd_target *target_new(pid_t pid, struct sd_error *err)
 	}
 	struct sd_target *t = sd_xcalloc(1, sizeof(*t));
 	t->pid = pid;
+	t->space.pid = pid;
 	if (procfs_procinfo(pid, &t->info, err) < 0) {
 		free(t);
 		return NULL;
@@ -94,8 +95,8 @@ struct sd_target *target_new(pid_t pid, struct sd_error *err)
 	}
 	if (mfd >= 0)
 		close(mfd);
-	t->unw = unwind_new(t);
-	t->sym = symbols_new(t);
+	t->unw = unwind_new(&t->space);
+	t->sym = symbols_new(&t->space);
 	return t;
 fail:
 	procfs_procinfo_release(&t->info);
@@ -115,9 +116,9 @@ static void mods_array_free(struct sd_tmod *mods, size_t n)
 
 static void mods_release(struct sd_target *t)
 {
-	mods_array_free(t->mods, t->nmods);
-	t->mods = NULL;
-	t->nmods = 0;
+	mods_array_free(t->space.mods, t->space.nmods);
+	t->space.mods = NULL;
+	t->space.nmods = 0;
 }
 
 static void reuse_clear(struct sd_target *t);
@@ -129,7 +130,7 @@ void target_free(struct sd_target *t)
 	symbols_free(t->sym);
 	unwind_free(t->unw);
 	mods_release(t);
-	procfs_maps_release(&t->maps);
+	procfs_maps_release(&t->space.maps);
 	procfs_procinfo_release(&t->info);
 	free(t->names);
 	procfs_taskcache_free(t->taskcache);
@@ -203,7 +204,7 @@ static struct sd_elf *open_checked(int opath, const struct sd_map *want, const c
 	int en = errno;
 	close(opath);
 	if (fd < 0) {
-		sd_error_set(err, en, "cannot open %s: %s", name, strerror(en));
+		sd_error_set(err, en, "cannot open %s: %s", name, sd_strerror(en));
 		return NULL;
 	}
 	return elfcache_open_fd(fd, name, err);
@@ -238,7 +239,7 @@ static struct sd_elf *open_mapped(struct sd_target *t, const struct sd_map *m,
 		if (fd >= 0)
 			e = open_checked(fd, NULL, name, &err);
 		else if (deleted)
-			sd_error_set(&err, errno, "cannot open %s: %s", name, strerror(errno));
+			sd_error_set(&err, errno, "cannot open %s: %s", name, sd_strerror(errno));
 	}
 	if (!e)
 		*why = err.msg[0] ? "cannot open file" : "not found";
@@ -300,25 +301,25 @@ static void build_modules(struct sd_target *t)
 	 * did not change keeps the very sd_elf the symbolizer's libdwfl
 	 * session points at (freeing and reopening it would leave libdwfl a
 	 * dangling pointer for the modules it keeps across a refresh). */
-	struct sd_tmod *old = t->mods;
-	size_t nold = t->nmods;
-	t->mods = NULL;
-	t->nmods = 0;
+	struct sd_tmod *old = t->space.mods;
+	size_t nold = t->space.nmods;
+	t->space.mods = NULL;
+	t->space.nmods = 0;
 	size_t cap = 0;
-	for (size_t i = 0; i < t->maps.n; i++) {
-		const struct sd_map *m = &t->maps.v[i];
+	for (size_t i = 0; i < t->space.maps.n; i++) {
+		const struct sd_map *m = &t->space.maps.v[i];
 		int vdso = !strcmp(m->path, "[vdso]");
 		if (!vdso && (m->path[0] != '/' || m->perms[2] != 'x'))
 			continue;
 		/* One module per file: skip if already made. */
 		struct sd_tmod *mod = NULL;
-		for (size_t k = 0; k < t->nmods; k++)
-			if (!strcmp(t->mods[k].path, m->path) && !vdso)
-				mod = &t->mods[k];
+		for (size_t k = 0; k < t->space.nmods; k++)
+			if (!strcmp(t->space.mods[k].path, m->path) && !vdso)
+				mod = &t->space.mods[k];
 		if (mod)
 			continue;
-		sd_grow(&t->mods, &cap, t->nmods + 1, sizeof(*t->mods));
-		mod = &t->mods[t->nmods++];
+		sd_grow(&t->space.mods, &cap, t->space.nmods + 1, sizeof(*t->space.mods));
+		mod = &t->space.mods[t->space.nmods++];
 		memset(mod, 0, sizeof(*mod));
 		mod->path = sd_xstrdup(m->path);
 		mod->name = basename_of(mod->path);
@@ -336,8 +337,8 @@ static void build_modules(struct sd_target *t)
 		mod->text_end = m->end;
 		const struct sd_map *first = m;
 		/* Every mapping of the same file widens the module. */
-		for (size_t k = 0; k < t->maps.n && !vdso; k++) {
-			const struct sd_map *o = &t->maps.v[k];
+		for (size_t k = 0; k < t->space.maps.n && !vdso; k++) {
+			const struct sd_map *o = &t->space.maps.v[k];
 			if (strcmp(o->path, m->path) || o->inode != m->inode)
 				continue;
 			if (o->start < mod->start)
@@ -378,9 +379,9 @@ static void build_modules(struct sd_target *t)
 		if (mod->elf && !vdso)
 			range_from_loads(mod);
 	}
-	sd_sort(t->mods, t->nmods, sizeof(*t->mods), cmp_mod);
+	sd_sort(t->space.mods, t->space.nmods, sizeof(*t->space.mods), cmp_mod);
 	mods_array_free(old, nold);
-	t->generation++;
+	t->space.generation = ++t->generation;
 }
 
 int target_refresh(struct sd_target *t, struct sd_error *err)
@@ -392,15 +393,15 @@ int target_refresh(struct sd_target *t, struct sd_error *err)
 	if (n < 0) {
 		if (n == -ENOENT || n == -ESRCH)
 			return sd_error_set(err, ESRCH, "process %d exited", (int)t->pid);
-		return sd_error_set(err, (int)-n, "cannot read %s: %s", path, strerror((int)-n));
+		return sd_error_set(err, (int)-n, "cannot read %s: %s", path, sd_strerror((int)-n));
 	}
 	uint64_t h = sd_hash(text, (size_t)n, 0);
-	if (h == t->maps_hash && t->maps.n) {
+	if (h == t->maps_hash && t->space.maps.n) {
 		free(text);
 		return 0;
 	}
-	procfs_maps_release(&t->maps);
-	if (procfs_parse_maps(text, &t->maps) < 0) {
+	procfs_maps_release(&t->space.maps);
+	if (procfs_parse_maps(text, &t->space.maps) < 0) {
 		free(text);
 		return sd_error_set(err, EINVAL, "cannot parse %s", path);
 	}
@@ -413,18 +414,7 @@ int target_refresh(struct sd_target *t, struct sd_error *err)
 
 struct sd_tmod *target_module_at(struct sd_target *t, uint64_t addr)
 {
-	size_t lo = 0, hi = t->nmods;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		struct sd_tmod *m = &t->mods[mid];
-		if (addr < m->start)
-			hi = mid;
-		else if (addr >= m->end)
-			lo = mid + 1;
-		else
-			return m;
-	}
-	return NULL;
+	return space_module_at(&t->space, addr);
 }
 
 /* Thread selection for a snapshot. */
@@ -583,9 +573,9 @@ static void mark_failed(struct sd_snapshot *s, struct sd_thread *th, enum sd_thr
 
 static void add_modules(struct sd_snapshot *s, struct sd_target *t)
 {
-	s->modules = sd_xcalloc(t->nmods ? t->nmods : 1, sizeof(*s->modules));
-	for (size_t i = 0; i < t->nmods; i++) {
-		struct sd_tmod *m = &t->mods[i];
+	s->modules = sd_xcalloc(t->space.nmods ? t->space.nmods : 1, sizeof(*s->modules));
+	for (size_t i = 0; i < t->space.nmods; i++) {
+		struct sd_tmod *m = &t->space.mods[i];
 		struct sd_module *sm = &s->modules[s->nmodules++];
 		sm->name = strpool_intern(s->pool, m->name);
 		sm->path = strpool_intern(s->pool, m->path);
@@ -851,7 +841,7 @@ static void capture_on_stop(struct sd_tracee *tr, void *arg)
 		struct sd_thread tmp = {.tid = th->tid};
 		struct sd_counters c;
 		int ok = 0;
-		if (capture_regs(&tmp, &cx->t->maps, cx->o->max_stack) == 0 &&
+		if (capture_regs(&tmp, &cx->t->space.maps, cx->o->max_stack) == 0 &&
 		    procfs_task_counters(cx->tc, cx->taskdir, cx->t->pid, th->tid, cx->no_schedstat,
 					 &c) == 0) {
 			ok = c.from_status == tp->c1.from_status &&
@@ -869,7 +859,7 @@ static void capture_on_stop(struct sd_tracee *tr, void *arg)
 	th->stack_len = 0;
 	th->regs_partial = 0;
 	th->kind = SD_CAPTURE_FROZEN;
-	if (capture_regs(th, &cx->t->maps, cx->o->max_stack) < 0) {
+	if (capture_regs(th, &cx->t->space.maps, cx->o->max_stack) < 0) {
 		mark_failed(cx->s, th, SD_THREAD_EXITED, "exited during the snapshot");
 		return;
 	}
@@ -1009,7 +999,7 @@ static void asleep_stage(struct snapctx *cx, int only_late)
 		if (th->status != SD_THREAD_OK || tp->plan != PLAN_ASLEEP || (only_late && !tp->late))
 			continue;
 		capture_regs_from_syscall(th, &tp->sc);
-		capture_plan(th, &cx->t->maps, cx->o->max_stack);
+		capture_plan(th, &cx->t->space.maps, cx->o->max_stack);
 		th->kind = SD_CAPTURE_ASLEEP;
 		batch[nb++] = th;
 	}
@@ -1064,7 +1054,7 @@ static void late_stage(struct snapctx *cx)
 										 : -ETIMEDOUT;
 		}
 		if (r == 0) {
-			if (capture_regs(th, &cx->t->maps, cx->o->max_stack) == 0) {
+			if (capture_regs(th, &cx->t->space.maps, cx->o->max_stack) == 0) {
 				th->kind = SD_CAPTURE_FROZEN;
 				capture_memory(cx->t->pid, s, &th, 1, &s->stack_bytes);
 			}
@@ -1356,9 +1346,9 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 	/* Samples read the maps once a second, or when the last unwind met
 	 * an address they lack; a snapshot whose unwind meets one reads
 	 * them again and unwinds once more (below). */
-	uint64_t misses = t->maps_misses;
+	uint64_t misses = t->space.maps_misses;
 	int maps_fresh = 0;
-	if (!light || !t->maps.n || sd_now_ns() - t->maps_ns > 1000000000ull) {
+	if (!light || !t->space.maps.n || sd_now_ns() - t->maps_ns > 1000000000ull) {
 		if (target_refresh(t, err) < 0)
 			return NULL;
 		maps_fresh = 1;
@@ -1454,7 +1444,7 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 			if (cx.p[i].plan == PLAN_REUSE || cx.p[i].plan == PLAN_KERNEL)
 				continue;
 			uint64_t sp = th->proc_sp ? th->proc_sp : cx.p[i].sc.sp;
-			const struct sd_map *m = sp ? procfs_maps_find(&t->maps, sp) : NULL;
+			const struct sd_map *m = sp ? procfs_maps_find(&t->space.maps, sp) : NULL;
 			/* Without a stack pointer from /proc, the share of
 			 * what the last snapshot copied. */
 			size_t w = m			       ? (size_t)(m->end - sp) + 8192
@@ -1601,7 +1591,7 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 				if (share < lim)
 					lim = share;
 			}
-			int cr = capture_thread(t->pid, th, &t->maps, lim, &s->stack_bytes);
+			int cr = capture_thread(t->pid, th, &t->space.maps, lim, &s->stack_bytes);
 			if (lim < o->max_stack && th->stack_truncated) {
 				th->stack_cut = 1;
 				s->stack_cut++;
@@ -1635,7 +1625,7 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 			continue;
 		unwind_thread(t->unw, s, th, o->max_frames);
 	}
-	if (!maps_fresh && t->maps_misses != misses) {
+	if (!maps_fresh && t->space.maps_misses != misses) {
 		/* A new thread's stack or a library loaded since the maps
 		 * were read: read them and unwind again from the copy. */
 		if (target_refresh(t, err) < 0)
@@ -1690,7 +1680,7 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 		}
 	}
 	s->symbolize_us = (sd_now_ns() - t2) / 1000;
-	analyze_snapshot(t, s);
+	analyze_snapshot(t->pid, t->sym, s);
 	if (cx.auto_mode && locks_need_registers(&cx)) {
 		/* A lock waited on with no owner in memory: its holder is
 		 * inferred from stack slots and callee-saved registers, and
@@ -1708,7 +1698,7 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 			if (!o->no_symbols)
 				symbols_thread(t->sym, s, th, o->no_inline, o->no_source);
 		}
-		analyze_snapshot(t, s);
+		analyze_snapshot(t->pid, t->sym, s);
 	}
 	if (cx.auto_mode && o->reuse)
 		reuse_save(&cx);
@@ -1752,4 +1742,30 @@ void target_snapshot_modules(struct sd_target *t, struct sd_snapshot *s)
 {
 	if (!s->modules)
 		add_modules(s, t);
+}
+
+const char *target_restarted(struct sd_target *t, uint64_t pc)
+{
+	if (!t || !t->sym || !pc)
+		return NULL;
+	/* A target that took no snapshot yet has not read its maps. */
+	if (!t->space.maps.n && target_refresh(t, NULL) < 0)
+		return NULL;
+	/* One frame at the wrapper's return address, symbolized like any
+	 * stack, then named by the same rule as a snapshot's threads. */
+	struct sd_snapshot *s = snapshot_new(t->pid);
+	struct sd_thread *th = snapshot_add_thread(s, t->pid);
+	struct sd_frame *f = snapshot_add_frame(th);
+	f->pc = pc;
+	f->flags = SD_FRAME_EXACT;
+	symbols_sync(t->sym);
+	symbols_thread(t->sym, s, th, 1, 1);
+	th->syscall_nr = SYS_restart_syscall;
+	th->wait.kind = SD_WAIT_SYSCALL;
+	const char *text = analyze_state_text(th);
+	/* Only the static names of the table; anything else says nothing. */
+	const char *plain = procfs_syscall_name(SYS_restart_syscall);
+	const char *r = text && *text && (!plain || strcmp(text, plain)) ? text : NULL;
+	snapshot_free(s);
+	return r;
 }

@@ -11,24 +11,8 @@
 #include "elfcache.h"
 #include "procfs.h"
 #include "snapshot.h"
+#include "space.h"
 #include "util.h"
-
-/* One loaded module of the target. */
-struct sd_tmod {
-	struct sd_elf *elf;   /* referenced, NULL if it could not be opened */
-	uint64_t start, end;  /* lowest and highest address of its mappings */
-	uint64_t bias;        /* runtime address minus file vaddr */
-	uint64_t text_start, text_end; /* executable range */
-	char *path;           /* as in maps */
-	const char *name;     /* basename of path, without " (deleted)" */
-	char *name_buf;
-	const char *open_err; /* why elf is NULL */
-	int is_vdso;
-	void *dwmod;          /* Dwfl_Module *, owned by the symbols session */
-	/* unwind table, filled lazily by unwind.c */
-	int table_state;      /* 0 unknown, 1 ready, -1 none */
-	uint64_t table_hdr, table_data, table_count;
-};
 
 struct sd_unwinder;
 struct sd_symbols;
@@ -36,11 +20,9 @@ struct sd_symbols;
 struct sd_target {
 	pid_t pid;
 	struct sd_procinfo info;
-	struct sd_maps maps;
+	struct sd_space space; /* maps and modules: what unwind and symbols see */
 	uint64_t maps_hash;
-	unsigned generation;  /* bumped when the modules change */
-	struct sd_tmod *mods;
-	size_t nmods;
+	unsigned generation;  /* bumped when the modules change (= space.generation) */
 	struct sd_unwinder *unw;
 	struct sd_symbols *sym;
 	uint64_t snapshots;   /* taken so far */
@@ -54,7 +36,6 @@ struct sd_target {
 	size_t last_stack_bytes;  /* copied by the previous snapshot */
 	struct procfs_taskcache *taskcache; /* with keep_files */
 	uint64_t maps_ns;         /* when the maps were read */
-	uint64_t maps_misses;     /* unwinds that met an address the maps lack */
 	void *spare_arena;        /* the previous snapshot's stack arena */
 	size_t spare_arena_size;
 	/* Sampling reuse: each thread read asleep by the last snapshot, its
@@ -126,7 +107,7 @@ void target_free(struct sd_target *t);
 /* Re-read maps and update modules if they changed. */
 int target_refresh(struct sd_target *t, struct sd_error *err);
 
-/* The module holding ADDR, or NULL. */
+/* The module holding ADDR, or NULL (space_module_at on T's space). */
 struct sd_tmod *target_module_at(struct sd_target *t, uint64_t addr);
 
 /* Take one snapshot: discover, freeze, capture, thaw, unwind, symbolize,
@@ -144,5 +125,12 @@ const char *target_thread_name(struct sd_target *t, pid_t tid);
 /* Fill S's module list from T's modules (for snapshots composed outside
  * target_snapshot); does nothing when S has one. */
 void target_snapshot_modules(struct sd_target *t, struct sd_snapshot *s);
+
+/* A thread that /proc shows in restart_syscall continues a wait
+ * that a stop interrupted (ours, or a signal's): the name of that wait
+ * ("clock_nanosleep", "epoll_wait", "poll", "pselect6", "futex"), from
+ * the libc wrapper at its user PC (symbolized with T's symbols); NULL when
+ * the wrapper is not one of those. Static storage. */
+const char *target_restarted(struct sd_target *t, uint64_t pc);
 
 #endif

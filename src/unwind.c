@@ -16,7 +16,8 @@
 
 #include "capture.h"
 #include "dwcfi.h"
-#include "target.h"
+#include "space.h"
+#include "unwind-mask.h"
 
 /* Not in libunwind's public headers, but exported by libunwind-generic:
  * binary search of an .eh_frame_hdr table read through access_mem. */
@@ -24,34 +25,8 @@ extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip
 					      unw_dyn_info_t *di, unw_proc_info_t *pi,
 					      int need_unwind_info, void *arg);
 
-/* libunwind takes its cache lock with every signal blocked, so that a
- * signal handler unwinding its own process cannot deadlock on it: two
- * sigprocmask calls around each lock, several locks per unw_step, and on
- * this kind of machine the system calls cost more than the unwinding.
- * We unwind other processes, from one thread, and no signal handler of
- * ours touches libunwind, so while unwind_thread() runs the mask is left
- * alone. Our definition takes the place of libc's for every caller of
- * sigprocmask (libunwind, readline); outside our unwinding it does what
- * libc's does (pthread_sigmask is the same call in glibc). */
-static int in_unwind;
-
-int sigprocmask(int how, const sigset_t *set, sigset_t *old)
-{
-	if (in_unwind) {
-		if (old)
-			sigemptyset(old);
-		return 0;
-	}
-	int e = pthread_sigmask(how, set, old);
-	if (e) {
-		errno = e;
-		return -1;
-	}
-	return 0;
-}
-
 struct sd_unwinder {
-	struct sd_target *target;
+	struct sd_space *space;
 	unw_addr_space_t as;
 };
 
@@ -129,7 +104,7 @@ static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_
 			      int need_unwind_info, void *arg)
 {
 	struct uctx *c = arg;
-	struct sd_tmod *m = target_module_at(c->u->target, ip);
+	struct sd_tmod *m = space_module_at(c->u->space, ip);
 	if (!m || module_table(m) < 0) {
 		c->noinfo = 1;
 		return -UNW_ENOINFO;
@@ -179,7 +154,7 @@ static int read_word(struct uctx *c, uint64_t addr, unw_word_t *val)
 		memcpy(val, c->img_data + (addr - c->img_lo), 8);
 		return 0;
 	}
-	struct sd_tmod *m = target_module_at(c->u->target, addr);
+	struct sd_tmod *m = space_module_at(c->u->space, addr);
 	if (m && m->elf) {
 		uint64_t va = addr - m->bias;
 		const struct sd_load *l = elfcache_load_at(m->elf, va);
@@ -203,11 +178,11 @@ static int read_word(struct uctx *c, uint64_t addr, unw_word_t *val)
 	 * word is counted (th->live_reads, printed under the thread) and the
 	 * reads are bounded (live_budget). A window cut by --stack-total is
 	 * not patched up from live memory: the cut is what the cap asked for. */
-	const struct sd_map *mp = procfs_maps_find(&c->u->target->maps, addr);
+	const struct sd_map *mp = procfs_maps_find(&c->u->space->maps, addr);
 	if (mp && mp->perms[0] == 'r' && mp->perms[2] != 'x' && addr + 8 <= mp->end) {
 		if (c->live_budget > 0 && !th->stack_cut) {
 			c->live_budget--;
-			if (capture_read(c->u->target->pid, addr, val, 8) == 8) {
+			if (capture_read(c->u->space->pid, addr, val, 8) == 8) {
 				th->live_reads++;
 				return 0;
 			}
@@ -311,11 +286,11 @@ static unw_accessors_t accessors = {
 /* Is PC the kernel's signal return trampoline (__restore_rt: mov $15,%rax;
  * syscall)? The return address into it is its first byte, so neither it
  * nor the frame the signal interrupted may be looked up at pc - 1. */
-static int is_sigreturn(struct sd_target *t, uint64_t pc)
+static int is_sigreturn(struct sd_space *t, uint64_t pc)
 {
 	static const uint8_t code[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
 	uint8_t buf[9];
-	struct sd_tmod *m = target_module_at(t, pc);
+	struct sd_tmod *m = space_module_at(t, pc);
 	if (!m || !m->elf || elfcache_read(m->elf, pc - m->bias, buf, sizeof(buf)) < 0)
 		return 0;
 	return !memcmp(buf, code, sizeof(buf));
@@ -375,10 +350,10 @@ static int read_encoded(const struct sd_elf *e, uint64_t vaddr, uint8_t enc, uin
  * table, then the range of the one FDE that may hold IP. Asked before
  * each step so that code without CFI is walked by our own frame-pointer
  * step: libunwind's guess there leaves its cursor unable to go on. */
-static int has_cfi(struct sd_target *t, uint64_t ip, int exact)
+static int has_cfi(struct sd_space *t, uint64_t ip, int exact)
 {
 	uint64_t pc = exact ? ip : ip - 1;
-	struct sd_tmod *m = target_module_at(t, pc);
+	struct sd_tmod *m = space_module_at(t, pc);
 	if (!m || module_table(m) < 0)
 		return 0;
 	const struct sd_elf *e = m->elf;
@@ -460,9 +435,9 @@ static int has_cfi(struct sd_target *t, uint64_t ip, int exact)
  * is checked for the call (E8 rel32, or FF /2 with its ModRM forms, with
  * or without REX); otherwise, and in anonymous memory (JIT code), RA need
  * only be executable. */
-static int after_call(struct sd_target *t, uint64_t ra, int check_call)
+static int after_call(struct sd_space *t, uint64_t ra, int check_call)
 {
-	struct sd_tmod *m = target_module_at(t, ra - 1);
+	struct sd_tmod *m = space_module_at(t, ra - 1);
 	if (!m || !m->elf) {
 		const struct sd_map *mp = procfs_maps_find(&t->maps, ra - 1);
 		return mp && mp->perms[2] == 'x';
@@ -509,9 +484,9 @@ static int after_call(struct sd_target *t, uint64_t ra, int check_call)
 /* A return address a runtime plants at the top of a stack it starts: a
  * call to its exit routine, right after a one-byte nop, so that the
  * planted address minus one is still inside the stub (Go's goexit). */
-static int planted_return(struct sd_target *t, uint64_t ra)
+static int planted_return(struct sd_space *t, uint64_t ra)
 {
-	struct sd_tmod *m = target_module_at(t, ra);
+	struct sd_tmod *m = space_module_at(t, ra);
 	uint8_t b[2];
 	return m && m->elf && elfcache_read(m->elf, ra - 1 - m->bias, b, 2) == 0 && b[0] == 0x90 &&
 	       b[1] == 0xe8;
@@ -549,7 +524,7 @@ static int debug_frame_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t 
 			    int exact)
 {
 	uint64_t pc = exact ? ip : ip - 1;
-	struct sd_tmod *m = target_module_at(c->u->target, pc);
+	struct sd_tmod *m = space_module_at(c->u->space, pc);
 	if (!m || !m->elf)
 		return -UNW_ENOINFO;
 	struct dwcfi_row row;
@@ -589,8 +564,8 @@ static int debug_frame_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t 
 	/* Code that switches stacks (Go's mcall and systemstack) leaves
 	 * under its CFA whatever the other stack holds there, which may even
 	 * point into code. */
-	if (!after_call(c->u->target, nv[DWCFI_RA], 1) &&
-	    !planted_return(c->u->target, nv[DWCFI_RA])) {
+	if (!after_call(c->u->space, nv[DWCFI_RA], 1) &&
+	    !planted_return(c->u->space, nv[DWCFI_RA])) {
 		c->bad_ra = nv[DWCFI_RA];
 		c->bad_ra_cfi = 1;
 		return -UNW_EBADFRAME;
@@ -632,7 +607,7 @@ static int fp_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t as)
 		return 0;
 	/* A signal handler returns into the kernel's trampoline, which no
 	 * call precedes. */
-	if (!after_call(c->u->target, nrip, 1) && !is_sigreturn(c->u->target, nrip)) {
+	if (!after_call(c->u->space, nrip, 1) && !is_sigreturn(c->u->space, nrip)) {
 		c->bad_ra = nrip;
 		return -UNW_EBADFRAME;
 	}
@@ -671,10 +646,11 @@ static int fp_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t as)
 	return e;
 }
 
-struct sd_unwinder *unwind_new(struct sd_target *t)
+struct sd_unwinder *unwind_new(struct sd_space *sp)
 {
 	struct sd_unwinder *u = sd_xcalloc(1, sizeof(*u));
-	u->target = t;
+	u->space = sp;
+	unwind_mask_install();
 	u->as = unw_create_addr_space(&accessors, 0);
 	if (u->as)
 		unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
@@ -723,7 +699,7 @@ static int is_io_worker(pid_t pid, const struct sd_thread *th)
 void unwind_thread(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_thread *th,
 		   unsigned max_frames)
 {
-	if (th->have_regs && is_io_worker(u->target->pid, th)) {
+	if (th->have_regs && is_io_worker(u->space->pid, th)) {
 		th->unwind_stop = strpool_intern(snap->pool,
 						 "io_uring worker: a kernel thread of the process, "
 						 "with no user-space stack");
@@ -738,9 +714,12 @@ void unwind_thread(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_th
 		th->unwind_stop = strpool_intern(snap->pool, "unwinder unavailable");
 		return;
 	}
-	in_unwind = 1;
+	/* libunwind blocks every signal around each cache lock: two system
+	 * calls per lock, several locks per step, more than the unwinding
+	 * costs. Nothing of ours unwinds in a signal handler (unwind-mask.h). */
+	unwind_mask_quiet(1);
 	unwind_walk(u, snap, th, max_frames);
-	in_unwind = 0;
+	unwind_mask_quiet(0);
 }
 
 static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_thread *th,
@@ -785,29 +764,29 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 			f->flags |= SD_FRAME_EXACT;
 		if (from_fp)
 			f->flags |= SD_FRAME_FP;
-		int sig = is_sigreturn(u->target, ip);
+		int sig = is_sigreturn(u->space, ip);
 		if (sig)
 			f->flags |= SD_FRAME_SIGNAL | SD_FRAME_EXACT;
 		/* A stack we copied was mapped when we copied it, whatever
 		 * maps read earlier say (a thread born since). */
 		int copied = th->stack_len && sp >= th->stack_base &&
 			     sp < th->stack_base + th->stack_len;
-		if (n == 0 && !copied && !procfs_maps_find(&u->target->maps, sp)) {
-			u->target->maps_misses++;
+		if (n == 0 && !copied && !procfs_maps_find(&u->space->maps, sp)) {
+			u->space->maps_misses++;
 			char msg[96];
 			snprintf(msg, sizeof(msg), "stack pointer 0x%llx is not mapped (corrupt stack?)",
 				 (unsigned long long)sp);
 			th->unwind_stop = strpool_intern(snap->pool, msg);
 			break;
 		}
-		const struct sd_map *pm = procfs_maps_find(&u->target->maps, ip);
-		if (n > 0 && !sig && !target_module_at(u->target, ip) &&
+		const struct sd_map *pm = procfs_maps_find(&u->space->maps, ip);
+		if (n > 0 && !sig && !space_module_at(u->space, ip) &&
 		    !(pm && pm->perms[2] == 'x')) {
 			/* A return address into no executable mapping: a smashed
 			 * stack. Keep it, but do not trust what follows.
 			 * (Anonymous executable memory, e.g. JIT code, is
 			 * walked by frame pointer.) */
-			u->target->maps_misses++;
+			u->space->maps_misses++;
 			th->unwind_stop = strpool_intern(snap->pool,
 							 "return address outside any executable mapping "
 							 "(corrupt stack?)");
@@ -819,7 +798,7 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 		c.stack_exhausted = 0;
 		c.bad_ra = 0;
 		c.bad_ra_cfi = 0;
-		if (!sig && !has_cfi(u->target, ip, exact)) {
+		if (!sig && !has_cfi(u->space, ip, exact)) {
 			/* No .eh_frame here: the .debug_frame if it covers ip,
 			 * else follow the frame pointer ourselves; either way a
 			 * fresh cursor starts in the caller, so CFI-based

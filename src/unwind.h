@@ -7,11 +7,11 @@
 
 #include "snapshot.h"
 
-struct sd_target;
+struct sd_space;
 struct sd_unwinder;
 
 /* One unwinder per target; caches unwind info across snapshots. */
-struct sd_unwinder *unwind_new(struct sd_target *t);
+struct sd_unwinder *unwind_new(struct sd_space *sp);
 void unwind_free(struct sd_unwinder *u);
 /* Forget cached unwind info (the target's modules changed). */
 void unwind_flush(struct sd_unwinder *u);

@@ -87,21 +87,38 @@ void sd_grow(void *arr, size_t *cap, size_t need, size_t size)
 	*cap = n;
 }
 
+/* What an empty strbuf points to, so that buf is never NULL. Never written:
+ * a strbuf with cap 0 owns no memory and allocates before its first byte. */
+static char strbuf_empty[1];
+
 void strbuf_init(struct strbuf *sb)
 {
-	sb->buf = NULL;
+	sb->buf = strbuf_empty;
 	sb->len = sb->cap = 0;
 }
 
 void strbuf_release(struct strbuf *sb)
 {
-	free(sb->buf);
+	if (sb->cap)
+		free(sb->buf);
 	strbuf_init(sb);
+}
+
+void strbuf_grow(struct strbuf *sb, size_t extra)
+{
+	if (sb->len + extra + 1 <= sb->cap)
+		return;
+	int fresh = !sb->cap;
+	if (fresh)
+		sb->buf = NULL; /* strbuf_empty, or a zeroed struct */
+	sd_grow(&sb->buf, &sb->cap, sb->len + extra + 1, 1);
+	if (fresh)
+		sb->buf[sb->len] = '\0'; /* still a string, before anything is added */
 }
 
 static void strbuf_reserve(struct strbuf *sb, size_t extra)
 {
-	sd_grow(&sb->buf, &sb->cap, sb->len + extra + 1, 1);
+	strbuf_grow(sb, extra);
 }
 
 void strbuf_add(struct strbuf *sb, const char *s, size_t n)
@@ -140,7 +157,7 @@ void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
 
 char *strbuf_detach(struct strbuf *sb)
 {
-	char *b = sb->buf ? sb->buf : sd_xstrdup("");
+	char *b = sb->cap ? sb->buf : sd_xstrdup("");
 	strbuf_init(sb);
 	return b;
 }
@@ -299,4 +316,24 @@ uint64_t sd_hash(const void *p, size_t n, uint64_t seed)
 		h *= 1099511628211ull;
 	}
 	return h;
+}
+
+const char *sd_strerror(int e)
+{
+	static __thread char buf[128];
+	/* The GNU strerror_r returns its own string or fills BUF. */
+	const char *m = strerror_r(e, buf, sizeof(buf));
+	if (m != buf)
+		snprintf(buf, sizeof(buf), "%s", m);
+	/* "No such process" but not "ENOENT"-like acronyms. */
+	if (buf[0] >= 'A' && buf[0] <= 'Z' && (buf[1] < 'A' || buf[1] > 'Z'))
+		buf[0] = (char)(buf[0] - 'A' + 'a');
+	return buf;
+}
+
+double sd_cpu_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }

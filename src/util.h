@@ -37,12 +37,16 @@ char *sd_xstrdup(const char *s);
  * elements; *CAP is updated. */
 void sd_grow(void *arr, size_t *cap, size_t need, size_t size);
 
-/* A growable string. */
+/* A growable string. After strbuf_init, buf is never NULL: an empty
+ * strbuf holds "" (owning no memory until the first byte is added), so
+ * sb.buf can be passed to printf or strcmp at any time. */
 struct strbuf {
 	char *buf;
 	size_t len, cap;
 };
 void strbuf_init(struct strbuf *sb);
+/* Make room for EXTRA more bytes (and the NUL) without adding them. */
+void strbuf_grow(struct strbuf *sb, size_t extra);
 void strbuf_release(struct strbuf *sb);
 void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -56,6 +60,14 @@ char *strbuf_detach(struct strbuf *sb);
  * escaped (\n, \e, \xNN), so names chosen by the target cannot drive the
  * terminal. */
 void strbuf_add_escaped(struct strbuf *sb, const char *s);
+
+/* CPU time this process has used (all threads, user and system), in
+ * seconds. */
+double sd_cpu_seconds(void);
+
+/* strerror() as our messages write it: lowercase ("no such process"),
+ * thread-safe; the text lives until the thread's next call. */
+const char *sd_strerror(int e);
 
 /* Read a whole small file (/proc) into a NUL-terminated heap buffer.
  * Returns the length or a negative errno. On success *OUT is always a

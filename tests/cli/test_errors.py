@@ -222,7 +222,7 @@ def test_write_error_on_stdout_fails():
                 p = subprocess.run([sdtest.binary()] + [str(a) for a in args], stdout=full,
                                    stderr=subprocess.PIPE, text=True, timeout=120, env=e)
             eq(p.returncode, 2, (args, p.stderr))
-            contains(p.stderr, "cannot write the output: No space left on device")
+            contains(p.stderr, "cannot write the output: no space left on device")
         sdtest.assert_running(fx.pid)
         # The same dump to a working stdout succeeds.
         r = sdtest.run(fx.pid)

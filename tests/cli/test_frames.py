@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: MIT
 # Frames as gdb shows them, on every toolchain production binaries come
 # from: fx-frames built with gcc, clang (DWARF 5), gcc split DWARF, gcc LTO,
-# and fx-frames-rs built with rustc -O -g. gdb is the oracle (eu-stack asks
+# gcc + dwz, and fx-frames-rs built with rustc -O -g; Go's fx-go against
+# gdb and `go tool addr2line`. gdb is the oracle (eu-stack asks
 # libdw the same questions we used to, so it fails where we failed): for
 # every thread, the frames gdb places in the fixture's own source appear in
 # our output with the same file:line, in the same order, inline frames
 # included, under the same function.
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -153,6 +155,15 @@ def test_lto():
     ok(not queue[i + 1][3], "shop::audit is not inlined: %r" % queue)
 
 
+def test_dwz():
+    """dwz -m: names and types moved to an alt file, reached through
+    DW_FORM_GNU_ref_alt from partial units."""
+    mine, names = compare_with_gdb("fx-frames-dwz", CXX_SOURCES, 4,
+                                   ("ledger", "lambda", "queue"))
+    fns = [f[0] for f in mine[names["ledger"][0]]]
+    ok(any("shop::Ledger::post<int>" in f for f in fns), fns)
+
+
 def test_rust_release():
     mine, names = compare_with_gdb("fx-frames-rs", RS_SOURCES, 3, ("ledger", "closure"))
     fns = [f[0] for f in mine[names["closure"][0]]]
@@ -282,6 +293,49 @@ def test_jit_perf_map():
     eq(fr[i + 1]["module"], "[anonymous]", fr)
     eq(fr[i + 1]["function"], "jit_stub_loop", fr)
     eq(fr[i + 2]["function"], "jit_main", fr)
+
+
+def node_jit_frames(*node_opts):
+    """Frames of node's main thread over dumps taken until one has frames
+    in anonymous memory (JIT code); every frame seen is returned."""
+    node = shutil.which("node")
+    ok(node, "node not found (the test needs it)")
+    script = os.path.join(os.path.dirname(__file__), "..", "fixtures", "fx-node.js")
+    seen = []
+    with start(node, *node_opts, script) as fx:
+        try:
+            for _ in range(60):
+                r = sdtest.run("--format", "json", "--tid", fx.pid, fx.pid)
+                eq(r.rc, 0, r)
+                fr = r.json()["threads"][0]["frames"]
+                seen += fr
+                if any(f["module"] == "[anonymous]" for f in fr):
+                    break
+        finally:
+            try:
+                os.unlink("/tmp/perf-%d.map" % fx.pid)
+            except FileNotFoundError:
+                pass
+    # JIT code is never node's own: no frame of module node has an offset
+    # the size of an address (the module once spanned the gap between
+    # node's two mappings of itself, JIT code included).
+    for f in seen:
+        if f["module"] == "node":
+            ok(int(f["offset"], 16) < 1 << 32, f)
+    jit = [f for f in seen if f["module"] == "[anonymous]"]
+    ok(jit, "no frame in JIT code in 60 dumps")
+    return jit
+
+
+def test_node_jit_anonymous():
+    jit = node_jit_frames()
+    eq({f["function"] for f in jit}, {None})
+
+
+def test_node_jit_perf_map():
+    jit = node_jit_frames("--perf-basic-prof")
+    names = [f["function"] for f in jit]
+    ok(any(n and n.startswith("JS:") and "fx-node.js" in n for n in names), names)
 
 
 def test_io_uring_worker_labelled():

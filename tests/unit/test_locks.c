@@ -454,7 +454,7 @@ static void test_analyze_restart_and_woken(void **state)
 	wk->have_regs = 1;
 	wk->regs.orig_rax = 202;
 	wk->regs.rax = 0;
-	analyze_snapshot(NULL, s);
+	analyze_snapshot(0, NULL, s);
 	assert_int_equal(tid(s, 1001)->wait.kind, SD_WAIT_SYSCALL);
 	assert_int_equal(tid(s, 1002)->wait.kind, SD_WAIT_MUTEX);
 	assert_int_equal(tid(s, 1002)->wait.owner, 1000);

@@ -54,6 +54,35 @@ static void test_parse_size(void **state)
 	assert_true(sd_parse_size("12Q", &b) < 0);
 }
 
+static void test_strbuf_never_null(void **state)
+{
+	(void)state;
+	struct strbuf sb;
+	strbuf_init(&sb);
+	assert_non_null(sb.buf);
+	assert_string_equal(sb.buf, "");
+	strbuf_release(&sb); /* owns nothing yet */
+	assert_non_null(sb.buf);
+	strbuf_grow(&sb, 100);
+	assert_true(sb.cap >= 101);
+	assert_string_equal(sb.buf, "");
+	strbuf_adds(&sb, "ab");
+	strbuf_addf(&sb, "%d", 42);
+	assert_string_equal(sb.buf, "ab42");
+	char *d = strbuf_detach(&sb);
+	assert_string_equal(d, "ab42");
+	free(d);
+	assert_string_equal(sb.buf, "");
+	d = strbuf_detach(&sb); /* an empty one detaches a heap "" */
+	assert_string_equal(d, "");
+	free(d);
+	struct strbuf zeroed = {0}; /* memset structs holding one still work */
+	strbuf_adds(&zeroed, "x");
+	assert_string_equal(zeroed.buf, "x");
+	strbuf_release(&zeroed);
+	assert_string_equal(zeroed.buf, "");
+}
+
 static void test_escape(void **state)
 {
 	(void)state;
@@ -158,7 +187,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_pid),     cmocka_unit_test(test_parse_duration),
-		cmocka_unit_test(test_parse_size),    cmocka_unit_test(test_escape),
+		cmocka_unit_test(test_parse_size),    cmocka_unit_test(test_strbuf_never_null),
+		cmocka_unit_test(test_escape),
 		cmocka_unit_test(test_syscall_line), cmocka_unit_test(test_stat_line),
 		cmocka_unit_test(test_maps),          cmocka_unit_test(test_maps_long_line),
 	};

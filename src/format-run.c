@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+// The profile in a format chosen by name, and the costs of a sampling run
+// (format-run.h).
+#include "format-run.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+int format_profile_as(struct sd_profile *p, const char *format, const struct sd_prender *ro,
+		      uint8_t **buf, size_t *len, struct sd_error *err)
+{
+	if (!strcmp(format, "pprof"))
+		return format_profile_pprof(p, buf, len, err);
+	struct strbuf sb;
+	strbuf_init(&sb);
+	if (!strcmp(format, "json")) {
+		json_t *doc = format_profile_json(p);
+		char *txt = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+		json_decref(doc);
+		if (!txt)
+			return sd_error_set(err, ENOMEM,
+					    "cannot write the profile as JSON: out of "
+					    "memory");
+		strbuf_adds(&sb, txt);
+		strbuf_adds(&sb, "\n");
+		free(txt);
+	} else if (!strcmp(format, "folded")) {
+		format_profile_folded(&sb, p);
+	} else if (!strcmp(format, "svg")) {
+		format_profile_svg(&sb, p, ro);
+	} else if (p->opts.locks) {
+		format_profile_locks(&sb, p, ro);
+	} else if (!strcmp(format, "tree")) {
+		format_profile_tree(&sb, p, ro);
+	} else {
+		format_profile_top(&sb, p, ro);
+	}
+	*len = sb.len;
+	*buf = (uint8_t *)strbuf_detach(&sb);
+	return 0;
+}
+
+void format_profile_costs(struct strbuf *sb, const struct sd_profile *p,
+			  const struct sd_perf_stats *ps, uint64_t lookups, uint64_t hits,
+			  double cpu, double wall)
+{
+	uint64_t snaps = 0;
+	for (size_t i = 0; i < p->nprocs; i++)
+		snaps += p->procs[i].samples;
+	double per = snaps ? 1.0 / (double)snaps : 0;
+	strbuf_addf(sb, "engine: %s\n", p->engine ? p->engine : "ptrace");
+	if (ps && p->engine && strstr(p->engine, "perf"))
+		strbuf_addf(sb,
+			    "perf: %llu task-clock and %llu context-switch samples, %llu lost, "
+			    "throttled %llu times; %llu unwound, %llu threads seeded by ptrace, "
+			    "%llu threads followed, %llu gone, %llu ring reads\n",
+			    (unsigned long long)ps->clock_samples,
+			    (unsigned long long)ps->switch_samples, (unsigned long long)ps->lost,
+			    (unsigned long long)ps->throttled, (unsigned long long)ps->unwinds,
+			    (unsigned long long)ps->seeded, (unsigned long long)ps->threads_opened,
+			    (unsigned long long)ps->threads_closed, (unsigned long long)ps->drains);
+	strbuf_addf(
+	    sb,
+	    "sampling: %llu samples in %.2f s (%.1f Hz), %llu thread stacks, %llu "
+	    "unreadable\n"
+	    "per snapshot: capture %.2f ms (pause, max %.2f ms), unwind %.2f ms\n"
+	    "stack cache: %llu lookups, %llu hits (%.1f%%), %zu distinct stacks symbolized "
+	    "in %.1f ms\n"
+	    "symbol cache: %llu lookups, %llu hits (%.1f%%)\n"
+	    "stackdump CPU: %.2f s over %.2f s (%.0f%% of a core)\n",
+	    (unsigned long long)p->samples, wall, wall > 0 ? (double)p->samples / wall : 0.0,
+	    (unsigned long long)(p->thread_samples + p->filtered), (unsigned long long)p->lost,
+	    (double)p->capture_us * per / 1000.0, (double)p->max_pause_us / 1000.0,
+	    (double)p->unwind_us * per / 1000.0, (unsigned long long)p->raw_lookups,
+	    (unsigned long long)p->raw_hits,
+	    p->raw_lookups ? 100.0 * (double)p->raw_hits / (double)p->raw_lookups : 0.0, p->nstacks,
+	    (double)p->symbolize_us / 1000.0, (unsigned long long)lookups, (unsigned long long)hits,
+	    lookups ? 100.0 * (double)hits / (double)lookups : 0.0, cpu, wall,
+	    wall > 0 ? 100.0 * cpu / wall : 0.0);
+}

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: MIT
+// What profile (and report) write at the end of a run: the profile in the
+// format named on the command line, into a buffer, and the run's own costs
+// (engine, sampling, caches, CPU) as text.
+#ifndef SD_FORMAT_RUN_H
+#define SD_FORMAT_RUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "perf.h"
+#include "profile.h"
+#include "util.h"
+
+/* Render P as FORMAT ("top", "tree", "folded", "svg", "pprof" or "json";
+ * top and tree show the lock view when P was made with opts.locks) into a
+ * heap buffer *BUF of *LEN bytes, to free(). Returns 0, or a negative errno
+ * with ERR (pprof encoding). */
+int format_profile_as(struct sd_profile *p, const char *format, const struct sd_prender *ro,
+		      uint8_t **buf, size_t *len, struct sd_error *err);
+
+/* The costs of a sampling run, as `profile -v` prints them: PS the perf
+ * engine's counters (NULL or zeroed with ptrace), SYM_LOOKUPS and SYM_HITS
+ * the symbol caches', CPU and WALL seconds. */
+void format_profile_costs(struct strbuf *sb, const struct sd_profile *p,
+			  const struct sd_perf_stats *ps, uint64_t sym_lookups, uint64_t sym_hits,
+			  double cpu, double wall);
+
+#endif

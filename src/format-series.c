@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: MIT
+// Renderers of a series of snapshots (series.c) into buffers: the text
+// report's sections (summary, profile, timeline, locks, stuck threads) and
+// the JSON report; the findings and the SVG timeline render themselves
+// (findings.c, timeline.c).
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "format.h"
+#include "locks.h"
+#include "series.h"
+#include "timeline.h"
+
+static void frame_label(struct strbuf *sb, const struct sd_frame *f)
+{
+	if (f->function)
+		strbuf_add_escaped(sb, f->function);
+	else if (f->module)
+		strbuf_addf(sb, "%s+0x%" PRIx64, f->module, f->offset);
+	else
+		strbuf_addf(sb, "0x%" PRIx64, f->pc);
+}
+
+static void fmt_time(char *buf, size_t n, double t)
+{
+	time_t sec = (time_t)t;
+	struct tm tm;
+	gmtime_r(&sec, &tm);
+	strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm);
+	size_t l = strlen(buf);
+	snprintf(buf + l, n - l, ".%03d UTC", (int)((t - (double)sec) * 1000));
+}
+
+void format_series_summary(const struct sd_series *r, struct strbuf *sb)
+{
+	char t0[64], t1[64];
+	fmt_time(t0, sizeof(t0), r->v[0].s->time);
+	fmt_time(t1, sizeof(t1), r->v[r->n - 1].s->time);
+	strbuf_addf(sb, "Recording: %zu snapshot%s from %s to %s (%.1fs)\n", r->n,
+		    r->n == 1 ? "" : "s", t0, t1, r->v[r->n - 1].s->time - r->v[0].s->time);
+	pid_t last = 0;
+	for (size_t k = 0; k < r->n; k++) {
+		const struct sd_snapshot *s = r->v[k].s;
+		if (s->pid == last)
+			continue;
+		last = s->pid;
+		strbuf_addf(sb, "  process %d \"", (int)s->pid);
+		strbuf_add_escaped(sb, s->comm ? s->comm : "");
+		strbuf_adds(sb, "\"");
+		if (r->v[k].m.hostname) {
+			strbuf_adds(sb, " on ");
+			strbuf_add_escaped(sb, r->v[k].m.hostname);
+		}
+		strbuf_addf(sb, " from snapshot %zu\n", k + 1);
+	}
+	/* Why the snapshots were taken, counted. */
+	for (size_t k = 0; k < r->n; k++) {
+		const char *why = r->v[k].m.reason ? r->v[k].m.reason : "(no reason recorded)";
+		int seen = 0;
+		for (size_t j = 0; j < k && !seen; j++)
+			seen = r->v[j].m.reason && !strcmp(r->v[j].m.reason, why);
+		if (seen)
+			continue;
+		size_t c = 0;
+		for (size_t j = k; j < r->n; j++)
+			c += r->v[j].m.reason ? !strcmp(r->v[j].m.reason, why) : !r->v[k].m.reason;
+		strbuf_addf(sb, "  %4zu x ", c);
+		strbuf_add_escaped(sb, why);
+		strbuf_adds(sb, "\n");
+	}
+	strbuf_adds(sb, "\n");
+}
+
+void format_series_profile(const struct sd_series *r, struct strbuf *sb, const char *view,
+			   const struct sd_prender *ro)
+{
+	struct sd_profile *p = r->prof;
+	strbuf_addf(sb, "Profile: %llu thread stacks in %zu snapshots, %zu distinct",
+		    (unsigned long long)profile_total(p), r->n, p->nstacks);
+	if (p->filtered)
+		strbuf_addf(sb, " (%llu filtered out)", (unsigned long long)p->filtered);
+	if (p->lost)
+		strbuf_addf(sb, " (%llu threads without a stack)", (unsigned long long)p->lost);
+	strbuf_adds(sb, "\n\n");
+	if (!strcmp(view, "tree"))
+		format_profile_tree(sb, p, ro);
+	else if (!strcmp(view, "locks"))
+		format_profile_locks(sb, p, ro);
+	else
+		format_profile_top(sb, p, ro);
+	strbuf_adds(sb, "\n");
+}
+
+void format_series_timeline(const struct sd_series *r, struct strbuf *sb)
+{
+	strbuf_addf(sb, "Timeline of thread states (one column per snapshot):\n");
+	strbuf_adds(sb, "  R running  r runnable  S in a syscall  L waiting for a lock  C condvar"
+			"  D disk  T stopped  Z zombie  x unreadable  . absent\n");
+	const size_t width = 60;
+	for (size_t c0 = 0; c0 < r->n; c0 += width) {
+		size_t c1 = c0 + width < r->n ? c0 + width : r->n;
+		strbuf_addf(sb, "\n  %-8s %-16s ", "TID", "NAME");
+		for (size_t k = c0; k < c1; k++)
+			strbuf_addf(sb, "%zu", (k + 1) % 10);
+		char a[32], b[32];
+		findings_clock(a, sizeof(a), r->v[c0].s->time);
+		findings_clock(b, sizeof(b), r->v[c1 - 1].s->time);
+		strbuf_addf(sb, "   (snapshots %zu-%zu, %s-%s UTC)\n", c0 + 1, c1, a, b);
+		for (size_t i = 0; i < r->nth; i++) {
+			const struct sd_series_thread *t = &r->th[i];
+			struct strbuf nm;
+			strbuf_init(&nm);
+			strbuf_add_escaped(&nm, t->name ? t->name : "");
+			strbuf_addf(sb, "  %-8d %-16.16s ", (int)t->tid, nm.buf);
+			strbuf_release(&nm);
+			strbuf_add(sb, t->states + c0, c1 - c0);
+			strbuf_adds(sb, "\n");
+		}
+	}
+	strbuf_adds(sb, "\n");
+}
+
+void format_series_locks(const struct sd_series *r, struct strbuf *sb)
+{
+	struct sd_series_lock *v;
+	size_t n = series_locks(r, &v);
+	strbuf_addf(sb, "Locks over time: %zu lock%s waited for\n", n, n == 1 ? "" : "s");
+	for (size_t i = 0; i < n; i++) {
+		const struct sd_series_lock *l = &v[i];
+		size_t in = 0, maxw = 0, sumw = 0;
+		for (size_t k = 0; k < r->n; k++) {
+			in += l->waiters[k] > 0;
+			sumw += l->waiters[k];
+			if (l->waiters[k] > maxw)
+				maxw = l->waiters[k];
+		}
+		strbuf_addf(sb, "\n  %s 0x%" PRIx64, sd_wait_kind_name(l->kind), l->addr);
+		if (l->symbol) {
+			strbuf_adds(sb, " <");
+			strbuf_add_escaped(sb, l->symbol);
+			strbuf_adds(sb, ">");
+		}
+		strbuf_addf(sb,
+			    ": waited for in %zu of %zu snapshots, at most %zu waiters (%.1f on "
+			    "average when waited for)\n",
+			    in, r->n, maxw, in ? (double)sumw / (double)in : 0.0);
+		strbuf_adds(sb, "    waiters: ");
+		for (size_t k = 0; k < r->n; k++)
+			strbuf_addf(sb, "%s%zu", k ? " " : "", l->waiters[k]);
+		strbuf_adds(sb, "\n    holder:  ");
+		pid_t prev = -1;
+		for (size_t k = 0; k < r->n; k++) {
+			if (l->holder[k] == prev)
+				continue;
+			prev = l->holder[k];
+			if (k)
+				strbuf_adds(sb, ", ");
+			if (l->holder[k]) {
+				const char *nm = series_thread_name(r, l->holder[k]);
+				strbuf_addf(sb, "%d \"", (int)l->holder[k]);
+				strbuf_add_escaped(sb, nm ? nm : "");
+				strbuf_adds(sb, "\"");
+			} else {
+				strbuf_adds(sb, "unknown");
+			}
+			char clk[32];
+			findings_clock(clk, sizeof(clk), r->v[k].s->time);
+			strbuf_addf(sb, " from %s (snapshot %zu)", clk, k + 1);
+		}
+		strbuf_adds(sb, "\n");
+	}
+	/* Each deadlock once, over the snapshots it was seen in. */
+	for (size_t i = 0; i < r->fnd.n; i++) {
+		const struct sd_finding *x = &r->fnd.v[i];
+		if (x->kind != SD_FINDING_DEADLOCK)
+			continue;
+		strbuf_adds(sb, "\n  ");
+		strbuf_adds(sb, x->title);
+		strbuf_adds(sb, ", ");
+		findings_span(sb, x);
+		strbuf_adds(sb, "\n");
+		for (const char *p = x->detail; p && *p;) {
+			size_t l = strcspn(p, "\n");
+			strbuf_adds(sb, "    ");
+			strbuf_add(sb, p, l);
+			strbuf_adds(sb, "\n");
+			p += l + (p[l] == '\n');
+		}
+	}
+	series_locks_free(v, n);
+	strbuf_adds(sb, "\n");
+}
+
+void format_series_stuck(const struct sd_series *r, struct strbuf *sb)
+{
+	if (r->n < 2) {
+		strbuf_adds(sb, "Threads stuck: needs two snapshots or more\n");
+		return;
+	}
+	const struct sd_series_thread **rows;
+	size_t cnt = series_stuck(r, &rows);
+	strbuf_addf(sb,
+		    "Threads with the same stack until the last snapshot (of %zu): %zu (lock waits "
+		    "first)\n",
+		    r->n, cnt);
+	for (size_t i = 0; i < cnt; i++) {
+		const struct sd_series_thread *t = rows[i];
+		const struct sd_thread *th = series_thread_in(r, r->n - 1, t);
+		if (!th)
+			continue;
+		struct sd_render_opts ro = {0};
+		ro.no_source = 1;
+		strbuf_adds(sb, "\n  ");
+		format_text_thread_header(sb, r->v[r->n - 1].s, th, &ro);
+		char c = t->states[r->n - 1];
+		size_t since = series_stuck_since(r, t);
+		char clk[32];
+		findings_clock(clk, sizeof(clk), r->v[since].s->time);
+		if (since == 0)
+			strbuf_addf(sb, "  [%s in every snapshot%s]\n", timeline_state_name(c),
+				    c == 'S' || c == 'C' ? ", idle?" : "");
+		else
+			strbuf_addf(sb, "  [%s since %s UTC, snapshots %zu-%zu%s]\n",
+				    timeline_state_name(c), clk, since + 1, r->n,
+				    c == 'S' || c == 'C' ? ", idle?" : "");
+		for (size_t f = 0; f < th->nframes; f++) {
+			strbuf_adds(sb, "      ");
+			frame_label(sb, &th->frames[f]);
+			strbuf_adds(sb, "\n");
+		}
+	}
+	free(rows);
+	strbuf_adds(sb, "\n");
+}
+
+json_t *format_series_json(const struct sd_series *r, unsigned sections)
+{
+	json_t *o = json_object();
+	json_t *snaps = json_array();
+	for (size_t k = 0; k < r->n; k++) {
+		const struct sd_series_snap *x = &r->v[k];
+		json_t *e = json_object();
+		json_object_set_new(e, "file", format_json_str(x->path));
+		json_object_set_new(e, "time", json_real(x->s->time));
+		json_object_set_new(e, "pid", json_integer(x->s->pid));
+		json_object_set_new(e, "threads", json_integer((json_int_t)x->s->nthreads));
+		json_object_set_new(e, "reason", format_json_str(x->m.reason));
+		json_array_append_new(snaps, e);
+	}
+	json_object_set_new(o, "snapshots", snaps);
+	if (sections & SD_SERIES_FINDINGS)
+		json_object_set_new(o, "findings", findings_json(&r->fnd));
+	if (sections & SD_SERIES_PROFILE)
+		json_object_set_new(o, "profile", format_profile_json(r->prof));
+	if (sections & SD_SERIES_TIMELINE) {
+		json_t *tl = json_array();
+		for (size_t i = 0; i < r->nth; i++) {
+			const struct sd_series_thread *t = &r->th[i];
+			json_t *e = json_object();
+			json_object_set_new(e, "pid", json_integer(t->pid));
+			json_object_set_new(e, "tid", json_integer(t->tid));
+			json_object_set_new(e, "name", format_json_str(t->name));
+			json_t *sts = json_array();
+			for (size_t k = 0; k < r->n; k++)
+				json_array_append_new(sts,
+						      json_string(timeline_state_name(t->states[k])));
+			json_object_set_new(e, "states", sts);
+			json_array_append_new(tl, e);
+		}
+		json_object_set_new(o, "timeline", tl);
+	}
+	if (sections & SD_SERIES_LOCKS) {
+		struct sd_series_lock *v;
+		size_t n = series_locks(r, &v);
+		json_t *ls = json_array();
+		for (size_t i = 0; i < n; i++) {
+			json_t *e = json_object();
+			char a[32];
+			snprintf(a, sizeof(a), "0x%" PRIx64, v[i].addr);
+			json_object_set_new(e, "address", json_string(a));
+			json_object_set_new(e, "symbol", format_json_str(v[i].symbol));
+			json_object_set_new(e, "kind", json_string(sd_wait_kind_name(v[i].kind)));
+			json_t *w = json_array(), *h = json_array();
+			for (size_t k = 0; k < r->n; k++) {
+				json_array_append_new(w, json_integer((json_int_t)v[i].waiters[k]));
+				json_array_append_new(
+				    h, v[i].holder[k] ? json_integer(v[i].holder[k]) : json_null());
+			}
+			json_object_set_new(e, "waiters", w);
+			json_object_set_new(e, "holder", h);
+			json_array_append_new(ls, e);
+		}
+		series_locks_free(v, n);
+		json_object_set_new(o, "locks", ls);
+		json_t *dls = json_array();
+		for (size_t k = 0; k < r->n; k++) {
+			struct sd_lockgraph *g = locks_graph(r->v[k].s);
+			for (size_t i = 0; i < g->ndeadlocks; i++) {
+				json_t *e = json_object(), *tids = json_array();
+				json_object_set_new(e, "snapshot", json_integer((json_int_t)k + 1));
+				for (size_t j = 0; j < g->deadlocks[i].n; j++)
+					json_array_append_new(
+					    tids, json_integer(g->deadlocks[i].edges[j].tid));
+				json_object_set_new(e, "threads", tids);
+				json_array_append_new(dls, e);
+			}
+			locks_graph_free(g);
+		}
+		json_object_set_new(o, "deadlocks", dls);
+	}
+	if (sections & SD_SERIES_STUCK) {
+		json_t *ss = json_array();
+		const struct sd_series_thread **rows;
+		size_t cnt = series_stuck(r, &rows);
+		for (size_t i = 0; i < cnt; i++) {
+			const struct sd_series_thread *t = rows[i];
+			json_t *e = json_object();
+			json_object_set_new(e, "pid", json_integer(t->pid));
+			json_object_set_new(e, "tid", json_integer(t->tid));
+			json_object_set_new(e, "name", format_json_str(t->name));
+			json_object_set_new(e, "state",
+					    json_string(timeline_state_name(t->states[r->n - 1])));
+			json_object_set_new(e, "since",
+					    json_integer((json_int_t)series_stuck_since(r, t) + 1));
+			const struct sd_thread *th = series_thread_in(r, r->n - 1, t);
+			json_t *fr = json_array();
+			for (size_t f = 0; th && f < th->nframes; f++) {
+				struct strbuf l;
+				strbuf_init(&l);
+				frame_label(&l, &th->frames[f]);
+				json_array_append_new(fr, format_json_str(l.buf));
+				strbuf_release(&l);
+			}
+			json_object_set_new(e, "frames", fr);
+			json_array_append_new(ss, e);
+		}
+		free(rows);
+		json_object_set_new(o, "stuck", ss);
+	}
+	return o;
+}
