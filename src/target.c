@@ -1373,7 +1373,8 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 	pid_t *tids = NULL;
 	size_t ntids = 0;
 	uint64_t now = sd_now_ns();
-	if (cx.auto_mode && o->reuse && t->last_tids && now - t->tids_ns < 1000000000ull) {
+	if (cx.auto_mode && o->reuse && !o->tids && !o->name_glob && t->last_tids &&
+	    now - t->tids_ns < 1000000000ull) {
 		/* Samples list the threads once a second: the freeze lists
 		 * them again for threads born since, and one gone fails its
 		 * reads. */
