@@ -2,8 +2,11 @@
 // The perf-events engine: per-thread task-clock and context-switch samples
 // (user registers plus a copy of the top of the user stack) drained from one
 // ring buffer per thread, and a wall-clock snapshot per tick composed from
-// each thread's latest sample, unwound by the same unwinder as ptrace.
+// each thread's latest sample (perf-tick.c), unwound by the same unwinder
+// as ptrace.
 #include "perf.h"
+
+#include "perf-impl.h" /* after perf.h: it embeds its types */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,82 +27,6 @@
 #include "symbols.h"
 #include "target.h"
 #include "unwind.h"
-
-/* x86_64 user registers asked of the kernel: ax..ss (0-11) and r8-r15
- * (16-23). ds, es, fs and gs (12-15) are refused on 64-bit kernels. */
-#define REGS_MASK (((1ull << 12) - 1) | (0xffull << 16))
-#define NREGS 20
-#define DEFAULT_STACK_COPY (16u << 10)
-#define SAMPLE_TYPE                                                                     \
-	(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_REGS_USER | \
-	 PERF_SAMPLE_STACK_USER)
-
-enum { LATEST_NONE = 0, LATEST_CLOCK, LATEST_SWITCH, LATEST_SEED };
-
-/* A sample drained but not yet used by a tick (a tick composes the state
- * at its own time: a late tick uses the samples up to that time). */
-struct psample {
-	int kind;
-	uint64_t time;
-	struct user_regs_struct regs;
-	uint8_t *stack;
-	size_t stack_len;
-};
-#define PENDING_MAX 32
-
-/* One thread with its events and its latest sample. */
-struct pthr {
-	pid_t tid;
-	int fd, fd_sw;         /* task-clock, context switch */
-	uint8_t *ring;         /* task-clock samples, read and consumed */
-	size_t ring_len;
-	uint8_t *sw_ring;      /* switch samples, overwritten: only the latest counts */
-	size_t sw_ring_len;
-	uint64_t sw_head;      /* its data_head when last read */
-	uint64_t sw_time;      /* time of the newest switch sample taken */
-	struct psample *pend;  /* samples newer than the last tick, by time */
-	size_t npend;
-	int gone;              /* not in the task list any more: kept until
-				* the ticks reach its last sample */
-	uint64_t opened_ns;    /* when its events were opened */
-	char name[16];         /* its comm when last read */
-
-	/* The latest sample: LATEST_* kind, with registers and stack. */
-	int kind;
-	uint64_t time;         /* CLOCK_MONOTONIC ns */
-	uint64_t gen;          /* bumped at every new latest sample */
-	struct user_regs_struct regs;
-	uint8_t *stack;
-	size_t stack_len, stack_cap;
-
-	/* Derived from the latest sample, redone when gen moves on. */
-	uint64_t frames_gen;   /* gen the frames below belong to (0: none) */
-	struct sd_frame *frames;
-	size_t nframes;
-	char *unwind_stop;
-	uint64_t state_gen;
-	char state;
-	int running, syscall_known;
-	long syscall_nr;
-	uint64_t syscall_args[6];
-	char *wchan;
-};
-
-struct sd_perf {
-	struct sd_target *t;
-	struct sd_perf_opts o;
-	size_t page;
-	int lost_records;      /* the kernel has no PERF_FORMAT_LOST: count
-				* PERF_RECORD_LOST instead */
-	size_t sw_ring_kb;     /* switch ring per thread */
-	struct pthr *v;        /* sorted by tid */
-	size_t n, cap;
-	int *fds;              /* for perf_pollfds */
-	size_t nfds, fdcap;
-	uint8_t *scratch;      /* a record that wraps around the ring's end */
-	size_t scratch_cap;
-	struct sd_perf_stats st;
-};
 
 static int sys_perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu, int group,
 			       unsigned long flags)
@@ -285,7 +212,7 @@ fail:
 	return -e;
 }
 
-static struct pthr *thr_find(struct sd_perf *p, pid_t tid)
+struct pthr *perf_thr_find(struct sd_perf *p, pid_t tid)
 {
 	size_t lo = 0, hi = p->n;
 	while (lo < hi) {
@@ -309,7 +236,6 @@ static struct pthr *thr_by_fd(struct sd_perf *p, int fd)
 }
 
 static void drain_one(struct sd_perf *p, struct pthr *th);
-static void read_switch(struct sd_perf *p, struct pthr *th);
 
 /* Rescan the task list: open events on new threads, close those of
  * threads gone. A thread gone keeps its samples (and its place) while
@@ -317,7 +243,7 @@ static void read_switch(struct sd_perf *p, struct pthr *th);
  * that lived at its time. The first scan's failure on every thread is an
  * error; later, a thread that exits between the scan and the open is
  * skipped. */
-static int thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *err)
+int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *err)
 {
 	pid_t *tids = NULL;
 	size_t ntids = 0;
@@ -332,7 +258,7 @@ static int thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *
 			struct pthr *th = &p->v[i++];
 			if (!th->gone) {
 				drain_one(p, th);
-				read_switch(p, th);
+				perf_read_switch(p, th);
 				th->gone = 1;
 			}
 			/* It lived at least until its last sample: ticks up
@@ -421,7 +347,7 @@ static void make_latest(struct pthr *th, struct psample *e)
 /* Move TH's queued samples up to time AT into its latest. A thread that
  * had its events at AT but no sample yet then (asleep since before they
  * were opened) takes its earliest. */
-static void promote(struct pthr *th, uint64_t at)
+void perf_promote(struct pthr *th, uint64_t at)
 {
 	size_t k = 0;
 	while (k < th->npend && th->pend[k].time <= at)
@@ -570,7 +496,7 @@ static void ring_copy(uint8_t *dst, const uint8_t *data, uint64_t size, uint64_t
  * without pausing it: records written meanwhile land below data_head,
  * and a record counts only when it was not overwritten while copying
  * (fewer bytes written since than the room behind it). */
-static void read_switch(struct sd_perf *p, struct pthr *th)
+void perf_read_switch(struct sd_perf *p, struct pthr *th)
 {
 	if (!th->sw_ring)
 		return;
@@ -687,7 +613,7 @@ struct sd_perf *perf_new(struct sd_target *t, const struct sd_perf_opts *o, stru
 		ring <<= 1;
 	p->sw_ring_kb = ring / 1024;
 	raise_fd_limit(ntids * 2 + ntids / 2 + 256);
-	if (thr_sync(p, 1, UINT64_MAX, err) < 0) {
+	if (perf_thr_sync(p, 1, UINT64_MAX, err) < 0) {
 		perf_free(p);
 		return NULL;
 	}
@@ -719,299 +645,4 @@ void perf_stats_add(const struct sd_perf *p, struct sd_perf_stats *st)
 	st->threads_opened += p->st.threads_opened;
 	st->threads_closed += p->st.threads_closed;
 	st->drains += p->st.drains;
-}
-
-/* ---- composing a tick ---- */
-
-static void set_str(char **dst, const char *src)
-{
-	free(*dst);
-	*dst = src ? sd_xstrdup(src) : NULL;
-}
-
-/* The state of TH at its latest sample. A task-clock sample: on a CPU. A
- * switch sample: blocked in a system call (the kernel leaves -ENOSYS in
- * rax until the call returns) or preempted (runnable). A blocked thread's
- * call number and arguments are read once from /proc/TID/syscall, trusted
- * only when it still shows the sampled stack and instruction pointers. */
-static void thr_state(struct sd_perf *p, struct pthr *th)
-{
-	if (th->state_gen == th->gen || th->kind == LATEST_SEED)
-		return;
-	th->state_gen = th->gen;
-	th->syscall_nr = -1;
-	th->syscall_known = 0;
-	set_str(&th->wchan, NULL);
-	if (th->kind == LATEST_CLOCK || (long)th->regs.rax != -38) {
-		th->state = 'R';
-		/* Preempted or on a CPU: running, as the ptrace engine (which
-		 * cannot tell them apart either) says. */
-		th->running = 1;
-		return;
-	}
-	th->state = 'S';
-	th->running = 0;
-	struct sd_taskinfo ti;
-	if (procfs_taskinfo_ex(p->t->pid, th->tid, &ti, PROCFS_LIGHT) == 0 && ti.syscall_known &&
-	    !ti.running && ti.syscall_nr >= 0 && ti.sp == th->regs.rsp && ti.pc == th->regs.rip) {
-		th->syscall_known = 1;
-		th->syscall_nr = ti.syscall_nr;
-		memcpy(th->syscall_args, ti.syscall_args, sizeof(th->syscall_args));
-		if (ti.state == 'D')
-			th->state = 'D';
-		th->regs.orig_rax = (unsigned long long)ti.syscall_nr;
-	}
-}
-
-/* Unwind TH's latest sample through a thread of S, and keep the frames. */
-static void thr_unwind(struct sd_perf *p, struct sd_snapshot *s, struct sd_thread *st,
-		       struct pthr *th, unsigned max_frames)
-{
-	st->have_regs = 1;
-	st->regs = th->regs;
-	st->stack = th->stack;
-	st->stack_base = th->regs.rsp;
-	st->stack_len = th->stack_len;
-	st->stack_in_arena = 1; /* borrowed: not freed with the snapshot */
-	st->nframes = 0;
-	st->unwind_stop = NULL;
-	unwind_thread(p->t->unw, s, st, max_frames);
-	if (st->unwind_stop && st->nframes >= 1 && st->nframes <= 2 &&
-	    (st->nframes == 1 || (st->frames[1].flags & SD_FRAME_FP)) && th->stack_len >= 8) {
-		/* No unwind info at the sampled pc, and the frame pointer led
-		 * nowhere (or was refused). A switch sample catches this often where ptrace
-		 * rarely does: glibc's clone3 ends its FDE before the syscall,
-		 * and the parent is preempted right after it, one `ret` from
-		 * its caller. Try the pc as a leaf (return address at the
-		 * stack pointer); keep that only when it unwinds cleanly. */
-		struct sd_frame f0 = st->frames[0];
-		uint64_t ret;
-		memcpy(&ret, th->stack, 8);
-		st->regs.rip = ret;
-		st->regs.rsp = th->regs.rsp + 8;
-		st->stack = th->stack + 8;
-		st->stack_base = th->regs.rsp + 8;
-		st->stack_len = th->stack_len - 8;
-		struct sd_frame *keep = st->frames;
-		size_t nkeep = st->nframes;
-		const char *keep_stop = st->unwind_stop;
-		st->frames = NULL;
-		st->nframes = 0;
-		st->unwind_stop = NULL;
-		unwind_thread(p->t->unw, s, st, max_frames ? max_frames - 1 : 0);
-		if (!st->unwind_stop && st->nframes >= 2) {
-			*snapshot_add_frame(st) = f0; /* then move it first */
-			memmove(st->frames + 1, st->frames, (st->nframes - 1) * sizeof(*st->frames));
-			st->frames[0] = f0;
-			st->frames[1].flags &= ~(unsigned)SD_FRAME_EXACT;
-			free(keep);
-		} else {
-			free(st->frames);
-			st->frames = keep;
-			st->nframes = nkeep;
-			st->unwind_stop = keep_stop;
-		}
-		st->regs = th->regs;
-	}
-	st->stack = NULL;
-	st->stack_len = 0;
-	st->stack_in_arena = 0;
-	free(th->frames);
-	th->frames = sd_xmalloc((st->nframes ? st->nframes : 1) * sizeof(*th->frames));
-	if (st->nframes)
-		memcpy(th->frames, st->frames, st->nframes * sizeof(*th->frames));
-	th->nframes = st->nframes;
-	set_str(&th->unwind_stop, st->unwind_stop);
-	th->frames_gen = th->gen;
-	p->st.unwinds++;
-}
-
-/* Threads with no sample yet (asleep since before the events were
- * opened): one ptrace snapshot of just them gives their stacks. */
-static int seed(struct sd_perf *p, const struct sd_snap_opts *so, uint64_t *pause_us,
-		struct sd_error *err)
-{
-	pid_t *want = sd_xmalloc((p->n ? p->n : 1) * sizeof(*want));
-	size_t nw = 0;
-	for (size_t i = 0; i < p->n; i++)
-		if (p->v[i].kind == LATEST_NONE && !p->v[i].gone)
-			want[nw++] = p->v[i].tid;
-	if (!nw) {
-		free(want);
-		return 0;
-	}
-	struct sd_snap_opts o = *so;
-	o.tids = want;
-	o.ntids = nw;
-	o.name_glob = NULL;
-	o.no_symbols = 1;
-	o.keep_capture = 0;
-	uint64_t now = sd_now_ns();
-	struct sd_error e = {0};
-	struct sd_snapshot *s = target_snapshot(p->t, &o, &e);
-	free(want);
-	if (!s) {
-		if (e.code == ESRCH && !target_alive(p->t))
-			return sd_error_set(err, ESRCH, "%s", e.msg);
-		return 0; /* the threads went away: the next scan drops them */
-	}
-	*pause_us = s->pause_us;
-	for (size_t i = 0; i < s->nthreads; i++) {
-		struct sd_thread *st = &s->threads[i];
-		struct pthr *th = thr_find(p, st->tid);
-		if (!th || th->kind != LATEST_NONE || st->status != SD_THREAD_OK)
-			continue;
-		th->kind = LATEST_SEED;
-		th->time = now;
-		th->gen++;
-		th->regs = st->regs;
-		free(th->frames);
-		th->frames = sd_xmalloc((st->nframes ? st->nframes : 1) * sizeof(*th->frames));
-		if (st->nframes)
-			memcpy(th->frames, st->frames, st->nframes * sizeof(*th->frames));
-		th->nframes = st->nframes;
-		set_str(&th->unwind_stop, st->unwind_stop);
-		th->frames_gen = th->gen;
-		th->state_gen = th->gen;
-		th->state = st->state;
-		th->running = st->running;
-		th->syscall_known = st->syscall_known;
-		th->syscall_nr = st->syscall_nr;
-		memcpy(th->syscall_args, st->syscall_args, sizeof(th->syscall_args));
-		set_str(&th->wchan, st->wchan);
-		p->st.seeded++;
-	}
-	snapshot_free(s);
-	return 0;
-}
-
-static int wanted(const struct sd_snap_opts *so, pid_t tid, const char *name)
-{
-	if (so->tids) {
-		size_t i = 0;
-		while (i < so->ntids && so->tids[i] != tid)
-			i++;
-		if (i == so->ntids)
-			return 0;
-	}
-	if (so->name_glob && fnmatch(so->name_glob, name ? name : "", 0) != 0)
-		return 0;
-	return 1;
-}
-
-struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, uint64_t at_ns,
-			      struct sd_error *err)
-{
-	uint64_t t0 = sd_now_ns();
-	char pstate = 0;
-	if (procfs_proc_stat(p->t->pid, &pstate, NULL, NULL, err) < 0)
-		return NULL;
-	if (pstate == 'Z' || pstate == 'X') {
-		sd_error_set(err, ESRCH, "process %d exited (zombie)", (int)p->t->pid);
-		return NULL;
-	}
-	perf_drain(p);
-	if (thr_sync(p, 0, at_ns ? at_ns : UINT64_MAX, err) < 0)
-		return NULL;
-	perf_drain(p); /* threads opened just now */
-	if (!at_ns)
-		at_ns = UINT64_MAX;
-	for (size_t i = 0; i < p->n; i++) {
-		read_switch(p, &p->v[i]);
-		promote(&p->v[i], at_ns);
-	}
-	int maps_fresh = 0;
-	if (!p->t->space.maps.n || t0 - p->t->maps_ns > 1000000000ull) {
-		if (target_refresh(p->t, err) < 0)
-			return NULL;
-		maps_fresh = 1;
-	}
-	symbols_sync(p->t->sym);
-	uint64_t pause_us = 0;
-	if (seed(p, so, &pause_us, err) < 0)
-		return NULL;
-
-	struct sd_snapshot *s = snapshot_new(p->t->pid);
-	s->comm = strpool_intern(s->pool, p->t->info.comm);
-	s->exe = p->t->info.exe ? strpool_intern(s->pool, p->t->info.exe) : NULL;
-	s->state = pstate;
-	s->time = sd_wall_time();
-	s->pause_us = pause_us;
-	uint64_t misses = p->t->space.maps_misses;
-	uint64_t t1 = sd_now_ns();
-	for (size_t i = 0; i < p->n; i++) {
-		struct pthr *th = &p->v[i];
-		if (th->kind == LATEST_NONE)
-			continue; /* born after the seed (or after AT), no sample yet */
-		const char *name = th->gone ? NULL : target_thread_name(p->t, th->tid);
-		if (name)
-			snprintf(th->name, sizeof(th->name), "%s", name);
-		else if (th->gone)
-			name = th->name; /* gone since, but alive at AT */
-		if (!name)
-			continue; /* exited since the scan */
-		if (!wanted(so, th->tid, name))
-			continue;
-		struct sd_thread *st = snapshot_add_thread(s, th->tid);
-		st->name = strpool_intern(s->pool, name);
-		if (th->frames_gen != th->gen)
-			thr_unwind(p, s, st, th, so->max_frames);
-		thr_state(p, th);
-		st->nframes = 0;
-		for (size_t k = 0; k < th->nframes; k++)
-			*snapshot_add_frame(st) = th->frames[k];
-		st->unwind_stop = th->unwind_stop ? strpool_intern(s->pool, th->unwind_stop) : NULL;
-		/* Blocked in a call whose number could not be confirmed: the
-		 * registers would read as "on a CPU" to the classifier (no
-		 * call number in them), so it gets the state letter only and
-		 * the thread counts as asleep, unclassified. */
-		st->have_regs = !(th->kind == LATEST_SWITCH && th->state != 'R' && !th->syscall_known);
-		st->regs = th->regs;
-		st->state = th->state;
-		st->running = th->running;
-		st->syscall_known = th->syscall_known || (th->kind != LATEST_SEED && th->state == 'R');
-		st->syscall_nr = th->syscall_nr;
-		memcpy(st->syscall_args, th->syscall_args, sizeof(st->syscall_args));
-		st->wchan = th->wchan ? strpool_intern(s->pool, th->wchan) : NULL;
-	}
-	if (!maps_fresh && p->t->space.maps_misses != misses) {
-		/* A library loaded or a stack mapped since the maps were read:
-		 * read them and unwind this tick's new samples again. */
-		if (target_refresh(p->t, err) < 0) {
-			snapshot_free(s);
-			return NULL;
-		}
-		symbols_sync(p->t->sym);
-		for (size_t i = 0; i < s->nthreads; i++) {
-			struct sd_thread *st = &s->threads[i];
-			struct pthr *th = thr_find(p, st->tid);
-			if (!th || th->kind == LATEST_SEED || !th->stack_len)
-				continue;
-			thr_unwind(p, s, st, th, so->max_frames);
-			st->nframes = 0;
-			for (size_t k = 0; k < th->nframes; k++)
-				*snapshot_add_frame(st) = th->frames[k];
-		}
-	}
-	uint64_t t2 = sd_now_ns();
-	s->unwind_us = (t2 - t1) / 1000;
-	if (!so->no_symbols) {
-		for (size_t i = 0; i < s->nthreads; i++) {
-			struct sd_thread *st = &s->threads[i];
-			symbols_thread(p->t->sym, s, st, so->no_inline, so->no_source);
-			/* --max-frames counts the frames shown, inline ones too. */
-			if (so->max_frames && st->nframes > so->max_frames) {
-				char msg[64];
-				st->nframes = so->max_frames;
-				snprintf(msg, sizeof(msg), "stopped at --max-frames %u", so->max_frames);
-				st->unwind_stop = strpool_intern(s->pool, msg);
-			}
-		}
-		s->symbolize_us = (sd_now_ns() - t2) / 1000;
-	}
-	analyze_snapshot(p->t->pid, p->t->sym, s);
-	target_snapshot_modules(p->t, s);
-	s->capture_us = (t1 - t0) / 1000;
-	p->t->snapshots++;
-	return s;
 }

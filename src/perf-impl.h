@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: MIT
+// Private to the perf-events engine (perf.c: events, rings and draining;
+// perf-tick.c: composing a wall-clock tick from each thread's latest
+// sample): the per-thread state both halves share. Not for other modules.
+// Include perf.h before it (its types are embedded here).
+#ifndef SD_PERF_IMPL_H
+#define SD_PERF_IMPL_H
+
+#include <stdint.h>
+#include <sys/user.h>
+
+/* x86_64 user registers asked of the kernel: ax..ss (0-11) and r8-r15
+ * (16-23). ds, es, fs and gs (12-15) are refused on 64-bit kernels. */
+#define REGS_MASK (((1ull << 12) - 1) | (0xffull << 16))
+#define NREGS 20
+#define DEFAULT_STACK_COPY (16u << 10)
+#define SAMPLE_TYPE                                                                                \
+	(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_REGS_USER |     \
+	 PERF_SAMPLE_STACK_USER)
+
+enum { LATEST_NONE = 0, LATEST_CLOCK, LATEST_SWITCH, LATEST_SEED };
+
+/* A sample drained but not yet used by a tick (a tick composes the state
+ * at its own time: a late tick uses the samples up to that time). */
+struct psample {
+	int kind;
+	uint64_t time;
+	struct user_regs_struct regs;
+	uint8_t *stack;
+	size_t stack_len;
+};
+#define PENDING_MAX 32
+
+/* One thread with its events and its latest sample. */
+struct pthr {
+	pid_t tid;
+	int fd, fd_sw; /* task-clock, context switch */
+	uint8_t *ring; /* task-clock samples, read and consumed */
+	size_t ring_len;
+	uint8_t *sw_ring; /* switch samples, overwritten: only the latest counts */
+	size_t sw_ring_len;
+	uint64_t sw_head;     /* its data_head when last read */
+	uint64_t sw_time;     /* time of the newest switch sample taken */
+	struct psample *pend; /* samples newer than the last tick, by time */
+	size_t npend;
+	int gone;	    /* not in the task list any more: kept until
+			     * the ticks reach its last sample */
+	uint64_t opened_ns; /* when its events were opened */
+	char name[16];	    /* its comm when last read */
+
+	/* The latest sample: LATEST_* kind, with registers and stack. */
+	int kind;
+	uint64_t time; /* CLOCK_MONOTONIC ns */
+	uint64_t gen;  /* bumped at every new latest sample */
+	struct user_regs_struct regs;
+	uint8_t *stack;
+	size_t stack_len, stack_cap;
+
+	/* Derived from the latest sample, redone when gen moves on. */
+	uint64_t frames_gen; /* gen the frames below belong to (0: none) */
+	struct sd_frame *frames;
+	size_t nframes;
+	char *unwind_stop;
+	uint64_t state_gen;
+	char state;
+	int running, syscall_known;
+	long syscall_nr;
+	uint64_t syscall_args[6];
+	char *wchan;
+};
+
+struct sd_perf {
+	struct sd_target *t;
+	struct sd_perf_opts o;
+	size_t page;
+	int lost_records;  /* the kernel has no PERF_FORMAT_LOST: count
+			    * PERF_RECORD_LOST instead */
+	size_t sw_ring_kb; /* switch ring per thread */
+	struct pthr *v;	   /* sorted by tid */
+	size_t n, cap;
+	int *fds; /* for perf_pollfds */
+	size_t nfds, fdcap;
+	uint8_t *scratch; /* a record that wraps around the ring's end */
+	size_t scratch_cap;
+	struct sd_perf_stats st;
+};
+
+/* The thread of P with TID, or NULL. */
+struct pthr *perf_thr_find(struct sd_perf *p, pid_t tid);
+/* Rescan the task list (see perf.c); 0, or -1 with ERR set. */
+int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *err);
+/* Move TH's queued samples up to time AT into its latest sample. */
+void perf_promote(struct pthr *th, uint64_t at);
+/* Take the newest switch sample of TH from its overwritten ring. */
+void perf_read_switch(struct sd_perf *p, struct pthr *th);
+
+#endif
