@@ -145,6 +145,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	if (cmd_snap_opts(ctx, &so, &tids) < 0)
 		return EXIT_USAGE;
 	so.no_symbols = 1;
+	so.reuse = 1; /* a thread that did not run since the last sample is not read */
 	so.light_discover = 2; /* a sample reads nothing per thread from /proc */
 
 	/* Rate and stop conditions. */

@@ -264,6 +264,7 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	if (cmd_snap_opts(ctx, &so, &tids) < 0)
 		return EXIT_USAGE;
 	so.no_symbols = 1;
+	so.reuse = 1; /* a thread that did not run since the last sample is not read */
 	so.light_discover = 1; /* a sample needs no wchan or switch counts */
 	int rc = EXIT_USAGE;
 	struct sd_target *t = ctx->target.t;

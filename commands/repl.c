@@ -695,11 +695,26 @@ static int interactive(struct cmd_ctx *ctx)
 	return rc;
 }
 
+/* Wait for the next line of IN while threads that did not stop in time
+ * are still ours: each is detached the moment it stops, not when the next
+ * line happens to come. (glibc's FILE: buffered bytes mean a line is
+ * there already.) */
+static void await_line(FILE *in)
+{
+	while (!cmd_interrupted && ptrace_reap_stragglers() &&
+	       in->_IO_read_ptr >= in->_IO_read_end) {
+		struct pollfd pfd = {fileno(in), POLLIN, 0};
+		if (poll(&pfd, 1, 100) != 0)
+			break;
+	}
+}
+
 int repl_run_stream(struct cmd_ctx *ctx, FILE *in, int rc)
 {
 	char *line = NULL;
 	size_t cap = 0;
-	while (!ctx->session->quit && !cmd_interrupted && getline(&line, &cap, in) >= 0) {
+	while (!ctx->session->quit && !cmd_interrupted && (await_line(in), 1) &&
+	       getline(&line, &cap, in) >= 0) {
 		line[strcspn(line, "\r\n")] = '\0';
 		const char *p = line + strspn(line, " \t");
 		if (!*p || *p == '#')

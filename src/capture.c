@@ -51,7 +51,36 @@ int capture_regs(struct sd_thread *t, const struct sd_maps *maps, size_t max_sta
 	if (ptrace(PTRACE_GETREGSET, t->tid, (void *)NT_PRSTATUS, &iov) < 0)
 		return -errno;
 	t->have_regs = 1;
+	t->regs_partial = 0;
+	capture_plan(t, maps, max_stack);
+	return 0;
+}
 
+void capture_regs_from_syscall(struct sd_thread *t, const struct sd_taskinfo *ti)
+{
+	memset(&t->regs, 0, sizeof(t->regs));
+	t->regs.rsp = ti->sp;
+	t->regs.rip = ti->pc;
+	t->regs.orig_rax = (unsigned long long)ti->syscall_nr;
+	/* At syscall entry the kernel sets rax to -ENOSYS and writes the
+	 * result only on the way out: a thread asleep in a syscall holds
+	 * -ENOSYS there, as a stopped one would show. */
+	t->regs.rax = ti->syscall_nr >= 0 ? (unsigned long long)-38 : 0;
+	t->regs.rdi = ti->syscall_args[0];
+	t->regs.rsi = ti->syscall_args[1];
+	t->regs.rdx = ti->syscall_args[2];
+	t->regs.r10 = ti->syscall_args[3];
+	t->regs.r8 = ti->syscall_args[4];
+	t->regs.r9 = ti->syscall_args[5];
+	t->have_regs = 1;
+	t->regs_partial = 1;
+	t->stack = NULL;
+	t->stack_len = t->stack_want = 0;
+	t->lock_want_len = 0;
+}
+
+void capture_plan(struct sd_thread *t, const struct sd_maps *maps, size_t max_stack)
+{
 	uint64_t sp = t->regs.rsp;
 	const struct sd_map *m = procfs_maps_find(maps, sp);
 	uint64_t end = m ? m->end : sp + 65536; /* a mapping made after we read maps */
@@ -71,7 +100,6 @@ int capture_regs(struct sd_thread *t, const struct sd_maps *maps, size_t max_sta
 		t->lock_want_addr = lo;
 		t->lock_want_len = (uint32_t)(hi - lo);
 	}
-	return 0;
 }
 
 static int cmp_size(const void *a, const void *b)

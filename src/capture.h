@@ -20,6 +20,14 @@ int capture_thread(pid_t pid, struct sd_thread *t, const struct sd_maps *maps,
  * as few process_vm_readv calls as possible, into SNAP's prefaulted arena
  * when it has room (SNAP may be NULL: heap buffers). */
 int capture_regs(struct sd_thread *t, const struct sd_maps *maps, size_t max_stack);
+/* Plan the memory reads of T (stack window, lock words) from the
+ * registers it holds, without a system call. */
+void capture_plan(struct sd_thread *t, const struct sd_maps *maps, size_t max_stack);
+/* Registers of a thread asleep in the kernel, without stopping it: SP,
+ * PC, the syscall number and its six arguments from TI (its
+ * /proc/TID/syscall); the callee-saved registers stay unknown (T gets
+ * regs_partial). Follow with capture_plan(). */
+void capture_regs_from_syscall(struct sd_thread *t, const struct sd_taskinfo *ti);
 void capture_memory(pid_t pid, struct sd_snapshot *snap, struct sd_thread **threads, size_t n,
 		    uint64_t *bytes);
 

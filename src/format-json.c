@@ -125,6 +125,7 @@ json_t *format_json_thread(const struct sd_snapshot *s, const struct sd_thread *
 		json_array_append_new(frames, format_json_frame(&th->frames[i]));
 	json_object_set_new(o, "frames", frames);
 	json_object_set_new(o, "unwind_stop", format_json_str(th->unwind_stop));
+	json_object_set_new(o, "capture", json_string(snapshot_capture_kind_name(th->kind)));
 	json_object_set_new(o, "holds", format_json_holds(th));
 	return o;
 }
@@ -147,6 +148,13 @@ json_t *format_json_snapshot(const struct sd_snapshot *s)
 	json_object_set_new(tm, "symbolize_us", json_integer((json_int_t)s->symbolize_us));
 	json_object_set_new(tm, "infer_us", json_integer((json_int_t)s->infer_us));
 	json_object_set_new(tm, "stack_bytes", json_integer((json_int_t)s->stack_bytes));
+	json_object_set_new(tm, "frozen", json_integer((json_int_t)s->nfrozen));
+	json_object_set_new(tm, "asleep", json_integer((json_int_t)s->nasleep));
+	json_object_set_new(tm, "reused", json_integer((json_int_t)s->nreused));
+	json_object_set_new(tm, "retried", json_integer((json_int_t)s->nretried));
+	json_object_set_new(tm, "regstops", json_integer((json_int_t)s->nregstops));
+	if (s->capture_note)
+		json_object_set_new(tm, "capture_note", json_string(s->capture_note));
 	json_object_set_new(o, "timings", tm);
 	json_t *threads = json_array();
 	for (size_t i = 0; i < s->nthreads; i++)

@@ -79,4 +79,11 @@ void format_profile_costs(struct strbuf *sb, const struct sd_profile *p,
 	    (double)p->symbolize_us / 1000.0, (unsigned long long)lookups, (unsigned long long)hits,
 	    lookups ? 100.0 * (double)hits / (double)lookups : 0.0, cpu, wall,
 	    wall > 0 ? 100.0 * cpu / wall : 0.0);
+	if (p->nfrozen + p->nasleep + p->nreused)
+		strbuf_addf(sb,
+			    "threads per snapshot: %.1f frozen, %.1f read without stopping, "
+			    "%.1f reused, %.2f retried, %.2f stopped for registers\n",
+			    (double)p->nfrozen * per, (double)p->nasleep * per,
+			    (double)p->nreused * per, (double)p->nretried * per,
+			    (double)p->nregstops * per);
 }

@@ -232,6 +232,14 @@ static void process_header(struct strbuf *out, const struct sd_snapshot *s,
 			    (double)s->seize_us / 1000.0, (double)s->stop_us / 1000.0,
 			    (double)s->memcopy_us / 1000.0,
 			    (double)(s->detach_us - s->memcopy_us) / 1000.0);
+	if (o && o->verbose && !s->per_thread) {
+		strbuf_addf(out,
+			    "  threads: %zu frozen, %zu read without stopping, %zu reused, %zu retried, "
+			    "%zu stopped for registers\n",
+			    s->nfrozen, s->nasleep, s->nreused, s->nretried, s->nregstops);
+		if (s->capture_note)
+			strbuf_addf(out, "  note: %s\n", s->capture_note);
+	}
 	if (o && o->verbose)
 		strbuf_addf(out,
 			    "  capture %.2f ms (%.1f KiB of stack), unwind %.2f ms, symbolize %.2f ms, "

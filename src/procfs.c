@@ -350,8 +350,9 @@ static int cmp_pid(const void *a, const void *b)
 }
 
 /* Files of a task read by procfs_taskinfo, in this order. */
-enum { TF_STAT, TF_SYSCALL, TF_WCHAN, TF_STATUS, TF_N };
-static const char *const task_files[TF_N] = {"stat", "syscall", "wchan", "status"};
+enum { TF_STAT, TF_SYSCALL, TF_WCHAN, TF_STATUS, TF_SCHEDSTAT, TF_COMM, TF_N };
+static const char *const task_files[TF_N] = {"stat",	  "syscall", "wchan",
+					     "status", "schedstat", "comm"};
 
 struct procfs_taskcache {
 	struct tcent {
@@ -429,7 +430,7 @@ static struct tcent *tc_entry(struct procfs_taskcache *c, pid_t tid)
 struct procfs_taskcache *procfs_taskcache_new(void)
 {
 	struct procfs_taskcache *c = sd_xcalloc(1, sizeof(*c));
-	/* Four descriptors a thread, within the limit, leaving room for the
+	/* Up to six descriptors a thread, within the limit, leaving room for the
 	 * rest of the program; threads past that are read uncached. */
 	struct rlimit rl;
 	size_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
@@ -519,6 +520,104 @@ int procfs_taskinfo_cached(struct procfs_taskcache *c, int taskdir, pid_t pid, p
 		ti->vol_ctxsw = status_field(buf, "voluntary_ctxt_switches:");
 		ti->nonvol_ctxsw = status_field(buf, "nonvoluntary_ctxt_switches:");
 	}
+	return 0;
+}
+
+int procfs_parse_schedstat(const char *text, struct sd_counters *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long run = strtoull(text, &end, 10);
+	if (end == text || errno)
+		return -EINVAL;
+	const char *p = end;
+	strtoull(p, &end, 10); /* time waiting on a run queue: not a sign of running */
+	if (end == p)
+		return -EINVAL;
+	p = end;
+	unsigned long long cnt = strtoull(p, &end, 10);
+	if (end == p || errno)
+		return -EINVAL;
+	out->ran_ns = run;
+	out->switches = cnt;
+	out->from_status = 0;
+	return 0;
+}
+
+static void task_dirpath(char *dirpath, size_t size, int taskdir, pid_t pid, pid_t tid)
+{
+	if (taskdir == AT_FDCWD)
+		snprintf(dirpath, size, "/proc/%d/task/%d/", (int)pid, (int)tid);
+	else
+		snprintf(dirpath, size, "%d/", (int)tid);
+}
+
+int procfs_task_counters(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,
+			 int no_schedstat, struct sd_counters *out)
+{
+	char dirpath[96], buf[4096];
+	task_dirpath(dirpath, sizeof(dirpath), taskdir, pid, tid);
+	struct tcent *e = tc_entry(c, tid);
+	memset(out, 0, sizeof(*out));
+	if (!no_schedstat) {
+		ssize_t n = task_read(e, taskdir, dirpath, TF_SCHEDSTAT, buf, sizeof(buf));
+		if (n > 0 && procfs_parse_schedstat(buf, out) == 0)
+			return 0;
+		if (n == -ESRCH)
+			return (int)n;
+	}
+	ssize_t n = task_read(e, taskdir, dirpath, TF_STATUS, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	if (!strstr(buf, "voluntary_ctxt_switches:"))
+		return -ENODATA;
+	out->switches = status_field(buf, "voluntary_ctxt_switches:") +
+			status_field(buf, "nonvoluntary_ctxt_switches:");
+	out->from_status = 1;
+	return 0;
+}
+
+int procfs_task_comm(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid, char *out,
+		     size_t size)
+{
+	char dirpath[96], buf[64];
+	task_dirpath(dirpath, sizeof(dirpath), taskdir, pid, tid);
+	ssize_t n = task_read(tc_entry(c, tid), taskdir, dirpath, TF_COMM, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	buf[strcspn(buf, "\n")] = '\0';
+	snprintf(out, size, "%s", buf);
+	return 0;
+}
+
+int procfs_task_syscall(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,
+			struct sd_taskinfo *ti)
+{
+	char dirpath[96], buf[512];
+	task_dirpath(dirpath, sizeof(dirpath), taskdir, pid, tid);
+	ssize_t n = task_read(tc_entry(c, tid), taskdir, dirpath, TF_SYSCALL, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	if (n == 0)
+		return -ENODATA;
+	return procfs_parse_syscall(buf, ti);
+}
+
+int procfs_task_state(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,
+		      struct sd_taskinfo *ti)
+{
+	struct sd_taskinfo t2;
+	int r = procfs_taskinfo_cached(c, taskdir, pid, tid, &t2, PROCFS_REGS_FOLLOW);
+	if (r < 0)
+		return r;
+	ti->state = t2.state;
+	memcpy(ti->comm, t2.comm, sizeof(ti->comm));
+	memcpy(ti->wchan, t2.wchan, sizeof(ti->wchan));
+	ti->utime = t2.utime;
+	ti->stime = t2.stime;
+	ti->cpu = t2.cpu;
+	ti->vol_ctxsw = t2.vol_ctxsw;
+	ti->nonvol_ctxsw = t2.nonvol_ctxsw;
 	return 0;
 }
 

@@ -91,6 +91,37 @@ void procfs_taskcache_free(struct procfs_taskcache *c);
 int procfs_taskinfo_cached(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,
 			   struct sd_taskinfo *ti, int light);
 
+/* A thread's scheduler counters: whether it ran between two readings.
+ * From task/TID/schedstat (time on CPU in ns, times scheduled in), or,
+ * where the kernel has no schedstat, the context switch counts of
+ * task/TID/status (then ran_ns is 0 and the reader must also have seen
+ * the thread off CPU after the second reading: see target.c). */
+struct sd_counters {
+	uint64_t ran_ns;   /* schedstat: sum of run time */
+	uint64_t switches; /* schedstat: times scheduled in; else vol + nonvol */
+	int from_status;   /* read from status (no schedstat) */
+};
+
+/* Read the counters of TID through cache C (NULL: uncached) relative to
+ * TASKDIR (an open /proc/PID/task or AT_FDCWD). NO_SCHEDSTAT reads the
+ * status file even where schedstat exists (what a kernel without it
+ * gets). Returns 0 or a negative errno (the thread exited, or neither
+ * file is readable). */
+int procfs_task_counters(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,
+			 int no_schedstat, struct sd_counters *out);
+/* Read only task/TID/syscall of TID into TI (its syscall_*, running, sp
+ * and pc fields; the rest untouched). Returns 0 or a negative errno. */
+int procfs_task_syscall(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,
+			struct sd_taskinfo *ti);
+/* Read task/TID/comm of TID into OUT (SIZE bytes, no newline). */
+int procfs_task_comm(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid, char *out,
+		     size_t size);
+/* Read task/TID/stat (state, comm, times) and wchan of TID into TI. */
+int procfs_task_state(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,
+		      struct sd_taskinfo *ti);
+/* Parse a schedstat line ("RUN_NS WAIT_NS COUNT"). 0 or -EINVAL. */
+int procfs_parse_schedstat(const char *text, struct sd_counters *out);
+
 /* List the TIDs in /proc/PID/task into a heap array, sorted. */
 int procfs_list_tids(pid_t pid, pid_t **tids, size_t *n, struct sd_error *err);
 

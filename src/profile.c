@@ -711,6 +711,11 @@ void profile_add_snapshot(struct sd_profile *p, struct sd_target *t, struct sd_s
 	p->unwind_us += s->unwind_us;
 	if (s->pause_us > p->max_pause_us)
 		p->max_pause_us = s->pause_us;
+	p->nfrozen += s->nfrozen;
+	p->nasleep += s->nasleep;
+	p->nreused += s->nreused;
+	p->nretried += s->nretried;
+	p->nregstops += s->nregstops;
 	ssize_t *g = groups ? groups : sd_xmalloc((s->nthreads ? s->nthreads : 1) * sizeof(*g));
 	for (size_t i = 0; i < s->nthreads; i++) {
 		struct sd_thread *th = &s->threads[i];

@@ -143,6 +143,8 @@ struct sd_profile {
 	double start_time;      /* wall clock of the first sample */
 	uint64_t capture_us, unwind_us, symbolize_us; /* summed over samples */
 	uint64_t max_pause_us;
+	/* Threads by capture kind, summed over samples (see sd_snapshot). */
+	uint64_t nfrozen, nasleep, nreused, nretried, nregstops;
 	uint64_t total_a;       /* diff: samples of the first profile */
 
 	/* caches: raw stacks seen before and their stack index */

@@ -5,6 +5,7 @@
 #ifndef SD_PTRACE_H
 #define SD_PTRACE_H
 
+#include <sched.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -17,6 +18,7 @@ enum sd_tracee_state {
 	SD_TRACEE_GONE,     /* exited before or during the freeze */
 	SD_TRACEE_FAILED,   /* could not be seized (see err) */
 	SD_TRACEE_DETACHED,
+	SD_TRACEE_OURS,     /* already traced by us: an earlier straggler */
 };
 
 struct sd_tracee {
@@ -66,6 +68,27 @@ void ptrace_freeze_release(struct sd_freeze *fz);
 /* Detach threads that were interrupted but had not stopped by the
  * deadline. Returns how many remain. Call between commands. */
 size_t ptrace_reap_stragglers(void);
+
+/* Wait at most TIMEOUT_MS for straggler T->tid (filled in) to stop.
+ * Returns 0 when it stopped (capture it, then ptrace_thaw_one()),
+ * -ETIMEDOUT when it did not (it stays a straggler), -ESRCH when it is
+ * gone or not a straggler. */
+int ptrace_wait_straggler(struct sd_tracee *t, unsigned timeout_ms);
+
+/* Is TID a straggler of ours (interrupted, not yet stopped)? */
+int ptrace_is_straggler(pid_t tid);
+
+/* Raise our priority for the freeze window, where permitted: SCHED_FIFO
+ * at priority 1, else nice -20, else nothing (silently). _end restores
+ * what _begin changed. On a saturated host this keeps the window between
+ * the first stop and the last release short. */
+struct sd_boost {
+	int how; /* 0 nothing, 1 policy, 2 nice */
+	int policy, nice;
+	struct sched_param saved_param;
+};
+void ptrace_boost_begin(struct sd_boost *b);
+void ptrace_boost_end(struct sd_boost *b);
 
 /* Describe why PTRACE_SEIZE failed for PID with errno E. */
 int ptrace_explain_seize(pid_t pid, int e, struct sd_error *err);

@@ -456,6 +456,8 @@ static void put_thread(struct strbuf *sb, struct strcache *c, const struct sd_sn
 	app(sb, "]", 1);
 	put_key(sb, "unwind_stop", 0);
 	put_str(sb, th->unwind_stop);
+	put_key(sb, "capture", 0);
+	put_str(sb, snapshot_capture_kind_name(th->kind));
 	put_key(sb, "holds", 0);
 	{
 		json_t *h = format_json_holds(th);

@@ -184,6 +184,22 @@ enum sd_wait_kind sd_wait_kind_parse(const char *name)
 	return SD_WAIT_NONE;
 }
 
+static const char *const capture_kinds[] = {"frozen", "asleep", "reused", "kernel"};
+
+const char *snapshot_capture_kind_name(enum sd_capture_kind k)
+{
+	return (unsigned)k < sizeof(capture_kinds) / sizeof(capture_kinds[0]) ? capture_kinds[k]
+										: "frozen";
+}
+
+enum sd_capture_kind snapshot_capture_kind_parse(const char *name)
+{
+	for (size_t i = 0; name && i < sizeof(capture_kinds) / sizeof(capture_kinds[0]); i++)
+		if (!strcmp(name, capture_kinds[i]))
+			return (enum sd_capture_kind)i;
+	return SD_CAPTURE_FROZEN;
+}
+
 const struct sd_thread *snapshot_find_thread(const struct sd_snapshot *s, pid_t tid)
 {
 	for (size_t i = 0; i < s->nthreads; i++)

@@ -117,6 +117,18 @@ enum sd_thread_status {
 	SD_THREAD_ERROR,
 };
 
+/* How a thread was captured. */
+enum sd_capture_kind {
+	SD_CAPTURE_FROZEN = 0, /* stopped with ptrace (running, runnable, or
+				* where /proc could not prove it asleep) */
+	SD_CAPTURE_ASLEEP,     /* asleep in the kernel: read without a stop,
+				* proven unchanged by its scheduler counters */
+	SD_CAPTURE_REUSED,     /* did not run since the last sample: that
+				* sample's stack, counted again */
+	SD_CAPTURE_KERNEL,     /* D state with no readable user registers:
+				* state, wchan and kernel stack only */
+};
+
 struct sd_thread {
 	pid_t tid;
 	const char *name;     /* comm, pool string */
@@ -131,6 +143,11 @@ struct sd_thread {
 	const char *error;    /* why status is not OK, pool string */
 
 	/* capture */
+	enum sd_capture_kind kind; /* how the thread was read */
+	int regs_partial;     /* only SP, PC and the syscall registers are
+			       * known (read from /proc without a stop) */
+	int needs_regs;       /* the unwind asked for a register not known */
+	int retried;          /* it ran between the counter readings */
 	int have_regs;
 	struct user_regs_struct regs;
 	uint8_t *stack;       /* heap copy of [stack_base, stack_base+stack_len) */
@@ -181,6 +198,12 @@ struct sd_snapshot {
 	uint64_t seize_us, stop_us, detach_us; /* the pause, phase by phase */
 	uint64_t memcopy_us;  /* part of detach_us: the batched memory copy */
 	uint64_t stack_bytes; /* bytes copied */
+	/* Threads by capture kind: stopped, read without a stop, reused
+	 * from the last sample, read again because they ran between the
+	 * counter readings, and stopped afterwards for the registers /proc
+	 * does not give. */
+	size_t nfrozen, nasleep, nreused, nretried, nregstops;
+	const char *capture_note; /* why capture fell back to freezing, or NULL */
 	size_t stack_total;   /* the cap on all stack copies together */
 	size_t stack_cut;     /* threads whose copy that cap cut */
 	struct sd_thread *threads;
@@ -231,6 +254,10 @@ const struct sd_thread *snapshot_find_thread(const struct sd_snapshot *s, pid_t 
  * read or has no frames, never 0 otherwise. */
 uint64_t snapshot_stack_hash(const struct sd_thread *th);
 
+/* "frozen", "asleep", "reused" or "kernel"; parse gives FROZEN for an
+ * unknown or NULL name (files saved before the capture kinds). */
+const char *snapshot_capture_kind_name(enum sd_capture_kind k);
+enum sd_capture_kind snapshot_capture_kind_parse(const char *name);
 /* "memory", "stack", or NULL for none. */
 const char *sd_evidence_name(enum sd_evidence e);
 

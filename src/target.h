@@ -38,7 +38,30 @@ struct sd_target {
 	uint64_t maps_ns;         /* when the maps were read */
 	void *spare_arena;        /* the previous snapshot's stack arena */
 	size_t spare_arena_size;
+	/* Sampling reuse: each thread read asleep by the last snapshot, its
+	 * counters after that snapshot and its frames (sorted by tid). */
+	struct sd_reuse *reuse;
+	size_t nreuse, reuse_cap;
+	struct strpool *reuse_pool; /* strings of the reused frames */
+	pid_t *last_tids;         /* the last listing of task/ (samples) */
+	size_t nlast_tids;
+	uint64_t tids_ns;         /* when it was read */
 };
+
+/* How threads are captured (see DESIGN.md, capture kinds). */
+enum sd_capture_mode {
+	SD_CAPMODE_AUTO = 0, /* freeze only what runs; read sleepers without
+			      * a stop, proven by their scheduler counters */
+	SD_CAPMODE_FREEZE,   /* stop every thread (the all-frozen mode) */
+	SD_CAPMODE_CTXSW,    /* as AUTO, with the context switch counts in
+			      * place of schedstat (what a kernel without
+			      * schedstat gets) */
+};
+
+/* The longest a snapshot waits for a running thread to stop, once it has
+ * the others, before it copies and releases them: a thread that does not
+ * stop by then is detached when it does, between snapshots. */
+#define SD_STOP_BUDGET_MS 40
 
 /* Options of one snapshot. */
 struct sd_snap_opts {
@@ -63,6 +86,13 @@ struct sd_snap_opts {
 				* 2: read nothing per thread: names come from
 				* a cache refreshed each second, the state
 				* from the registers (profile samples) */
+	enum sd_capture_mode capture; /* default AUTO */
+	int reuse;             /* samples: a thread that did not run since
+				* the last snapshot is not read again */
+	/* Called once the sleeping threads were copied and before their
+	 * counters are read again (tests: make a thread run in between). */
+	void (*between_readings)(void *arg);
+	void *between_arg;
 };
 
 void snap_opts_init(struct sd_snap_opts *o);

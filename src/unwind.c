@@ -43,9 +43,23 @@ struct uctx {
 	uint64_t img_lo, img_hi;     /* target addresses */
 	const uint8_t *img_data;     /* the bytes at img_lo */
 	uint64_t bad_addr;
+	/* Registers not known (bit UNW_X86_64_*): a thread read without a
+	 * stop has only SP, PC and the syscall registers. A read of one of
+	 * them fails and, unless PROBING, marks the thread needs_regs. */
+	unsigned long unknown;
+	int probing;
 	uint64_t bad_ra;     /* a return address refused: not after a call */
 	int bad_ra_cfi;      /* ... given by .debug_frame (else by rbp) */
 };
+
+/* The registers /proc/TID/syscall gives: rsp, rip, the syscall arguments
+ * (rdi rsi rdx r10 r8 r9) and rax (-ENOSYS while in the syscall). */
+static unsigned long partial_unknown(void)
+{
+	return (1ul << UNW_X86_64_RBX) | (1ul << UNW_X86_64_RBP) | (1ul << UNW_X86_64_RCX) |
+	       (1ul << UNW_X86_64_R11) | (1ul << UNW_X86_64_R12) | (1ul << UNW_X86_64_R13) |
+	       (1ul << UNW_X86_64_R14) | (1ul << UNW_X86_64_R15);
+}
 
 #define DW_EH_PE_udata4 0x03
 #define DW_EH_PE_sdata4 0x0b
@@ -197,6 +211,13 @@ static int acc_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val
 	const struct user_regs_struct *r = &c->regs;
 	if (write)
 		return -UNW_EREADONLYREG;
+	if (reg >= 0 && reg < 64 && (c->unknown & (1ul << reg))) {
+		/* Not in what /proc gave: this unwind cannot go on from the
+		 * copy alone; the thread is stopped once for its registers. */
+		if (!c->probing)
+			c->th->needs_regs = 1;
+		return -UNW_EBADREG;
+	}
 	switch (reg) {
 	case UNW_X86_64_RAX: *val = r->rax; break;
 	case UNW_X86_64_RDX: *val = r->rdx; break;
@@ -592,21 +613,37 @@ static int fp_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t as)
 	}
 	struct user_regs_struct r = c->regs;
 	unw_word_t v;
-	if (unw_get_reg(cur, UNW_X86_64_RBX, &v) == 0)
-		r.rbx = v;
-	if (unw_get_reg(cur, UNW_X86_64_R12, &v) == 0)
-		r.r12 = v;
-	if (unw_get_reg(cur, UNW_X86_64_R13, &v) == 0)
-		r.r13 = v;
-	if (unw_get_reg(cur, UNW_X86_64_R14, &v) == 0)
-		r.r14 = v;
-	if (unw_get_reg(cur, UNW_X86_64_R15, &v) == 0)
-		r.r15 = v;
+	/* The callee-saved registers carry over to the caller where they
+	 * are known; one unknown here is not needed by this step. */
+	static const struct {
+		int reg;
+		size_t off;
+	} keep[] = {
+		{UNW_X86_64_RBX, offsetof(struct user_regs_struct, rbx)},
+		{UNW_X86_64_R12, offsetof(struct user_regs_struct, r12)},
+		{UNW_X86_64_R13, offsetof(struct user_regs_struct, r13)},
+		{UNW_X86_64_R14, offsetof(struct user_regs_struct, r14)},
+		{UNW_X86_64_R15, offsetof(struct user_regs_struct, r15)},
+	};
+	unsigned long unknown = c->unknown & ~(1ul << UNW_X86_64_RBP);
+	c->probing = 1;
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+		if (unw_get_reg(cur, keep[i].reg, &v) == 0) {
+			memcpy((char *)&r + keep[i].off, &v, sizeof(v));
+			unknown &= ~(1ul << keep[i].reg);
+		}
+	}
+	c->probing = 0;
 	r.rip = nrip;
 	r.rsp = rbp + 16;
 
 	r.rbp = nrbp;
-	return restart_at(cur, c, as, &r);
+	unsigned long saved_unknown = c->unknown;
+	c->unknown = unknown;
+	int e = restart_at(cur, c, as, &r);
+	if (e < 0)
+		c->unknown = saved_unknown;
+	return e;
 }
 
 struct sd_unwinder *unwind_new(struct sd_space *sp)
@@ -689,6 +726,9 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 			unsigned max_frames)
 {
 	struct uctx c = {.u = u, .th = th, .regs = th->regs, .live_budget = 65536};
+	if (th->regs_partial)
+		c.unknown = partial_unknown();
+	th->needs_regs = 0;
 	unw_cursor_t cur;
 	int r = unw_init_remote(&cur, u->as, &c);
 	if (r < 0) {

@@ -1,0 +1,362 @@
+# SPDX-License-Identifier: MIT
+# The capture kinds against live fixtures: sleeping threads are read without
+# a stop and running ones frozen; an unwind that needs a register /proc does
+# not give stops that thread once; samples reuse threads that did not run;
+# a thread in D is never interrupted and never left in a ptrace stop; a
+# thread that did not stop in time is detached when it does; a saturated
+# host; lock views and profiles equal to the all-frozen mode's.
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import sdtest  # noqa: E402
+from fixture import available, start, wait_state  # noqa: E402
+from sdtest import contains, eq, ok  # noqa: E402
+
+FROZEN = {"STACKDUMP_CAPTURE": "freeze"}
+
+
+def dump_json(pid, *extra, env=None):
+    r = sdtest.run("dump", "--format", "json", *extra, pid, env=env)
+    eq(r.rc, 0, "dump exit code: %s" % r.err)
+    sdtest.assert_running(pid)
+    return r.json()
+
+
+def names(th):
+    return [f["function"] for f in th["frames"]]
+
+
+def by_name(doc):
+    out = {}
+    for th in doc["threads"]:
+        out.setdefault(th["name"], []).append(th)
+    return out
+
+
+def check_pool(doc, nsleep, nspin, depth=20):
+    g = by_name(doc)
+    sleepers = [t for n, ts in g.items() if n.startswith("sleeper-") for t in ts]
+    spinners = [t for n, ts in g.items() if n.startswith("spinner-") for t in ts]
+    eq(len(sleepers), nsleep)
+    eq(len(spinners), nspin)
+    for t in sleepers:
+        eq(t["capture"], "asleep", "sleeper %d: %r" % (t["tid"], t["capture"]))
+        eq(t["status"], "ok")
+        fr = names(t)
+        eq(fr.count("pool_chain"), depth + 1, "sleeper %d: %r" % (t["tid"], fr))
+        ok("pool_leaf" in fr and fr[-3:-1] == ["sleeper_main", "start_thread"] and
+           fr[-1].endswith("clone3"), "sleeper %d cut short: %r" % (t["tid"], fr))
+    for t in spinners:
+        eq(t["capture"], "frozen", "spinner %d" % t["tid"])
+        fr = names(t)
+        ok(("spin_big" in fr or "spin_small" in fr) and "spinner_main" in fr,
+           "spinner %d: %r" % (t["tid"], fr))
+    tm = doc["timings"]
+    eq(tm["asleep"] + tm["frozen"] + tm["reused"], len(doc["threads"]))
+    ok(tm["frozen"] >= nspin, "timings: %r" % tm)
+    ok(tm["asleep"] >= nsleep, "timings: %r" % tm)
+    return tm
+
+
+def test_pool_sleepers_read_without_stopping():
+    # Without frame pointers every unwind completes from SP and PC alone.
+    with start("fx-idlepool-nofp", 100, 2, parked=100) as fx:
+        before = fx.threads()
+        doc = dump_json(fx.pid)
+        tm = check_pool(doc, 100, 2)
+        eq(tm["regstops"], 0, "timings: %r" % tm)
+        eq(tm["retried"], 0, "timings: %r" % tm)
+        # A thread read without a stop was never interrupted: the futex
+        # wait of each sleeper goes on (no restart_syscall).
+        after = fx.threads()
+        for tid, t in before.items():
+            if t.name.startswith("sleeper-"):
+                eq(after[tid].syscall, 202, "sleeper %d was interrupted" % tid)
+
+
+def test_frame_pointer_unwind_stops_once_for_registers():
+    # With frame pointers, pool_chain's CFA is rbp-based and the libc
+    # syscall wrapper saves no rbp: /proc's SP and PC are not enough, each
+    # sleeper is stopped once, and its unwind is complete.
+    with start("fx-idlepool", 20, 1, parked=20) as fx:
+        doc = dump_json(fx.pid, "-v")
+        tm = check_pool(doc, 20, 1)
+        ok(tm["regstops"] >= 20, "timings: %r" % tm)
+        r = sdtest.run("-v", fx.pid)
+        eq(r.rc, 0, r.err)
+        sdtest.matches(r.out, r"^  threads: \d+ frozen, \d+ read without stopping, 0 reused, "
+                       r"\d+ retried, \d+ stopped for registers$")
+
+
+def test_context_switch_counts_without_schedstat():
+    # What a kernel without schedstat gets: the proof from the context
+    # switch counts, the same stacks.
+    with start("fx-idlepool-nofp", 30, 1, parked=30) as fx:
+        doc = dump_json(fx.pid, env={"STACKDUMP_CAPTURE": "ctxsw"})
+        check_pool(doc, 30, 1)
+
+
+def test_all_frozen_mode_is_available():
+    with start("fx-idlepool-nofp", 10, 1, parked=10) as fx:
+        doc = dump_json(fx.pid, env=FROZEN)
+        tm = doc["timings"]
+        eq(tm["frozen"], 12, "timings: %r" % tm)
+        eq(tm["asleep"] + tm["reused"], 0)
+
+
+def folded_counts(path):
+    out = {}
+    with open(path) as f:
+        for line in f:
+            stack, n = line.rsplit(" ", 1)
+            out[stack] = out.get(stack, 0) + int(n)
+    return out
+
+
+def profile(pid, n, env=None, *extra):
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "p.folded")
+        # The ptrace engine: the one that captures by kind (perf events
+        # sample without stopping anything at all).
+        r = sdtest.run("profile", pid, "--engine", "ptrace", "--count", n, "--rate", 20,
+                       "--format", "folded", "-o", path, "-v", *extra, env=env, timeout=300)
+        eq(r.rc, 0, r.err)
+        sdtest.assert_running(pid)
+        return folded_counts(path), r.err
+
+
+def split(counts):
+    """(sleeper stacks, spin_big share of the spinners' samples)."""
+    sleep = sum(n for s, n in counts.items() if "pool_leaf" in s)
+    big = sum(n for s, n in counts.items() if s.endswith("spin_big"))
+    small = sum(n for s, n in counts.items() if s.endswith("spin_small"))
+    return sleep, big / float(big + small) if big + small else None
+
+
+def test_profile_reuses_and_stays_true():
+    # Each sleeper counted at every tick; most of them reused, not read;
+    # the spinners' split as in the all-frozen mode within sampling noise.
+    nsleep, nspin, n = 60, 2, 30
+    with start("fx-idlepool-nofp", nsleep, nspin, parked=nsleep) as fx:
+        auto, err = profile(fx.pid, n)
+        sdtest.contains(err, "%d samples" % n)
+        m = re.search(r"threads per snapshot: ([\d.]+) frozen, ([\d.]+) read without "
+                             r"stopping, ([\d.]+) reused", err)
+        ok(m, err)
+        ok(float(m.group(3)) > nsleep / 2, "few threads reused: %s" % m.group(0))
+        frozen, err2 = profile(fx.pid, n, FROZEN)
+        sa, ba = split(auto)
+        sf, bf = split(frozen)
+        eq(sa, nsleep * n, "sleepers counted at every tick (auto)")
+        eq(sf, nsleep * n, "sleepers counted at every tick (frozen)")
+        ok(ba is not None and bf is not None, "no spinner samples: %r %r" % (auto, frozen))
+        # 60 spinner samples each: 75% +- 6% is one standard deviation.
+        ok(abs(ba - bf) < 0.3, "spin_big share %.2f (auto) vs %.2f (frozen)" % (ba, bf))
+        ok(0.45 < ba < 0.95, "spin_big share %.2f, expected about 0.75" % ba)
+
+
+def test_saturated_host():
+    # More spinners than CPUs: every one is frozen and read, none of the
+    # samples loses a thread, nothing is left stopped.
+    ncpu = os.cpu_count() or 2
+    nspin = min(64, 3 * ncpu)
+    with start("fx-idlepool-nofp", 20, nspin, parked=20) as fx:
+        # A runnable thread that misses the stop budget is waited for
+        # alone, up to --timeout: generous, for a loaded CI machine.
+        doc = dump_json(fx.pid, "--timeout", "60s")
+        check_pool(doc, 20, nspin)
+        counts, err = profile(fx.pid, 10, None, "--timeout", "60s")
+        sdtest.contains(err, "10 samples")
+        sdtest.matches(err, r", 0 unreadable$")
+        sleep, _ = split(counts)
+        eq(sleep, 20 * 10)
+
+
+def wait_thread_state(pid, name, states, timeout=30):
+    return wait_state(pid, lambda ts: any(t.name == name and t.state in states
+                                          for t in ts.values()), timeout=timeout)
+
+
+def release(fifo):
+    fd = os.open(fifo, os.O_WRONLY)
+    os.write(fd, b"x")
+    os.close(fd)
+
+
+class StateWatch:
+    """Samples the state letter of one thread until stopped."""
+
+    def __init__(self, pid, tid):
+        self.pid, self.tid, self.seen, self.run = pid, tid, [], True
+        self.t = threading.Thread(target=self.loop, daemon=True)
+        self.t.start()
+
+    def loop(self):
+        path = "/proc/%d/task/%d/stat" % (self.pid, self.tid)
+        while self.run:
+            try:
+                with open(path) as f:
+                    s = f.read()
+                self.seen.append(s[s.rindex(")") + 2])
+            except OSError:
+                pass
+            time.sleep(0.002)
+
+    def stop(self):
+        self.run = False
+        self.t.join()
+        return self.seen
+
+
+def test_d_state_thread_never_interrupted():
+    with tempfile.TemporaryDirectory() as d:
+        fifo = os.path.join(d, "fifo")
+        os.mkfifo(fifo)
+        with start("fx-vfork", fifo) as fx:
+            wait_thread_state(fx.pid, "vforker", "D")
+            tid = fx.tid("vforker")
+            watch = StateWatch(fx.pid, tid)
+            doc = dump_json(fx.pid)
+            g = by_name(doc)
+            v = g["vforker"][0]
+            eq(v["state"], "D")
+            eq(v["capture"], "asleep")
+            # __vfork keeps its return address in rdi, which /proc gives;
+            # in_vfork's frame needs rbp (a frame-pointer build), which
+            # only a stop gives, and a D thread is never stopped.
+            ok(names(v)[0].endswith("vfork") and names(v)[1] == "in_vfork", names(v))
+            ok("vforker_main" in names(v) or "uninterruptible" in (v["unwind_stop"] or ""),
+               "%r, %r" % (names(v), v["unwind_stop"]))
+            eq(g["spinner"][0]["capture"], "frozen")
+            eq(g["sleeper"][0]["capture"], "asleep")
+            # record every 0.5 s takes all its snapshots while the thread
+            # is in D and after it wakes (mid-recording).
+            with tempfile.TemporaryDirectory() as out:
+                timer = threading.Timer(1.2, release, [fifo])
+                timer.start()
+                r = sdtest.run("record", "--every", "0.5s", "--count", 6, "--out", out, fx.pid,
+                               timeout=120)
+                timer.join()
+                eq(r.rc, 0, r.err)
+                eq(len(r.out.strip().splitlines()), 6, "snapshots: %s; %s" % (r.out, r.err))
+                sdtest.contains(r.err, "stopped: --count reached")
+            seen = watch.stop()
+            ok("D" in seen, "the watcher never saw the vfork parent in D")
+            ok("t" not in seen, "the D thread was put in a ptrace stop: %r" % set(seen))
+            wait_thread_state(fx.pid, "vforker", "S")
+            sdtest.assert_running(fx.pid)
+
+
+def test_straggler_detached_when_it_stops():
+    # In the all-frozen mode a D thread does not stop within --timeout: the
+    # snapshot stands without it, and when the thread wakes the shell,
+    # idle at its prompt, detaches it; the next snapshot is not refused
+    # ("already traced").
+    with tempfile.TemporaryDirectory() as d:
+        fifo = os.path.join(d, "fifo")
+        os.mkfifo(fifo)
+        with start("fx-vfork", fifo) as fx:
+            wait_thread_state(fx.pid, "vforker", "D")
+            tid = fx.tid("vforker")
+            env = dict(os.environ, NO_COLOR="1", **FROZEN)
+            sh = subprocess.Popen([sdtest.binary()], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True, env=env)
+            try:
+                sh.stdin.write("dump --timeout 100ms %d\n" % fx.pid)
+                sh.stdin.flush()
+                # The first snapshot ends without the D thread, which stays
+                # ours (interrupted, not stopped) until it wakes.
+                first = []
+                while not first or "Thread %d \"vforker\"" % tid not in first[-1]:
+                    line = sh.stdout.readline()
+                    ok(line, "the shell ended early: %r" % first)
+                    first.append(line)
+                contains(first[-1], "did not stop in time")
+                eq(tracer_of(fx.pid, tid), sh.pid)
+                release(fifo)
+                # It stops as soon as it wakes, and the shell, idle at its
+                # prompt, lets it go.
+                wait_state(fx.pid, lambda ts: tracer_of(fx.pid, tid) == 0
+                           and ts.get(tid) is not None and ts[tid].state == "S", timeout=60)
+                sh.stdin.write("dump %d\nquit\n" % fx.pid)
+                sh.stdin.flush()
+                out, _ = sh.communicate(timeout=120)
+            finally:
+                if sh.poll() is None:
+                    sh.kill()
+            ok("already traced" not in out, out[-3000:])
+            eq(out.count("Thread %d \"vforker\"" % tid), 1, out[-3000:])
+            sdtest.assert_running(fx.pid)
+
+
+def tracer_of(pid, tid):
+    try:
+        with open("/proc/%d/task/%d/status" % (pid, tid)) as f:
+            for line in f:
+                if line.startswith("TracerPid:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return -1
+
+
+def lock_view(doc):
+    def one(lk):
+        return (lk["kind"], lk.get("symbol") or lk["address"], lk["owner"],
+                tuple(sorted(lk["waiters"])), lk.get("type"), lk.get("owner_evidence"))
+    dl = sorted(tuple(sorted((e["tid"], e["owner"], e["kind"]) for e in c))
+                for c in doc.get("deadlocks") or [])
+    idle = json.dumps(doc.get("idle"), sort_keys=True)
+    return sorted(one(lk) for lk in doc["locks"]), dl, idle
+
+
+LOCK_FIXTURES = [
+    (("fx-mutex", "normal", 3), 3),
+    (("fx-mutex", "recursive", 2), 2),
+    (("fx-mutex", "robust", 2), 2),
+    (("fx-rwlock", "writer-holds", 2), 2),
+    (("fx-rwlock", "readers-hold", 2), 1),
+    (("fx-rwlock", "writers", 2), 2),
+    (("fx-condpool", 4), 4),
+    (("fx-sem", 3), 3),
+    (("fx-join",), 1),
+    (("fx-deadlock", 2), 2),
+    (("fx-deadlock", 3), 3),
+    (("fx-cxxlocks", 2, 2), 5),
+    (("fx-rustlock", 2, 2), 4),
+    (("fx-rustinfer", "abba"), 2),
+    (("fx-rustinfer", "rwlock"), 2),
+    (("fx-rustinfer", "rwread"), 1),
+    (("fx-rustinfer", "cycle3"), 3),
+    (("fx-rustinfer", "decoys"), 4),
+    (("fx-cxxinfer", "abba"), 2),
+]
+
+
+def test_lock_views_as_all_frozen():
+    for args, parked in LOCK_FIXTURES:
+        if args[0].startswith("fx-rust") and not available(args[0]):
+            raise AssertionError("%s was not built (rustc missing?)" % args[0])
+        with start(*args, parked=parked) as fx:
+            views = []
+            for env in (FROZEN, None, FROZEN):
+                r = sdtest.run("locks", "--format", "json", fx.pid, env=env)
+                ok(r.rc in (0, 3), "%r: %s" % (args, r.err))
+                sdtest.assert_running(fx.pid)
+                views.append(lock_view(r.json()))
+            eq(views[1], views[0], "%r: all-frozen then auto" % (args,))
+            eq(views[2], views[1], "%r: auto then all-frozen" % (args,))
+            if args[0] in ("fx-mutex", "fx-rwlock", "fx-deadlock", "fx-cxxlocks"):
+                ok(views[0][0], "%r: no lock found" % (args,))
+
+
+if __name__ == "__main__":
+    sdtest.main(globals())

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: MIT
+// The consistency proof of the capture without a stop, against the live
+// fx-wake fixture: a thread read asleep and confirmed by its scheduler
+// counters keeps its stack; one made to run between the two counter
+// readings (the snapshot's hook wakes it and waits for its answer) is
+// noticed, frozen and read again, never reported with the stale stack.
+// Also the parser of schedstat lines.
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "procfs.h"
+#include "target.h"
+
+#ifndef SD_FIXTURE_DIR
+#error "SD_FIXTURE_DIR: the directory of the built fixtures"
+#endif
+
+struct fx {
+	const char *exe; /* fx-wake (frame pointers) or fx-wake-nofp */
+	pid_t pid;
+	char dir[64], wake[96], ack[96];
+};
+
+/* Start fx-wake with two FIFOs; wait for its "ready" line and for flip to
+ * sleep in read(2). */
+static void fx_start(struct fx *f)
+{
+	snprintf(f->dir, sizeof(f->dir), "/tmp/sd-capture-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->wake, sizeof(f->wake), "%s/wake", f->dir);
+	snprintf(f->ack, sizeof(f->ack), "%s/ack", f->dir);
+	assert_int_equal(mkfifo(f->wake, 0600), 0);
+	assert_int_equal(mkfifo(f->ack, 0600), 0);
+	int out[2];
+	assert_int_equal(pipe(out), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(out[1], 1);
+		close(out[0]);
+		char path[256];
+		snprintf(path, sizeof(path), "%s/%s", SD_FIXTURE_DIR, f->exe);
+		execl(path, f->exe, f->wake, f->ack, (char *)NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	char line[64] = "";
+	size_t len = 0;
+	while (len < sizeof(line) - 1) {
+		ssize_t n = read(out[0], line + len, 1);
+		if (n <= 0 || line[len] == '\n')
+			break;
+		len++;
+	}
+	line[len] = '\0';
+	close(out[0]);
+	int ready = -1;
+	assert_int_equal(sscanf(line, "ready %d", &ready), 1);
+	assert_int_equal(ready, pid);
+	f->pid = pid;
+	/* "ready" comes before main reaches pause(): wait until no thread
+	 * runs (every syscall file names a wait), polling, no deadline but
+	 * the test runner's. */
+	for (;;) {
+		pid_t *tids;
+		size_t n, asleep = 0;
+		assert_int_equal(procfs_list_tids(pid, &tids, &n, NULL), 0);
+		for (size_t i = 0; i < n; i++) {
+			struct sd_taskinfo ti;
+			memset(&ti, 0, sizeof(ti));
+			if (procfs_task_syscall(NULL, AT_FDCWD, pid, tids[i], &ti) == 0 &&
+			    ti.syscall_known && !ti.running && ti.syscall_nr >= 0)
+				asleep++;
+		}
+		free(tids);
+		if (n == 3 && asleep == n)
+			break;
+		usleep(1000);
+	}
+}
+
+static void fx_stop(struct fx *f)
+{
+	kill(f->pid, SIGKILL);
+	waitpid(f->pid, NULL, 0);
+	unlink(f->wake);
+	unlink(f->ack);
+	rmdir(f->dir);
+}
+
+static const struct sd_thread *thread_named(const struct sd_snapshot *s, const char *name)
+{
+	for (size_t i = 0; i < s->nthreads; i++)
+		if (s->threads[i].name && !strcmp(s->threads[i].name, name))
+			return &s->threads[i];
+	return NULL;
+}
+
+static int has_frame(const struct sd_thread *th, const char *fn)
+{
+	for (size_t i = 0; i < th->nframes; i++)
+		if (th->frames[i].function && !strcmp(th->frames[i].function, fn))
+			return 1;
+	return 0;
+}
+
+/* Wake flip and wait until it has run: it answers on ACK only after it
+ * left wait_first. */
+static void wake_flip(void *arg)
+{
+	struct fx *f = arg;
+	int w = open(f->wake, O_WRONLY | O_CLOEXEC);
+	int a = open(f->ack, O_RDONLY | O_CLOEXEC);
+	assert_true(w >= 0 && a >= 0);
+	char c = 'w';
+	assert_int_equal(write(w, &c, 1), 1);
+	ssize_t n;
+	while ((n = read(a, &c, 1)) < 0 && errno == EINTR)
+		;
+	assert_int_equal(n, 1);
+	close(w);
+	close(a);
+}
+
+static struct sd_snapshot *snap(struct sd_target *t, void (*hook)(void *), void *arg)
+{
+	struct sd_snap_opts o;
+	snap_opts_init(&o);
+	o.no_source = 1;
+	o.between_readings = hook;
+	o.between_arg = arg;
+	struct sd_error err = {0};
+	struct sd_snapshot *s = target_snapshot(t, &o, &err);
+	if (!s)
+		fail_msg("snapshot: %s", err.msg);
+	return s;
+}
+
+/* STATE: the fixture's name. Without frame pointers every unwind ends
+ * from /proc's registers and no thread is stopped: the counters alone
+ * decide. With them, the stop for registers checks the counters too. */
+static void test_asleep_kept_when_counters_agree(void **state)
+{
+	struct fx f = {.exe = *state};
+	fx_start(&f);
+	struct sd_error err = {0};
+	struct sd_target *t = target_new(f.pid, &err);
+	assert_non_null(t);
+	struct sd_snapshot *s = snap(t, NULL, NULL);
+	const struct sd_thread *flip = thread_named(s, "flip");
+	assert_non_null(flip);
+	assert_int_equal(flip->kind, SD_CAPTURE_ASLEEP);
+	assert_int_equal(flip->retried, 0);
+	assert_true(has_frame(flip, "wait_first"));
+	assert_true(has_frame(flip, "flip_main"));
+	assert_int_equal(s->nretried, 0);
+	assert_int_equal(s->nfrozen, 0);
+	snapshot_free(s);
+	target_free(t);
+	fx_stop(&f);
+}
+
+static void test_woken_between_readings_is_read_again(void **state)
+{
+	struct fx f = {.exe = *state};
+	fx_start(&f);
+	struct sd_error err = {0};
+	struct sd_target *t = target_new(f.pid, &err);
+	assert_non_null(t);
+	struct sd_snapshot *s = snap(t, wake_flip, &f);
+	const struct sd_thread *flip = thread_named(s, "flip");
+	assert_non_null(flip);
+	/* It ran after its copy was taken: that copy is stale (wait_first)
+	 * and must not be reported. */
+	assert_int_equal(flip->retried, 1);
+	assert_int_equal(flip->kind, SD_CAPTURE_FROZEN);
+	assert_int_equal(flip->status, SD_THREAD_OK);
+	assert_false(has_frame(flip, "wait_first"));
+	assert_true(has_frame(flip, "flip_main"));
+	assert_true(s->nretried >= 1);
+	/* The other threads did not run: still read asleep. */
+	const struct sd_thread *dozer = thread_named(s, "dozer");
+	assert_non_null(dozer);
+	assert_int_equal(dozer->kind, SD_CAPTURE_ASLEEP);
+	assert_true(has_frame(dozer, "doze"));
+	snapshot_free(s);
+	/* And the next snapshot finds it in wait_second, read asleep. */
+	s = snap(t, NULL, NULL);
+	flip = thread_named(s, "flip");
+	assert_non_null(flip);
+	assert_true(has_frame(flip, "wait_second"));
+	assert_int_equal(flip->kind, SD_CAPTURE_ASLEEP);
+	snapshot_free(s);
+	target_free(t);
+	fx_stop(&f);
+}
+
+static void test_parse_schedstat(void **state)
+{
+	(void)state;
+	struct sd_counters c;
+	assert_int_equal(procfs_parse_schedstat("51886656 84222908 181\n", &c), 0);
+	assert_int_equal(c.ran_ns, 51886656);
+	assert_int_equal(c.switches, 181);
+	assert_int_equal(c.from_status, 0);
+	assert_true(procfs_parse_schedstat("", &c) < 0);
+	assert_true(procfs_parse_schedstat("12 34", &c) < 0);
+	assert_true(procfs_parse_schedstat("x y z", &c) < 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_schedstat),
+		cmocka_unit_test_prestate(test_asleep_kept_when_counters_agree, "fx-wake-nofp"),
+		cmocka_unit_test_prestate(test_woken_between_readings_is_read_again, "fx-wake-nofp"),
+		cmocka_unit_test_prestate(test_asleep_kept_when_counters_agree, "fx-wake"),
+		cmocka_unit_test_prestate(test_woken_between_readings_is_read_again, "fx-wake"),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
