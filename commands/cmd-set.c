@@ -30,20 +30,6 @@ int shell_color_wanted(const struct cmd_session *s)
 	return isatty(STDOUT_FILENO) && !(nc && *nc);
 }
 
-/* Does the space-separated list LIST hold WORD? */
-static int list_has(const char *list, const char *word, size_t wl)
-{
-	while (list && *list) {
-		size_t l = strcspn(list, " ");
-		if (l == wl && !strncmp(list, word, l))
-			return 1;
-		list += l;
-		while (*list == ' ')
-			list++;
-	}
-	return 0;
-}
-
 void shell_format_names(struct strbuf *sb)
 {
 	size_t start = sb->len;
@@ -55,7 +41,7 @@ void shell_format_names(struct strbuf *sb)
 			const char *c = o->choices;
 			while (*c) {
 				size_t l = strcspn(c, " ");
-				if (l && !list_has(sb->buf + start, c, l)) {
+				if (l && !cmd_list_has(sb->buf + start, c, l)) {
 					if (sb->len > start)
 						strbuf_adds(sb, " ");
 					strbuf_add(sb, c, l);
@@ -113,7 +99,7 @@ int shell_setting_set(struct cmd_ctx *ctx, const char *name, const char *value)
 		shell_format_names(&names);
 		int ok = !strcmp(value, "default") ||
 			 (strlen(value) < sizeof(format_buf) &&
-			  list_has(names.buf, value, strlen(value)));
+			  cmd_list_has(names.buf, value, strlen(value)));
 		if (!ok) {
 			cmd_error(ctx, "set format: unknown format '%s' (one of: %s, default)", value,
 				  names.buf);

@@ -227,10 +227,8 @@ void cmd_help_globals(struct strbuf *sb)
 	}
 }
 
-/* Does the space-separated list LIST hold WORD? */
-static int word_in(const char *list, const char *word)
+int cmd_list_has(const char *list, const char *word, size_t wl)
 {
-	size_t wl = strlen(word);
 	while (list && *list) {
 		size_t l = strcspn(list, " ");
 		if (l == wl && !strncmp(list, word, l))
@@ -322,7 +320,7 @@ static int opt_value(const struct cmd_option *o, const char *v, struct cmd_optva
 	case CMD_OPT_STRING:
 		return 0;
 	case CMD_OPT_CHOICE:
-		return word_in(o->choices, v) ? 0 : -1;
+		return cmd_list_has(o->choices, v, strlen(v)) ? 0 : -1;
 	case CMD_OPT_COUNT: {
 		char *end;
 		if (!*v || *v == '-' || *v == '+')
@@ -374,7 +372,7 @@ static void opt_fill(struct cmd_ctx *ctx, const struct cmd_entry *e)
 		if (st) {
 			switch (o->setting) {
 			case CMD_SET_FORMAT:
-				if (st->format && word_in(o->choices, st->format))
+				if (st->format && cmd_list_has(o->choices, st->format, strlen(st->format)))
 					v->str = st->format;
 				break;
 			case CMD_SET_MAX_FRAMES:
