@@ -211,6 +211,7 @@ const struct cmd_entry *cmd_find(const char *name, int exact_only, char *msg, si
 /* Does the space-separated list LIST hold the WL bytes at WORD (WORD need
  * not end there)? A NULL LIST holds nothing. */
 int cmd_list_has(const char *list, const char *word, size_t wl);
+
 /* Parse options of ENTRY in ARGV into CTX->optval; on return *ARGC/ARGV hold
  * argv[0] and the positional arguments, in an array owned by CTX (freed by
  * the next parse or cmd_ctx_release; the strings stay the caller's). The
