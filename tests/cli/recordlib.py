@@ -13,7 +13,7 @@ import tempfile
 import time
 
 import sdtest
-from fixture import path_of
+from fixture import path_of, start, thread_states
 
 SNAP_FORMAT = "stackdump-snapshot"
 
@@ -164,6 +164,31 @@ def check_recording(d, expect_state="stopped"):
     times = [s["time"] for s in snaps]
     sdtest.eq(times, sorted(times), "snapshots out of time order")
     return snaps
+
+
+def record_late_deadlock(tag, every, count, before):
+    """Record fx-pool (2 workers, 1 http thread and the late-deadlock pair)
+    COUNT times EVERY apart into a new directory, setting the deadlock off
+    once BEFORE snapshots exist and waiting until both late threads park on
+    each other's lock. Returns (dir, {name: [tids]}, pid, the number of
+    snapshots written when both had parked)."""
+    d = tempdir(tag)
+    with start("fx-pool", "2", "1", "late-deadlock", parked=3) as fx:
+        tids = fx.tids_by_name()
+        rec = Recorder(fx.pid, "--every", every, "--count", str(count), "--out", d)
+        rec.wait_for(lambda: len(snap_files(d)) >= before, "%d snapshots" % before)
+        os.kill(fx.pid, signal.SIGUSR1)
+        # Both late threads parked on each other's lock before the next
+        # snapshot counts them (a snapshot in between is fine: it shows
+        # them on their way).
+        late = {tids["late-1"][0], tids["late-2"][0]}
+        deadline = time.monotonic() + 60
+        while sum(1 for t, s in thread_states(fx.pid).items() if t in late and s.in_futex) < 2:
+            sdtest.ok(time.monotonic() < deadline, "late threads did not park")
+            time.sleep(0.01)
+        parked_at = len(snap_files(d))
+        sdtest.eq(rec.wait(), 0, rec.stderr())
+        return d, tids, fx.pid, parked_at
 
 
 def kill_quietly(pid, sig=signal.SIGKILL):

@@ -5,14 +5,13 @@
 # snapshot ranges; the first lines of the report on a recording during which
 # a deadlock forms are checked whole against the snapshots on disk.
 import os
-import signal
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import sdtest  # noqa: E402
-from fixture import start, thread_states  # noqa: E402
-from recordlib import Recorder, check_recording, record, snap_files, tempdir  # noqa: E402
+from fixture import start  # noqa: E402
+from recordlib import check_recording, record, record_late_deadlock, tempdir  # noqa: E402
 from sdtest import contains, eq, matches, ok  # noqa: E402
 
 _rec = {}
@@ -27,23 +26,7 @@ def late_deadlock_recording():
     recorded 8 times; the deadlock is set off after the third snapshot."""
     if _rec:
         return _rec["d"], _rec["snaps"], _rec["tids"], _rec["pid"]
-    d = tempdir("findings")
-    with start("fx-pool", "2", "1", "late-deadlock", parked=3) as fx:
-        tids = fx.tids_by_name()
-        rec = Recorder(fx.pid, "--every", "250ms", "--count", "8", "--out", d)
-        rec.wait_for(lambda: len(snap_files(d)) >= 3, "three snapshots")
-        os.kill(fx.pid, signal.SIGUSR1)
-        # Both late threads parked on each other's lock before the next
-        # snapshot counts them (a snapshot in between is fine: it shows
-        # them on their way).
-        late = {tids["late-1"][0], tids["late-2"][0]}
-        deadline = time.monotonic() + 60
-        while sum(1 for t, s in thread_states(fx.pid).items() if t in late and s.in_futex) < 2:
-            ok(time.monotonic() < deadline, "late threads did not park")
-            time.sleep(0.01)
-        parked_at = len(snap_files(d))
-        eq(rec.wait(), 0, rec.stderr())
-        pid = fx.pid
+    d, tids, pid, parked_at = record_late_deadlock("findings", "250ms", 8, 3)
     snaps = check_recording(d)
     eq(len(snaps), 8)
     ok(parked_at < 8, "the recording ended before the deadlock formed")

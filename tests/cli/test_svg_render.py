@@ -6,15 +6,14 @@
 # are kept under $SD_SCREENSHOTS (if set) for a look by eye.
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import sdtest  # noqa: E402
-from fixture import start, thread_states  # noqa: E402
-from recordlib import Recorder, record, snap_files, tempdir  # noqa: E402
+from fixture import start  # noqa: E402
+from recordlib import record, record_late_deadlock  # noqa: E402
 from sdtest import contains, eq, ok  # noqa: E402
 from svgrender import layout, screenshot  # noqa: E402
 
@@ -67,18 +66,7 @@ def test_flame_graph_renders_title_and_labels():
 
 def deadlock_recording():
     """fx-pool whose late deadlock forms after the second snapshot."""
-    d = tempdir("svgrec")
-    with start("fx-pool", "2", "1", "late-deadlock", parked=3) as fx:
-        tids = fx.tids_by_name()
-        rec = Recorder(fx.pid, "--every", "200ms", "--count", "6", "--out", d)
-        rec.wait_for(lambda: len(snap_files(d)) >= 2, "two snapshots")
-        os.kill(fx.pid, signal.SIGUSR1)
-        late = {tids["late-1"][0], tids["late-2"][0]}
-        deadline = time.monotonic() + 60
-        while sum(1 for t, s in thread_states(fx.pid).items() if t in late and s.in_futex) < 2:
-            ok(time.monotonic() < deadline, "late threads did not park")
-            time.sleep(0.01)
-        eq(rec.wait(), 0, rec.stderr())
+    d, tids, _, _ = record_late_deadlock("svgrec", "200ms", 6, 2)
     return d, tids
 
 
