@@ -108,23 +108,29 @@ static int cmp_size(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-size_t capture_budget(struct sd_thread **threads, size_t n, size_t total)
+size_t capture_budget(struct sd_thread **threads, size_t n, size_t total, size_t later,
+		      size_t later_want)
 {
 	size_t sum = 0;
 	for (size_t i = 0; i < n; i++)
 		sum += threads[i]->stack_want;
-	if (sum <= total)
+	if (sum + later * later_want <= total)
 		return 0;
-	/* Water-filling: the smallest windows are copied whole as long as
-	 * what is left, shared evenly, still covers them; every larger one
-	 * gets that even share. Small stacks (most threads) lose nothing. */
-	size_t *w = sd_xmalloc((n ? n : 1) * sizeof(*w));
+	/* Water-filling over this batch and the LATER ones: the smallest
+	 * windows are copied whole as long as what is left, shared evenly,
+	 * still covers them; every larger one gets that even share. Small
+	 * stacks (most threads) lose nothing, and a batch copied first
+	 * leaves the later ones their share. */
+	size_t all = n + later;
+	size_t *w = sd_xmalloc((all ? all : 1) * sizeof(*w));
 	for (size_t i = 0; i < n; i++)
 		w[i] = threads[i]->stack_want;
-	sd_sort(w, n, sizeof(*w), cmp_size);
+	for (size_t i = n; i < all; i++)
+		w[i] = later_want;
+	sd_sort(w, all, sizeof(*w), cmp_size);
 	size_t left = total, share = 0;
-	for (size_t k = 0; k < n; k++) {
-		size_t m = n - k;
+	for (size_t k = 0; k < all; k++) {
+		size_t m = all - k;
 		if (w[k] <= left / m) {
 			left -= w[k];
 			continue;

@@ -34,9 +34,11 @@ void capture_memory(pid_t pid, struct sd_snapshot *snap, struct sd_thread **thre
 /* Hold the planned stack windows of the N THREADS (capture_regs) to TOTAL
  * bytes together: when they want more, the largest are cut to an even
  * share of what the smaller ones leave, and marked stack_truncated and
- * stack_cut. Returns how many were cut. Runs while frozen: no system call,
- * O(N log N). */
-size_t capture_budget(struct sd_thread **threads, size_t n, size_t total);
+ * stack_cut. LATER threads still to be copied in later batches, each
+ * assumed to want LATER_WANT, keep their share of TOTAL. Returns how many
+ * were cut. Runs while frozen: no system call, O(N log N). */
+size_t capture_budget(struct sd_thread **threads, size_t n, size_t total, size_t later,
+		      size_t later_want);
 
 /* Read LEN bytes at ADDR of PID into BUF; returns bytes read (may be
  * short) or a negative errno. */

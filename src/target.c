@@ -856,6 +856,9 @@ static void capture_on_stop(struct sd_tracee *tr, void *arg)
 		th->retried = 1;
 	}
 	th->nlockmem = 0;
+	/* The copy taken before is dropped: its bytes go back to the total
+	 * cap for the new one. */
+	cx->s->stack_bytes -= th->stack_len < cx->s->stack_bytes ? th->stack_len : cx->s->stack_bytes;
 	th->stack_len = 0;
 	th->regs_partial = 0;
 	th->kind = SD_CAPTURE_FROZEN;
@@ -875,7 +878,14 @@ static void budget_copies(struct snapctx *cx, struct sd_thread **batch, size_t n
 	if (!total || !nb)
 		return;
 	size_t left = total > cx->s->stack_bytes ? total - (size_t)cx->s->stack_bytes : 0;
-	cx->s->stack_cut += capture_budget(batch, nb, left);
+	/* Those not copied yet and not in this batch keep their share. */
+	size_t pending = 0;
+	for (size_t i = 0; i < cx->s->nthreads; i++)
+		if (cx->s->threads[i].status == SD_THREAD_OK && !cx->s->threads[i].stack &&
+		    cx->p[i].plan != PLAN_REUSE && cx->p[i].plan != PLAN_KERNEL)
+			pending++;
+	size_t later = pending > nb ? pending - nb : 0;
+	cx->s->stack_cut += capture_budget(batch, nb, left, later, cx->o->max_stack);
 }
 
 /* Freeze KNOWN (or, with cx->only, only those), capture what stops, copy
@@ -1056,6 +1066,7 @@ static void late_stage(struct snapctx *cx)
 		if (r == 0) {
 			if (capture_regs(th, &cx->t->space.maps, cx->o->max_stack) == 0) {
 				th->kind = SD_CAPTURE_FROZEN;
+				budget_copies(cx, &th, 1);
 				capture_memory(cx->t->pid, s, &th, 1, &s->stack_bytes);
 			}
 			ptrace_thaw_one(&tr);
@@ -1208,6 +1219,65 @@ static void reuse_save(struct snapctx *cx)
 	t->reuse_cap = cap;
 }
 
+/* How many sleepers one stop for registers seizes at once. */
+#define REGSTOP_GROUP 256
+
+/* Stop the N sleepers NEED (sorted) for their registers and unwind them
+ * again. */
+static void regstop_group(struct snapctx *cx, const pid_t *need, size_t n)
+{
+	struct sd_snapshot *s = cx->s;
+	cx->stage = STAGE_REGS;
+	cx->only = need;
+	cx->nonly = n;
+	struct sd_error e2 = {0};
+	unsigned budget = cx->o->timeout_ms < SD_STOP_BUDGET_MS ? cx->o->timeout_ms
+								 : SD_STOP_BUDGET_MS;
+	freeze_stage(cx, need, n, budget, &e2);
+	cx->only = NULL;
+	cx->nonly = 0;
+	for (size_t k = 0; k < n; k++) {
+		size_t i = thread_index(cx, need[k], 0);
+		struct sd_thread *th = &s->threads[i];
+		struct tplan *tp = &cx->p[i];
+		if (th->regs_partial && th->status == SD_THREAD_OK &&
+		    ptrace_is_straggler(th->tid)) {
+			/* Not stopped within the budget (a starved
+			 * CPU): the others run already, wait for it
+			 * alone. */
+			struct sd_tracee tr = {.tid = th->tid};
+			int r = ptrace_wait_straggler(&tr, cx->o->timeout_ms);
+			if (r == 0) {
+				capture_on_stop(&tr, cx);
+				if (tp->copy_now && th->status == SD_THREAD_OK) {
+					budget_copies(cx, &th, 1);
+					capture_memory(cx->t->pid, s, &th, 1, &s->stack_bytes);
+				}
+				tp->copy_now = 0;
+				ptrace_thaw_one(&tr);
+			} else if (r == -ESRCH) {
+				mark_failed(s, th, SD_THREAD_EXITED,
+					    "exited during the snapshot");
+			}
+		}
+		if (th->status != SD_THREAD_OK)
+			continue;
+		if (th->regs_partial) {
+			/* Did not stop: keep what the copy gave, and say
+			 * why it ends there. */
+			th->unwind_stop = strpool_intern(s->pool,
+							 "the rest needs registers only a stop "
+							 "gives, and the thread did not stop in time");
+			continue;
+		}
+		s->nregstops++;
+		th->nframes = 0;
+		th->unwind_stop = NULL;
+		unwind_thread(cx->t->unw, s, th, cx->o->max_frames);
+		tp->reunwound = 1;
+	}
+}
+
 /* Stop, once, each sleeper whose unwind needs a register /proc does not
  * give; unwind it again from the copy when the stop proves the copy is
  * still exact, else from what was read while it was stopped. */
@@ -1235,48 +1305,12 @@ static void regstop_stage(struct snapctx *cx, int for_locks, struct sd_error *er
 		}
 		need[n++] = th->tid;
 	}
-	if (n) {
-		sd_sort(need, n, sizeof(*need), cmp_tid);
-		cx->stage = STAGE_REGS;
-		cx->only = need;
-		cx->nonly = n;
-		struct sd_error e2 = {0};
-		unsigned budget = cx->o->timeout_ms < SD_STOP_BUDGET_MS ? cx->o->timeout_ms
-									 : SD_STOP_BUDGET_MS;
-		freeze_stage(cx, need, n, budget, &e2);
-		cx->only = NULL;
-		cx->nonly = 0;
-		for (size_t k = 0; k < n; k++) {
-			size_t i = thread_index(cx, need[k], 0);
-			struct sd_thread *th = &s->threads[i];
-			struct tplan *tp = &cx->p[i];
-			if (th->regs_partial && th->status == SD_THREAD_OK &&
-			    ptrace_is_straggler(th->tid)) {
-				/* Not stopped within the budget (a starved
-				 * CPU): the others run already, wait for it
-				 * alone. */
-				struct sd_tracee tr = {.tid = th->tid};
-				int r = ptrace_wait_straggler(&tr, cx->o->timeout_ms);
-				if (r == 0) {
-					capture_on_stop(&tr, cx);
-					if (tp->copy_now && th->status == SD_THREAD_OK)
-						capture_memory(cx->t->pid, s, &th, 1, &s->stack_bytes);
-					tp->copy_now = 0;
-					ptrace_thaw_one(&tr);
-				} else if (r == -ESRCH) {
-					mark_failed(s, th, SD_THREAD_EXITED,
-						    "exited during the snapshot");
-				}
-			}
-			if (th->regs_partial || th->status != SD_THREAD_OK)
-				continue; /* did not stop: keep what the copy gave */
-			s->nregstops++;
-			th->nframes = 0;
-			th->unwind_stop = NULL;
-			unwind_thread(cx->t->unw, s, th, cx->o->max_frames);
-			tp->reunwound = 1;
-		}
-	}
+	sd_sort(need, n, sizeof(*need), cmp_tid);
+	/* In groups: these threads sleep, so no two need to stop together,
+	 * and a group small enough to seize within the stop budget stops
+	 * in time on a loaded host, each for a short while. */
+	for (size_t g = 0; g < n; g += REGSTOP_GROUP)
+		regstop_group(cx, need + g, n - g < REGSTOP_GROUP ? n - g : REGSTOP_GROUP);
 	(void)err;
 	free(need);
 }

@@ -46,8 +46,14 @@ def check_pool(doc, nsleep, nspin, depth=20):
     spinners = [t for n, ts in g.items() if n.startswith("spinner-") for t in ts]
     eq(len(sleepers), nsleep)
     eq(len(spinners), nspin)
+    tm = doc["timings"]
+    # A sleeper is read without a stop; only one whose scheduler counters
+    # moved under the stop for registers (a loaded host can schedule it
+    # in twice) is frozen and read again, and counted as retried.
+    again = 0
     for t in sleepers:
-        eq(t["capture"], "asleep", "sleeper %d: %r" % (t["tid"], t["capture"]))
+        ok(t["capture"] in ("asleep", "frozen"), "sleeper %d: %r" % (t["tid"], t["capture"]))
+        again += t["capture"] == "frozen"
         eq(t["status"], "ok")
         fr = names(t)
         eq(fr.count("pool_chain"), depth + 1, "sleeper %d: %r" % (t["tid"], fr))
@@ -58,10 +64,10 @@ def check_pool(doc, nsleep, nspin, depth=20):
         fr = names(t)
         ok(("spin_big" in fr or "spin_small" in fr) and "spinner_main" in fr,
            "spinner %d: %r" % (t["tid"], fr))
-    tm = doc["timings"]
+    ok(again <= tm["retried"], "%d sleepers frozen, %d retried" % (again, tm["retried"]))
     eq(tm["asleep"] + tm["frozen"] + tm["reused"], len(doc["threads"]))
     ok(tm["frozen"] >= nspin, "timings: %r" % tm)
-    ok(tm["asleep"] >= nsleep, "timings: %r" % tm)
+    ok(tm["asleep"] >= nsleep - again, "timings: %r" % tm)
     return tm
 
 

@@ -4,7 +4,8 @@
 // counters keeps its stack; one made to run between the two counter
 // readings (the snapshot's hook wakes it and waits for its answer) is
 // noticed, frozen and read again, never reported with the stale stack.
-// Also the parser of schedstat lines.
+// Also the parser of schedstat lines and the sharing of the total cap on
+// stack copies between batches.
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -22,7 +23,9 @@
 
 #include <cmocka.h>
 
+#include "capture.h"
 #include "procfs.h"
+#include "snapshot.h"
 #include "target.h"
 
 #ifndef SD_FIXTURE_DIR
@@ -223,10 +226,44 @@ static void test_parse_schedstat(void **state)
 	assert_true(procfs_parse_schedstat("x y z", &c) < 0);
 }
 
+/* A first batch copied under the total cap leaves the threads still to be
+ * copied their even share: 4 threads wanting 100 KiB each and 2 later ones
+ * under a 120 KiB cap get 20 KiB each, not 30 KiB with nothing left. */
+static void test_budget_leaves_later_their_share(void **state)
+{
+	(void)state;
+	struct sd_thread th[4];
+	struct sd_thread *v[4];
+	memset(th, 0, sizeof(th));
+	for (int i = 0; i < 4; i++) {
+		th[i].stack_want = 100 << 10;
+		v[i] = &th[i];
+	}
+	assert_int_equal(capture_budget(v, 4, 120 << 10, 2, 100 << 10), 4);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(th[i].stack_want, 20 << 10);
+		assert_true(th[i].stack_cut);
+	}
+	/* Small windows are copied whole; the large one gets what they
+	 * leave shared with the later ones. */
+	memset(th, 0, sizeof(th));
+	th[0].stack_want = 4 << 10;
+	th[1].stack_want = 4 << 10;
+	th[2].stack_want = 200 << 10;
+	assert_int_equal(capture_budget(v, 3, 108 << 10, 1, 100 << 10), 1);
+	assert_int_equal(th[0].stack_want, 4 << 10);
+	assert_int_equal(th[1].stack_want, 4 << 10);
+	assert_int_equal(th[2].stack_want, 50 << 10);
+	assert_false(th[0].stack_cut);
+	/* Under the cap: nothing is cut. */
+	assert_int_equal(capture_budget(v, 3, 1 << 20, 3, 100 << 10), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_schedstat),
+		cmocka_unit_test(test_budget_leaves_later_their_share),
 		cmocka_unit_test_prestate(test_asleep_kept_when_counters_agree, "fx-wake-nofp"),
 		cmocka_unit_test_prestate(test_woken_between_readings_is_read_again, "fx-wake-nofp"),
 		cmocka_unit_test_prestate(test_asleep_kept_when_counters_agree, "fx-wake"),
