@@ -80,6 +80,15 @@ def test_command_files_stay_small():
     eq(big, [])
 
 
+def test_no_source_file_over_1000_lines():
+    files = sorted(glob.glob(os.path.join(ROOT, "src", "*.[ch]")) +
+                   glob.glob(os.path.join(ROOT, "commands", "*.[ch]")))
+    ok(len(files) >= 60, files)
+    big = ["%s: %d lines" % (os.path.relpath(p, ROOT), len(lines_of(p)))
+           for p in files if len(lines_of(p)) > 1000]
+    eq(big, [])
+
+
 def defined_globals(path):
     r = subprocess.run(["nm", "--defined-only", "-g", path], capture_output=True, text=True,
                        check=True)

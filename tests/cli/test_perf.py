@@ -161,8 +161,16 @@ def test_thread_born_and_exiting():
         eq([f["function"] for f in st["frames"]][-4:],
            ["late_spin", "late_main", "start_thread", "clone3"])
         eq(st["on_cpu"], st["count"])
-    # The phaser and main in every tick, before and after.
-    eq(doc["thread_samples"], 2 * doc["samples"] + n)
+    # The phaser and main in every tick, before and after; the rest is the
+    # late thread: in late_main, or (a tick or two on a loaded host) caught
+    # being born or on its way out, in neither main's nor the phaser's code.
+    def fns(st):
+        return {f["function"] for f in st["frames"]}
+    edge = [st for st in doc["stacks"] if st not in late and
+            not fns(st) & {"main", "phaser_main"}]
+    n_edge = sum(st["count"] for st in edge)
+    ok(n_edge <= 2, "late thread outside late_main in %d ticks: %r" % (n_edge, edge))
+    eq(doc["thread_samples"], 2 * doc["samples"] + n + n_edge)
     m = [l for l in err.splitlines() if l.startswith("perf: ")]
     eq(len(m), 1, err)
     contains(m[0], " 3 threads followed, 1 gone")

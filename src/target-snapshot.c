@@ -1,0 +1,563 @@
+// SPDX-License-Identifier: MIT
+// target_snapshot: the snapshot pipeline as a sequence of stages. Discover
+// and plan, capture (snap-capture.c), then unwind, symbolize and analyze
+// while the target runs again.
+#include "target.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "analyze.h"
+#include "ptrace.h"
+#include "snapctx.h"
+#include "symbols.h"
+#include "unwind.h"
+
+static struct sd_thread *find_thread(struct sd_snapshot *s, pid_t tid)
+{
+	for (size_t i = 0; i < s->nthreads; i++)
+		if (s->threads[i].tid == tid)
+			return &s->threads[i];
+	return NULL;
+}
+
+/* After a --tid/--name selection: the names of lock owners that were not
+ * selected, so that "held by 1547" can say who 1547 is. */
+static void name_outside(struct sd_snapshot *s)
+{
+	size_t cap = 0;
+	for (size_t i = 0; i < s->nthreads; i++) {
+		const struct sd_wait *w = &s->threads[i].wait;
+		if (!w->owner_known || w->owner <= 0 || find_thread(s, w->owner))
+			continue;
+		int known = 0;
+		for (size_t k = 0; k < s->noutside && !known; k++)
+			known = s->outside[k].tid == w->owner;
+		if (known)
+			continue;
+		char path[96], *text;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)s->pid, (int)w->owner);
+		if (sd_read_file(path, &text, 256) < 0)
+			continue; /* not a thread of this process, or gone */
+		text[strcspn(text, "\n")] = '\0';
+		sd_grow(&s->outside, &cap, s->noutside + 1, sizeof(*s->outside));
+		s->outside[s->noutside].tid = w->owner;
+		s->outside[s->noutside++].name = strpool_intern(s->pool, text);
+		free(text);
+	}
+}
+
+static int cmp_tname(const void *a, const void *b)
+{
+	pid_t x = ((const struct sd_tname *)a)->tid, y = ((const struct sd_tname *)b)->tid;
+	return (x > y) - (x < y);
+}
+
+/* The name of thread TID from the cache, which is read again for every
+ * thread once it is a second old, and for a thread it has not seen. */
+static const char *cached_name(struct sd_target *t, struct procfs_taskcache *tc, int taskdir,
+			       pid_t tid, uint64_t now)
+{
+	if (now - t->names_ns > 1000000000ull) {
+		t->nnames = 0;
+		t->names_ns = now;
+	}
+	struct sd_tname key = {.tid = tid};
+	struct sd_tname *hit = t->nnames ? bsearch(&key, t->names, t->nnames, sizeof(key), cmp_tname)
+					 : NULL;
+	if (hit)
+		return hit->comm;
+	char text[64];
+	if (procfs_task_comm(tc, taskdir, t->pid, tid, text, sizeof(text)) < 0)
+		return NULL;
+	sd_grow(&t->names, &t->names_cap, t->nnames + 1, sizeof(*t->names));
+	struct sd_tname *e = &t->names[t->nnames++];
+	e->tid = tid;
+	snprintf(e->comm, sizeof(e->comm), "%.15s", text);
+	/* Discover asks in rising TID order: only a TID that wrapped around
+	 * lands out of order. */
+	if (t->nnames > 1 && e[-1].tid > tid) {
+		sd_sort(t->names, t->nnames, sizeof(*t->names), cmp_tname);
+		e = bsearch(&key, t->names, t->nnames, sizeof(key), cmp_tname);
+	}
+	return e->comm;
+}
+
+/* light_discover 2: the state from the registers read while frozen. */
+static void state_from_regs(struct sd_thread *th)
+{
+	if (th->state || !th->have_regs)
+		return;
+	int blocked = analyze_in_syscall(th);
+	th->state = blocked ? 'S' : 'R';
+	th->running = !blocked;
+	th->syscall_known = 1;
+	th->syscall_nr = -1;
+}
+
+static void fill_taskinfo(struct sd_snapshot *s, struct sd_thread *th, const struct sd_taskinfo *ti)
+{
+	th->name = strpool_intern(s->pool, ti->comm);
+	th->state = ti->state;
+	th->wchan = ti->wchan[0] ? strpool_intern(s->pool, ti->wchan) : NULL;
+	th->syscall_known = ti->syscall_known;
+	th->running = ti->running;
+	th->syscall_nr = ti->syscall_nr;
+	memcpy(th->syscall_args, ti->syscall_args, sizeof(th->syscall_args));
+	th->vol_ctxsw = ti->vol_ctxsw;
+	th->proc_sp = ti->sp;
+	th->nonvol_ctxsw = ti->nonvol_ctxsw;
+	th->utime = ti->utime;
+	th->stime = ti->stime;
+}
+
+/* Registers are the truth while frozen: take the syscall from them. */
+static void syscall_from_regs(struct sd_thread *th)
+{
+	if (!th->have_regs)
+		return;
+	long nr = (long)th->regs.orig_rax;
+	if (nr >= 0 && !th->running) {
+		th->syscall_nr = nr;
+		th->syscall_args[0] = th->regs.rdi;
+		th->syscall_args[1] = th->regs.rsi;
+		th->syscall_args[2] = th->regs.rdx;
+		th->syscall_args[3] = th->regs.r10;
+		th->syscall_args[4] = th->regs.r8;
+		th->syscall_args[5] = th->regs.r9;
+		th->syscall_known = 1;
+	}
+}
+
+static void add_modules(struct sd_snapshot *s, struct sd_target *t)
+{
+	s->modules = sd_xcalloc(t->space.nmods ? t->space.nmods : 1, sizeof(*s->modules));
+	for (size_t i = 0; i < t->space.nmods; i++) {
+		struct sd_tmod *m = &t->space.mods[i];
+		struct sd_module *sm = &s->modules[s->nmodules++];
+		sm->name = strpool_intern(s->pool, m->name);
+		sm->path = strpool_intern(s->pool, m->path);
+		sm->build_id = m->elf && m->elf->build_id[0] ? strpool_intern(s->pool, m->elf->build_id)
+							     : NULL;
+		sm->start = m->start;
+		sm->end = m->end;
+		sm->bias = m->bias;
+	}
+}
+
+/* process: the process state (a zombie has no stacks) and, when due, its
+ * maps. Returns 0 or -1 with ERR set. */
+static int process_stage(struct sd_target *t, const struct sd_snap_opts *o, char *state,
+			 int *maps_fresh, struct sd_error *err)
+{
+	struct sd_procinfo pi;
+	int light = o->light_discover >= 2;
+	if (light) {
+		/* Samples: the state letter is all we need of the process. */
+		memset(&pi, 0, sizeof(pi));
+		if (procfs_proc_stat(t->pid, &pi.state, NULL, NULL, err) < 0)
+			return -1;
+	} else {
+		if (procfs_procinfo(t->pid, &pi, err) < 0)
+			return -1;
+		procfs_procinfo_release(&pi);
+	}
+	if (pi.state == 'Z' || pi.state == 'X') {
+		sd_error_set(err, ESRCH, "process %d exited (zombie)", (int)t->pid);
+		return -1;
+	}
+	*state = pi.state;
+	/* Samples read the maps once a second, or when the last unwind met
+	 * an address they lack; a snapshot whose unwind meets one reads
+	 * them again and unwinds once more (unwind_stage). */
+	*maps_fresh = 0;
+	if (!light || !t->space.maps.n || sd_now_ns() - t->maps_ns > 1000000000ull) {
+		if (target_refresh(t, err) < 0)
+			return -1;
+		*maps_fresh = 1;
+	}
+	symbols_sync(t->sym);
+	return 0;
+}
+
+/* The thread IDs to look at: listed now, or (samples) the last listing
+ * when under a second old; the freeze lists again for threads born since.
+ * Returns 0 or -1 with ERR set; *TIDS is the caller's to free. */
+static int list_stage(struct sd_target *t, const struct sd_snap_opts *o, int auto_mode,
+		      pid_t **tids, size_t *ntids, struct sd_error *err)
+{
+	uint64_t now = sd_now_ns();
+	if (auto_mode && o->reuse && !o->tids && !o->name_glob && t->last_tids &&
+	    now - t->tids_ns < 1000000000ull) {
+		*tids = sd_xmalloc((t->nlast_tids + 1) * sizeof(**tids));
+		memcpy(*tids, t->last_tids, t->nlast_tids * sizeof(**tids));
+		*ntids = t->nlast_tids;
+		return 0;
+	}
+	if (procfs_list_tids(t->pid, tids, ntids, err) < 0)
+		return -1;
+	free(t->last_tids);
+	t->last_tids = sd_xmalloc((*ntids + 1) * sizeof(**tids));
+	memcpy(t->last_tids, *tids, *ntids * sizeof(**tids));
+	t->nlast_tids = *ntids;
+	t->tids_ns = now;
+	return 0;
+}
+
+/* discover and plan: each wanted thread's name, state and syscall from
+ * /proc, before anything is stopped, and its capture kind. Returns 0, or
+ * -ENOENT with ERR set when the selection matches no thread. */
+static int discover_stage(struct snapctx *cx, const pid_t *tids, size_t ntids,
+			  struct sd_error *err)
+{
+	struct sd_target *t = cx->t;
+	const struct sd_snap_opts *o = cx->o;
+	struct sd_snapshot *s = cx->s;
+	int light = o->light_discover >= 2;
+	uint64_t now = sd_now_ns();
+	/* Repeated snapshots keep each thread's files open: a pread each. */
+	if (o->keep_files || (cx->auto_mode && (light || o->reuse))) {
+		if (!t->taskcache)
+			t->taskcache = procfs_taskcache_new();
+		procfs_taskcache_prune(t->taskcache, tids, ntids);
+		cx->tc = t->taskcache;
+	}
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)t->pid);
+	cx->taskdir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cx->taskdir < 0)
+		cx->taskdir = AT_FDCWD;
+	for (size_t i = 0; i < ntids; i++) {
+		if (!snap_thread_wanted(tids[i], &cx->pick))
+			continue;
+		if (light) {
+			const char *name = cached_name(t, cx->tc, cx->taskdir, tids[i], now);
+			if (!name)
+				continue; /* exited already */
+			struct sd_thread *th = snap_add_thread(cx, tids[i]);
+			th->name = strpool_intern(s->pool, name);
+			th->syscall_nr = -1;
+		} else {
+			struct sd_taskinfo ti;
+			if (procfs_taskinfo_cached(cx->tc, cx->taskdir, t->pid, tids[i], &ti,
+						   (o->light_discover ? PROCFS_LIGHT : 0) |
+							   PROCFS_REGS_FOLLOW) < 0)
+				continue; /* exited already */
+			struct sd_thread *th = snap_add_thread(cx, tids[i]);
+			fill_taskinfo(s, th, &ti);
+		}
+		if (cx->auto_mode)
+			snap_plan_thread(cx, s->nthreads - 1);
+	}
+	cx->nsorted = s->nthreads;
+	if (o->tids || o->name_glob)
+		s->threads_total = ntids;
+	if (!s->nthreads && (o->tids || o->name_glob))
+		return sd_error_set(err, ENOENT, "no thread of %d matches the selection",
+				    (int)t->pid);
+	return 0;
+}
+
+/* Prefault room for the stack copies now, while the target runs: the
+ * stack pointers /proc showed tell how much. */
+static void arena_stage(struct snapctx *cx)
+{
+	struct sd_target *t = cx->t;
+	const struct sd_snap_opts *o = cx->o;
+	struct sd_snapshot *s = cx->s;
+	size_t est = 0;
+	for (size_t i = 0; i < s->nthreads; i++) {
+		const struct sd_thread *th = &s->threads[i];
+		if (cx->p[i].plan == PLAN_REUSE || cx->p[i].plan == PLAN_KERNEL)
+			continue;
+		uint64_t sp = th->proc_sp ? th->proc_sp : cx->p[i].sc.sp;
+		const struct sd_map *m = sp ? procfs_maps_find(&t->space.maps, sp) : NULL;
+		/* Without a stack pointer from /proc, the share of what the
+		 * last snapshot copied. */
+		size_t w = m			       ? (size_t)(m->end - sp) + 8192
+			   : t->last_stack_bytes && t->snapshots ? t->last_stack_bytes / s->nthreads + 4096
+								 : 65536;
+		est += w < o->max_stack ? w : o->max_stack;
+	}
+	est += est / 8;
+	if (o->max_stack_total && est > o->max_stack_total)
+		est = o->max_stack_total;
+	if (t->spare_arena && t->spare_arena_size >= est && t->spare_arena_size / 4 <= est) {
+		snapshot_arena_adopt(s, t->spare_arena, t->spare_arena_size);
+		t->spare_arena = NULL;
+	} else {
+		snapshot_arena_reserve(s, est);
+	}
+}
+
+/* capture: sleepers read first without a stop, then only what runs is
+ * frozen, then the late ones and the proof. Returns 0 or -errno. */
+static int capture_stage(struct snapctx *cx, const pid_t *tids, size_t ntids,
+			 struct sd_error *err)
+{
+	const struct sd_snap_opts *o = cx->o;
+	struct sd_snapshot *s = cx->s;
+	if (o->per_thread)
+		return snap_perthread_stage(cx, err);
+	if (cx->auto_mode)
+		snap_asleep_stage(cx, 0);
+	for (size_t i = 0; i < s->nthreads; i++)
+		if (cx->p[i].plan == PLAN_REUSE)
+			reuse_apply(cx, &s->threads[i], cx->p[i].prev);
+	snap_kernel_stage(cx);
+	/* freeze: only what runs */
+	pid_t *known = sd_xmalloc((s->nthreads + 1) * sizeof(*known));
+	size_t nknown = 0;
+	for (size_t i = 0; i < s->nthreads; i++)
+		if (cx->p[i].plan == PLAN_FREEZE)
+			known[nknown++] = s->threads[i].tid;
+	int r = 0;
+	if (nknown || !cx->auto_mode) {
+		unsigned budget = o->timeout_ms;
+		if (cx->auto_mode && budget > SD_STOP_BUDGET_MS)
+			budget = SD_STOP_BUDGET_MS;
+		cx->stage = STAGE_MAIN;
+		r = snap_freeze_stage(cx, cx->auto_mode ? known : tids,
+				      cx->auto_mode ? nknown : ntids, budget, err);
+	}
+	free(known);
+	if (r < 0 || !cx->auto_mode)
+		return r;
+	/* A thread to freeze that the freeze did not take (still ours from
+	 * an earlier snapshot, not stopped yet): waited for or read asleep
+	 * like a late one. */
+	for (size_t i = 0; i < s->nthreads; i++)
+		if (cx->p[i].plan == PLAN_FREEZE && !s->threads[i].have_regs &&
+		    s->threads[i].status == SD_THREAD_OK)
+			cx->p[i].late = 1;
+	snap_late_stage(cx);
+	if (o->between_readings)
+		o->between_readings(o->between_arg);
+	snap_retry_stage(cx);
+	return 0;
+}
+
+/* unwind, offline: each captured thread from its copy. When the unwind
+ * met an address the maps lack (a new thread's stack, a library loaded
+ * since), the maps are read again and the threads unwound once more. */
+static int unwind_stage(struct snapctx *cx, int maps_fresh, uint64_t misses,
+			struct sd_error *err)
+{
+	struct sd_target *t = cx->t;
+	struct sd_snapshot *s = cx->s;
+	for (size_t i = 0; i < s->nthreads; i++) {
+		struct sd_thread *th = &s->threads[i];
+		state_from_regs(th);
+		if (!th->name || !th->state || (!th->have_regs && !th->syscall_known)) {
+			struct sd_taskinfo ti;
+			if (procfs_taskinfo(t->pid, th->tid, &ti) == 0)
+				fill_taskinfo(s, th, &ti);
+			else if (!th->name)
+				th->name = strpool_intern(s->pool, "");
+		}
+		syscall_from_regs(th);
+		if (th->kind == SD_CAPTURE_REUSED || th->kind == SD_CAPTURE_KERNEL)
+			continue;
+		unwind_thread(t->unw, s, th, cx->o->max_frames);
+	}
+	if (!maps_fresh && t->space.maps_misses != misses) {
+		if (target_refresh(t, err) < 0)
+			return -1;
+		symbols_sync(t->sym);
+		for (size_t i = 0; i < s->nthreads; i++) {
+			struct sd_thread *th = &s->threads[i];
+			if (th->kind == SD_CAPTURE_REUSED || th->kind == SD_CAPTURE_KERNEL)
+				continue;
+			th->nframes = 0;
+			th->unwind_stop = NULL;
+			unwind_thread(t->unw, s, th, cx->o->max_frames);
+		}
+	}
+	if (cx->auto_mode) {
+		snap_regstop_stage(cx, 0);
+		for (size_t i = 0; i < s->nthreads; i++)
+			cx->p[i].reunwound = 0; /* symbolized with the others */
+	}
+	return 0;
+}
+
+/* The counts -v and the JSON timings show. */
+static void count_stage(struct snapctx *cx)
+{
+	struct sd_snapshot *s = cx->s;
+	for (size_t i = 0; i < s->nthreads; i++) {
+		struct sd_thread *th = &s->threads[i];
+		switch (th->kind) {
+		case SD_CAPTURE_FROZEN: s->nfrozen += th->have_regs; break;
+		case SD_CAPTURE_ASLEEP: s->nasleep++; break;
+		case SD_CAPTURE_REUSED: s->nreused++; break;
+		case SD_CAPTURE_KERNEL: break;
+		}
+		s->nretried += th->retried;
+	}
+	/* A thread read twice (retried, stopped for registers) may have
+	 * been held to the cap twice: count threads, not cuts. */
+	if (cx->o->max_stack_total && !cx->o->per_thread) {
+		s->stack_cut = 0;
+		for (size_t i = 0; i < s->nthreads; i++)
+			s->stack_cut += s->threads[i].stack_cut;
+	}
+}
+
+/* symbolize TH, held to --max-frames (which counts inline frames too). */
+static void symbolize_thread(struct snapctx *cx, struct sd_thread *th)
+{
+	const struct sd_snap_opts *o = cx->o;
+	symbols_thread(cx->t->sym, cx->s, th, o->no_inline, o->no_source);
+	if (o->max_frames && th->nframes > o->max_frames) {
+		char msg[64];
+		th->nframes = o->max_frames;
+		snprintf(msg, sizeof(msg), "stopped at --max-frames %u", o->max_frames);
+		th->unwind_stop = strpool_intern(cx->s->pool, msg);
+	}
+}
+
+static void symbolize_stage(struct snapctx *cx)
+{
+	struct sd_snapshot *s = cx->s;
+	if (cx->o->no_symbols)
+		return;
+	for (size_t i = 0; i < s->nthreads; i++) {
+		struct sd_thread *th = &s->threads[i];
+		if (th->kind == SD_CAPTURE_REUSED && cx->o->reuse)
+			continue; /* frames as symbolized last time */
+		symbolize_thread(cx, th);
+	}
+}
+
+/* analyze: states, waits, owners, cycles. A lock waited on with no owner
+ * in memory has its holder inferred from stack slots and callee-saved
+ * registers, and /proc gave none of the latter: every sleeper is stopped
+ * once for them (the copy stays the one taken before when the stop proves
+ * it exact), then unwound and judged again. */
+static void analyze_stage(struct snapctx *cx)
+{
+	struct sd_target *t = cx->t;
+	struct sd_snapshot *s = cx->s;
+	analyze_snapshot(t->pid, t->sym, s);
+	if (!cx->auto_mode || !snap_locks_need_registers(cx))
+		return;
+	snap_regstop_stage(cx, 1);
+	for (size_t i = 0; i < s->nthreads; i++) {
+		struct sd_thread *th = &s->threads[i];
+		th->needs_regs = 0;
+		if (!cx->p[i].reunwound)
+			continue;
+		cx->p[i].reunwound = 0;
+		syscall_from_regs(th);
+		if (!cx->o->no_symbols)
+			symbolize_thread(cx, th);
+	}
+	analyze_snapshot(t->pid, t->sym, s);
+}
+
+/* What the target keeps for the next snapshot: the reuse cache, the
+ * modules, the arena (unless the caller keeps the copies). */
+static void finish_stage(struct snapctx *cx)
+{
+	struct sd_target *t = cx->t;
+	struct sd_snapshot *s = cx->s;
+	if (cx->auto_mode && cx->o->reuse)
+		reuse_save(cx);
+	if (s->threads_total)
+		name_outside(s);
+	add_modules(s, t);
+	t->last_stack_bytes = s->stack_bytes;
+	if (!cx->o->keep_capture) {
+		snapshot_drop_capture(s);
+		void *arena;
+		size_t size = snapshot_arena_release(s, &arena);
+		if (arena) {
+			if (t->spare_arena)
+				munmap(t->spare_arena, t->spare_arena_size);
+			t->spare_arena = arena;
+			t->spare_arena_size = size;
+		}
+	}
+	t->snapshots++;
+}
+
+struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_opts *o,
+				    struct sd_error *err)
+{
+	/* A thread that did not stop in time at the last snapshot has
+	 * perhaps stopped since: let it go before anything else. */
+	ptrace_reap_stragglers();
+	char state;
+	int maps_fresh;
+	uint64_t misses = t->space.maps_misses;
+	if (process_stage(t, o, &state, &maps_fresh, err) < 0)
+		return NULL;
+
+	struct sd_snapshot *s = snapshot_new(t->pid);
+	s->comm = strpool_intern(s->pool, t->info.comm);
+	s->exe = t->info.exe ? strpool_intern(s->pool, t->info.exe) : NULL;
+	s->state = state;
+	s->per_thread = o->per_thread;
+	s->stack_total = o->max_stack_total;
+	s->time = sd_wall_time();
+
+	struct snapctx cx = {.t = t, .o = o, .s = s, .taskdir = -1, .pick = {o, t->pid}};
+	cx.auto_mode = !o->per_thread && o->capture != SD_CAPMODE_FREEZE;
+	cx.no_schedstat = o->capture == SD_CAPMODE_CTXSW;
+	if (!cx.auto_mode)
+		reuse_clear(t);
+
+	pid_t *tids = NULL;
+	size_t ntids = 0;
+	if (list_stage(t, o, cx.auto_mode, &tids, &ntids, err) < 0 ||
+	    discover_stage(&cx, tids, ntids, err) < 0)
+		goto fail;
+	if (!o->per_thread)
+		arena_stage(&cx);
+	uint64_t t0 = sd_now_ns();
+	if (capture_stage(&cx, tids, ntids, err) < 0)
+		goto fail;
+	free(tids);
+	tids = NULL;
+	uint64_t t1 = sd_now_ns();
+	s->capture_us = (t1 - t0) / 1000;
+
+	/* Everything below runs with the target running again. */
+	if (unwind_stage(&cx, maps_fresh, misses, err) < 0)
+		goto fail;
+	count_stage(&cx);
+	uint64_t t2 = sd_now_ns();
+	s->unwind_us = (t2 - t1) / 1000;
+	symbolize_stage(&cx);
+	s->symbolize_us = (sd_now_ns() - t2) / 1000;
+	analyze_stage(&cx);
+	finish_stage(&cx);
+	if (cx.taskdir >= 0)
+		close(cx.taskdir);
+	free(cx.p);
+	return s;
+fail:
+	free(tids);
+	if (cx.taskdir >= 0)
+		close(cx.taskdir);
+	free(cx.p);
+	snapshot_free(s);
+	return NULL;
+}
+
+const char *target_thread_name(struct sd_target *t, pid_t tid)
+{
+	return cached_name(t, t->taskcache, AT_FDCWD, tid, sd_now_ns());
+}
+
+void target_snapshot_modules(struct sd_target *t, struct sd_snapshot *s)
+{
+	if (!s->modules)
+		add_modules(s, t);
+}
+
