@@ -209,7 +209,7 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 {
 	uint64_t t0 = sd_now_ns();
 	char pstate = 0;
-	if (procfs_proc_stat(p->t->pid, &pstate, NULL, NULL, err) < 0)
+	if (procfs_proc_stat(p->t->pid, &pstate, NULL, NULL, NULL, err) < 0)
 		return NULL;
 	if (pstate == 'Z' || pstate == 'X') {
 		sd_error_set(err, ESRCH, "process %d exited (zombie)", (int)p->t->pid);

@@ -215,7 +215,7 @@ static uint64_t status_field(const char *status, const char *key)
 }
 
 int procfs_proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long *flags,
-		     struct sd_error *err)
+		     long *nthreads, struct sd_error *err)
 {
 	char path[64], *text;
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -226,6 +226,13 @@ int procfs_proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long *flags,
 		return sd_error_set(err, (int)-n, "cannot read %s: %s", path, sd_strerror((int)-n));
 	}
 	int r = procfs_parse_stat(text, state, ppid, flags, NULL, NULL, NULL);
+	if (r == 0 && nthreads) {
+		/* Field 20, num_threads: the 18th space after the ')'. */
+		const char *q = strrchr(text, ')');
+		for (int field = 3; field <= 20 && q; field++)
+			q = strchr(q + 1, ' ');
+		*nthreads = q ? strtol(q + 1, NULL, 10) : -1;
+	}
 	free(text);
 	if (r < 0)
 		return sd_error_set(err, EINVAL, "cannot parse %s", path);
@@ -238,7 +245,7 @@ int procfs_procinfo(pid_t pid, struct sd_procinfo *info, struct sd_error *err)
 	memset(info, 0, sizeof(*info));
 	info->pid = pid;
 	unsigned long flags = 0;
-	int r = procfs_proc_stat(pid, &info->state, &info->ppid, &flags, err);
+	int r = procfs_proc_stat(pid, &info->state, &info->ppid, &flags, NULL, err);
 	if (r < 0)
 		return r;
 	info->kernel_thread = (flags & PF_KTHREAD) != 0;

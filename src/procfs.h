@@ -45,11 +45,11 @@ struct sd_procinfo {
 	char *exe;           /* readlink of /proc/PID/exe, heap, may be NULL */
 };
 
-/* State letter (and, each may be NULL, parent and flags) of process PID
- * from /proc/PID/stat alone. Returns 0, or -ESRCH with a message when
- * there is no such process. */
+/* State letter (and, each may be NULL, parent, flags and number of
+ * threads) of process PID from /proc/PID/stat alone. Returns 0, or -ESRCH
+ * with a message when there is no such process. */
 int procfs_proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long *flags,
-		     struct sd_error *err);
+		     long *nthreads, struct sd_error *err);
 /* Fill INFO for PID. Returns 0, or -ESRCH with a message when there is no
  * such process. */
 int procfs_procinfo(pid_t pid, struct sd_procinfo *info, struct sd_error *err);

@@ -343,8 +343,12 @@ static void stack_count(struct sd_profile *p, struct sd_pstack *st, uint64_t cou
 	st->on_cpu += on;
 	if (p->opts.group_threads)
 		name = strpool_intern(p->pool, profile_thread_family(name, fam, sizeof(fam)));
+	/* Samples come in thread order, the order the stack's threads were
+	 * added in: the one after the last match is looked at first, so a
+	 * stack shared by a thousand sleepers costs a compare, not a scan. */
 	struct sd_pthread *pt = NULL;
-	for (size_t i = 0; i < st->nthreads && !pt; i++) {
+	for (size_t k = 0; k < st->nthreads && !pt; k++) {
+		size_t i = (st->next_thread + k) % st->nthreads;
 		struct sd_pthread *x = &st->threads[i];
 		if (x->pid == pid &&
 		    (p->opts.group_threads ? x->name == name : x->tid == tid))
@@ -369,6 +373,7 @@ static void stack_count(struct sd_profile *p, struct sd_pstack *st, uint64_t cou
 			pt->tids[pt->ntids++] = tid;
 		}
 	}
+	st->next_thread = (size_t)(pt - st->threads) + 1;
 	pt->count += count;
 	pt->on_cpu += on;
 	if (state) {

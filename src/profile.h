@@ -80,6 +80,7 @@ struct sd_pstack {
 	uint64_t count, on_cpu;
 	struct sd_pthread *threads;
 	size_t nthreads, tcap;
+	size_t next_thread;   /* where the next sample's thread likely is */
 	struct sd_pstate states[SD_PSTACK_STATES];
 	pid_t pid;            /* process of the first sample (for addresses) */
 	uint64_t key_hash;

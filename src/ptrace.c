@@ -331,7 +331,7 @@ static void wait_stops(struct sd_tracee *v, size_t n, uint64_t deadline)
 }
 
 int ptrace_freeze_all(struct sd_freeze *fz, pid_t pid, unsigned timeout_ms,
-		      const pid_t *known, size_t nknown,
+		      const pid_t *known, size_t nknown, int rescan,
 		      int (*want)(pid_t tid, void *arg), void *want_arg,
 		      void (*on_stop)(struct sd_tracee *t, void *arg), void *stop_arg,
 		      struct sd_error *err)
@@ -349,6 +349,8 @@ int ptrace_freeze_all(struct sd_freeze *fz, pid_t pid, unsigned timeout_ms,
 	for (int pass = 0; pass < 64; pass++) {
 		pid_t *tids;
 		size_t ntids;
+		if (pass > 0 && known && !rescan)
+			break;
 		if (pass == 0 && known && nknown) {
 			/* The caller's fresh listing: the next pass lists
 			 * again for threads born since. */

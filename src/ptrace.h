@@ -40,8 +40,10 @@ struct sd_freeze {
 	uint64_t stopped_ns; /* every thread stopped (and captured) */
 };
 
-/* Seize and interrupt every thread of PID, rescanning task/ until no new
- * thread appears, then wait (at most TIMEOUT_MS in all) for each to stop.
+/* Seize and interrupt every thread of PID (KNOWN first, NKNOWN of them;
+ * with RESCAN, task/ is then listed again until no new thread appears;
+ * without, KNOWN is all: samples whose listing is fresh), then wait (at
+ * most TIMEOUT_MS in all) for each to stop.
  * Threads that exit are marked GONE; the freeze stands for the rest.
  * Returns 0 when at least one thread is stopped, else a negative errno
  * with a message that says what the user can do. On error every thread
@@ -49,7 +51,7 @@ struct sd_freeze {
  * ON_STOP (may be NULL) is called as soon as each thread stops, so the
  * capture of one overlaps the wait for the others. */
 int ptrace_freeze_all(struct sd_freeze *fz, pid_t pid, unsigned timeout_ms,
-		      const pid_t *known, size_t nknown,
+		      const pid_t *known, size_t nknown, int rescan,
 		      int (*want)(pid_t tid, void *arg), void *want_arg,
 		      void (*on_stop)(struct sd_tracee *t, void *arg), void *stop_arg,
 		      struct sd_error *err);

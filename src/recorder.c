@@ -244,7 +244,7 @@ static void drop_oldest(struct sd_recorder *r)
 static int proc_alive(pid_t pid)
 {
 	char st = 0;
-	if (procfs_proc_stat(pid, &st, NULL, NULL, NULL) < 0)
+	if (procfs_proc_stat(pid, &st, NULL, NULL, NULL, NULL) < 0)
 		return 0;
 	return st && st != 'Z' && st != 'X';
 }

@@ -264,7 +264,10 @@ int snap_freeze_stage(struct snapctx *cx, const pid_t *known, size_t nknown, uns
 	struct sd_freeze fz;
 	struct sd_boost boost;
 	ptrace_boost_begin(&boost);
-	int r = ptrace_freeze_all(&fz, cx->t->pid, budget, known, nknown,
+	/* Samples list the threads when their number changed (list_stage):
+	 * one born since is in the next sample. */
+	int rescan = cx->o->light_discover < 2;
+	int r = ptrace_freeze_all(&fz, cx->t->pid, budget, known, nknown, rescan,
 				  (cx->only || cx->auto_mode || cx->o->tids || cx->o->name_glob)
 					  ? freeze_wanted
 					  : NULL,

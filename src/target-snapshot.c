@@ -152,14 +152,15 @@ static void add_modules(struct sd_snapshot *s, struct sd_target *t)
 /* process: the process state (a zombie has no stacks) and, when due, its
  * maps. Returns 0 or -1 with ERR set. */
 static int process_stage(struct sd_target *t, const struct sd_snap_opts *o, char *state,
-			 int *maps_fresh, struct sd_error *err)
+			 long *nthreads, int *maps_fresh, struct sd_error *err)
 {
 	struct sd_procinfo pi;
 	int light = o->light_discover >= 2;
 	if (light) {
-		/* Samples: the state letter is all we need of the process. */
+		/* Samples: the state letter and the number of threads are
+		 * all we need of the process. */
 		memset(&pi, 0, sizeof(pi));
-		if (procfs_proc_stat(t->pid, &pi.state, NULL, NULL, err) < 0)
+		if (procfs_proc_stat(t->pid, &pi.state, NULL, NULL, &pi.nthreads, err) < 0)
 			return -1;
 	} else {
 		if (procfs_procinfo(t->pid, &pi, err) < 0)
@@ -171,6 +172,7 @@ static int process_stage(struct sd_target *t, const struct sd_snap_opts *o, char
 		return -1;
 	}
 	*state = pi.state;
+	*nthreads = pi.nthreads;
 	/* Samples read the maps once a second, or when the last unwind met
 	 * an address they lack; a snapshot whose unwind meets one reads
 	 * them again and unwinds once more (unwind_stage). */
@@ -185,14 +187,15 @@ static int process_stage(struct sd_target *t, const struct sd_snap_opts *o, char
 }
 
 /* The thread IDs to look at: listed now, or (samples) the last listing
- * when under a second old; the freeze lists again for threads born since.
- * Returns 0 or -1 with ERR set; *TIDS is the caller's to free. */
+ * when under a second old and the process has as many threads as it
+ * lists (NTHREADS, from its stat). Returns 0 or -1 with ERR set; *TIDS is
+ * the caller's to free. */
 static int list_stage(struct sd_target *t, const struct sd_snap_opts *o, int auto_mode,
-		      pid_t **tids, size_t *ntids, struct sd_error *err)
+		      long nthreads, pid_t **tids, size_t *ntids, struct sd_error *err)
 {
 	uint64_t now = sd_now_ns();
 	if (auto_mode && o->reuse && !o->tids && !o->name_glob && t->last_tids &&
-	    now - t->tids_ns < 1000000000ull) {
+	    nthreads == (long)t->nlast_tids && now - t->tids_ns < 1000000000ull) {
 		*tids = sd_xmalloc((t->nlast_tids + 1) * sizeof(**tids));
 		memcpy(*tids, t->last_tids, t->nlast_tids * sizeof(**tids));
 		*ntids = t->nlast_tids;
@@ -493,9 +496,10 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 	 * perhaps stopped since: let it go before anything else. */
 	ptrace_reap_stragglers();
 	char state;
+	long nthreads;
 	int maps_fresh;
 	uint64_t misses = t->space.maps_misses;
-	if (process_stage(t, o, &state, &maps_fresh, err) < 0)
+	if (process_stage(t, o, &state, &nthreads, &maps_fresh, err) < 0)
 		return NULL;
 
 	struct sd_snapshot *s = snapshot_new(t->pid);
@@ -514,7 +518,7 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 
 	pid_t *tids = NULL;
 	size_t ntids = 0;
-	if (list_stage(t, o, cx.auto_mode, &tids, &ntids, err) < 0 ||
+	if (list_stage(t, o, cx.auto_mode, nthreads, &tids, &ntids, err) < 0 ||
 	    discover_stage(&cx, tids, ntids, err) < 0)
 		goto fail;
 	if (!o->per_thread)
