@@ -788,12 +788,15 @@ int cmd_snap_opts(struct cmd_ctx *ctx, struct sd_snap_opts *o, pid_t **tids)
 	*tids = NULL;
 	/* A diagnostic: "freeze" stops every thread (the all-frozen mode),
 	 * "ctxsw" proves sleepers with context switch counts, as on a kernel
-	 * without schedstat. */
+	 * without schedstat, "schedstat" proves samples' sleepers with
+	 * schedstat, as on a host that refuses perf events. */
 	const char *mode = getenv("STACKDUMP_CAPTURE");
 	if (mode && !strcmp(mode, "freeze"))
 		o->capture = SD_CAPMODE_FREEZE;
 	else if (mode && !strcmp(mode, "ctxsw"))
 		o->capture = SD_CAPMODE_CTXSW;
+	else if (mode && !strcmp(mode, "schedstat"))
+		o->capture = SD_CAPMODE_SCHEDSTAT;
 	if (cmd_has(ctx, SNAP_OPT_MAX_FRAMES))
 		o->max_frames = (unsigned)cmd_num(ctx, SNAP_OPT_MAX_FRAMES);
 	o->no_inline = cmd_has(ctx, SNAP_OPT_NO_INLINE);

@@ -239,6 +239,8 @@ static void process_header(struct strbuf *out, const struct sd_snapshot *s,
 			    s->nfrozen, s->nasleep, s->nreused, s->nretried, s->nregstops);
 		if (s->capture_note)
 			strbuf_addf(out, "  note: %s\n", s->capture_note);
+		if (s->proof)
+			strbuf_addf(out, "  sleepers proven off CPU by %s\n", s->proof);
 	}
 	if (o && o->verbose)
 		strbuf_addf(out,

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,7 +219,10 @@ int procfs_proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long *flags,
 		     long *nthreads, struct sd_error *err)
 {
 	char path[64], *text;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	/* The leader's own stat: the same state letter and thread count as
+	 * /proc/PID/stat, without the sum of every thread's times that one
+	 * costs the kernel. */
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)pid);
 	ssize_t n = sd_read_file(path, &text, 1 << 16);
 	if (n < 0) {
 		if (n == -ENOENT || n == -ESRCH)
@@ -365,8 +369,10 @@ struct procfs_taskcache {
 	struct tcent {
 		pid_t tid;
 		int fd[TF_N]; /* -1: not open */
+		int clock;    /* task clock event, -1: not open */
 	} *v;
 	size_t n, cap, max;
+	int clock_refused; /* the kernel refused a task clock event */
 };
 
 /* Read task file F of TID: through the cache's open descriptor when there
@@ -430,6 +436,7 @@ static struct tcent *tc_entry(struct procfs_taskcache *c, pid_t tid)
 	e->tid = tid;
 	for (int f = 0; f < TF_N; f++)
 		e->fd[f] = -1;
+	e->clock = -1;
 	c->n++;
 	return e;
 }
@@ -437,13 +444,14 @@ static struct tcent *tc_entry(struct procfs_taskcache *c, pid_t tid)
 struct procfs_taskcache *procfs_taskcache_new(void)
 {
 	struct procfs_taskcache *c = sd_xcalloc(1, sizeof(*c));
-	/* Up to six descriptors a thread, within the limit, leaving room for the
-	 * rest of the program; threads past that are read uncached. */
+	/* Up to seven descriptors a thread (six files and the task clock),
+	 * within the limit, leaving room for the rest of the program; threads
+	 * past that are read uncached. */
 	struct rlimit rl;
 	size_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
 			     ? (size_t)rl.rlim_cur
 			     : 1024;
-	c->max = lim > 512 ? (lim - 256) / TF_N : 0;
+	c->max = lim > 512 ? (lim - 256) / (TF_N + 1) : 0;
 	if (c->max > 16384)
 		c->max = 16384;
 	return c;
@@ -454,6 +462,8 @@ static void tc_close(struct tcent *e)
 	for (int f = 0; f < TF_N; f++)
 		if (e->fd[f] >= 0)
 			close(e->fd[f]);
+	if (e->clock >= 0)
+		close(e->clock);
 }
 
 void procfs_taskcache_prune(struct procfs_taskcache *c, const pid_t *tids, size_t n)
@@ -559,14 +569,53 @@ static void task_dirpath(char *dirpath, size_t size, int taskdir, pid_t pid, pid
 		snprintf(dirpath, size, "%d/", (int)tid);
 }
 
+/* The task clock of E's thread: a software counting event, user and
+ * kernel time alike, read with one read(2). Opened on first use; a thread
+ * gone fails with ESRCH. Returns 0, or a negative errno. */
+static int task_clock(struct procfs_taskcache *c, struct tcent *e, uint64_t *ns)
+{
+	if (e->clock < 0) {
+		struct perf_event_attr a;
+		memset(&a, 0, sizeof(a));
+		a.size = sizeof(a);
+		a.type = PERF_TYPE_SOFTWARE;
+		a.config = PERF_COUNT_SW_TASK_CLOCK;
+		int fd = (int)syscall(SYS_perf_event_open, &a, e->tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0) {
+			int err = errno;
+			if (err != ESRCH)
+				c->clock_refused = 1;
+			return -err;
+		}
+		e->clock = fd;
+	}
+	uint64_t v;
+	if (read(e->clock, &v, sizeof(v)) != (ssize_t)sizeof(v)) {
+		close(e->clock);
+		e->clock = -1;
+		return -ESRCH;
+	}
+	*ns = v;
+	return 0;
+}
+
 int procfs_task_counters(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,
-			 int no_schedstat, struct sd_counters *out)
+			 enum procfs_counter_src src, struct sd_counters *out)
 {
 	char dirpath[96], buf[4096];
 	task_dirpath(dirpath, sizeof(dirpath), taskdir, pid, tid);
 	struct tcent *e = tc_entry(c, tid);
 	memset(out, 0, sizeof(*out));
-	if (!no_schedstat) {
+	if (src == PROCFS_CNT_CLOCK && e && !c->clock_refused) {
+		int r = task_clock(c, e, &out->ran_ns);
+		if (r == 0) {
+			out->from_clock = 1;
+			return 0;
+		}
+		/* A thread gone, or the kernel said no: schedstat says
+		 * which. */
+	}
+	if (src != PROCFS_CNT_STATUS) {
 		ssize_t n = task_read(e, taskdir, dirpath, TF_SCHEDSTAT, buf, sizeof(buf));
 		if (n > 0 && procfs_parse_schedstat(buf, out) == 0)
 			return 0;

@@ -95,20 +95,32 @@ int procfs_taskinfo_cached(struct procfs_taskcache *c, int taskdir, pid_t pid, p
  * From task/TID/schedstat (time on CPU in ns, times scheduled in), or,
  * where the kernel has no schedstat, the context switch counts of
  * task/TID/status (then ran_ns is 0 and the reader must also have seen
- * the thread off CPU after the second reading: see target.c). */
+ * the thread off CPU after the second reading: see snap-capture.c); or,
+ * for samples, the thread's task clock from a perf counting event kept
+ * open in the cache (then ran_ns is that clock and switches 0). */
 struct sd_counters {
-	uint64_t ran_ns;   /* schedstat: sum of run time */
+	uint64_t ran_ns;   /* schedstat: sum of run time; task clock */
 	uint64_t switches; /* schedstat: times scheduled in; else vol + nonvol */
 	int from_status;   /* read from status (no schedstat) */
+	int from_clock;    /* read from the task clock event */
+};
+
+/* Where procfs_task_counters reads from. */
+enum procfs_counter_src {
+	PROCFS_CNT_SCHEDSTAT = 0, /* schedstat, else status */
+	PROCFS_CNT_STATUS,        /* status even where schedstat exists (what a
+				   * kernel without it gets) */
+	PROCFS_CNT_CLOCK,         /* the task clock (a read of an open perf
+				   * counter: a third of a schedstat read), else
+				   * schedstat; needs a cache to keep it in */
 };
 
 /* Read the counters of TID through cache C (NULL: uncached) relative to
- * TASKDIR (an open /proc/PID/task or AT_FDCWD). NO_SCHEDSTAT reads the
- * status file even where schedstat exists (what a kernel without it
- * gets). Returns 0 or a negative errno (the thread exited, or neither
- * file is readable). */
+ * TASKDIR (an open /proc/PID/task or AT_FDCWD), from SRC. A task clock,
+ * once the kernel refuses one, is not asked for again by C. Returns 0 or
+ * a negative errno (the thread exited, or nothing is readable). */
 int procfs_task_counters(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,
-			 int no_schedstat, struct sd_counters *out);
+			 enum procfs_counter_src src, struct sd_counters *out);
 /* Read only task/TID/syscall of TID into TI (its syscall_*, running, sp
  * and pc fields; the rest untouched). Returns 0 or a negative errno. */
 int procfs_task_syscall(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,

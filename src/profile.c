@@ -721,6 +721,8 @@ void profile_add_snapshot(struct sd_profile *p, struct sd_target *t, struct sd_s
 	p->nreused += s->nreused;
 	p->nretried += s->nretried;
 	p->nregstops += s->nregstops;
+	if (s->proof)
+		p->proof = s->proof;
 	ssize_t *g = groups ? groups : sd_xmalloc((s->nthreads ? s->nthreads : 1) * sizeof(*g));
 	for (size_t i = 0; i < s->nthreads; i++) {
 		struct sd_thread *th = &s->threads[i];

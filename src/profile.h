@@ -146,6 +146,7 @@ struct sd_profile {
 	uint64_t max_pause_us;
 	/* Threads by capture kind, summed over samples (see sd_snapshot). */
 	uint64_t nfrozen, nasleep, nreused, nretried, nregstops;
+	const char *proof; /* the last snapshot's proof of its sleepers (static) */
 	uint64_t total_a;       /* diff: samples of the first profile */
 
 	/* caches: raw stacks seen before and their stack index */

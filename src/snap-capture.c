@@ -97,8 +97,20 @@ size_t snap_thread_index(struct snapctx *cx, pid_t tid, int add)
 
 static int counters_same(const struct sd_counters *a, const struct sd_counters *b)
 {
-	return a->from_status == b->from_status && a->switches == b->switches &&
-	       a->ran_ns == b->ran_ns;
+	return a->from_status == b->from_status && a->from_clock == b->from_clock &&
+	       a->switches == b->switches && a->ran_ns == b->ran_ns;
+}
+
+/* The scheduler counters of TID, from the snapshot's source; the first
+ * reading names the proof the snapshot rests on. */
+static int read_counters(struct snapctx *cx, pid_t tid, struct sd_counters *c)
+{
+	int r = procfs_task_counters(cx->tc, cx->taskdir, cx->t->pid, tid, cx->counters, c);
+	if (r == 0 && !cx->s->proof)
+		cx->s->proof = c->from_clock    ? "the task clock"
+			       : c->from_status ? "context switches"
+						: "schedstat";
+	return r;
 }
 
 /* The kernel stack of a thread, one line of function names, or "". */
@@ -147,8 +159,7 @@ void snap_plan_thread(struct snapctx *cx, size_t i)
 			return;
 		}
 	}
-	int r = procfs_task_counters(cx->tc, cx->taskdir, t->pid, th->tid, cx->no_schedstat,
-				     &tp->c1);
+	int r = read_counters(cx, th->tid, &tp->c1);
 	if (r < 0) {
 		if (r != -ESRCH && r != -ENOENT)
 			note_capture(cx, "scheduler counters unreadable: every thread frozen");
@@ -208,9 +219,10 @@ static void capture_on_stop(struct sd_tracee *tr, void *arg)
 		struct sd_counters c;
 		int ok = 0;
 		if (capture_regs(&tmp, &cx->t->space.maps, cx->o->max_stack) == 0 &&
-		    procfs_task_counters(cx->tc, cx->taskdir, cx->t->pid, th->tid, cx->no_schedstat,
-					 &c) == 0) {
-			ok = c.from_status == tp->c1.from_status &&
+		    read_counters(cx, th->tid, &c) == 0) {
+			/* (A task clock cannot tell the stop's own
+			 * run from the thread's: read again.) */
+			ok = !c.from_clock && c.from_status == tp->c1.from_status &&
 			     c.switches == tp->c1.switches + 1 && tmp.regs.rsp == th->regs.rsp &&
 			     tmp.regs.rip == th->regs.rip && tmp.regs.orig_rax == th->regs.orig_rax;
 		}
@@ -405,8 +417,7 @@ void snap_late_stage(struct snapctx *cx)
 		struct sd_tracee tr = {.tid = th->tid};
 		uint64_t a = sd_now_ns();
 		int r = ptrace_wait_straggler(&tr, 0);
-		if (r == -ETIMEDOUT && procfs_task_counters(cx->tc, cx->taskdir, cx->t->pid, th->tid,
-							  cx->no_schedstat, &tp->c1) == 0 &&
+		if (r == -ETIMEDOUT && read_counters(cx, th->tid, &tp->c1) == 0 &&
 		    procfs_task_syscall(cx->tc, cx->taskdir, cx->t->pid, th->tid, &tp->sc) == 0 &&
 		    tp->sc.syscall_known && !tp->sc.running && tp->sc.sp) {
 			/* Asleep now (gone into D since it was seen running):
@@ -478,8 +489,7 @@ static size_t validate_stage(struct snapctx *cx, pid_t **retry)
 			     sc.pc == th->regs.rip;
 		}
 		if (ok)
-			ok = procfs_task_counters(cx->tc, cx->taskdir, cx->t->pid, th->tid,
-						  cx->no_schedstat, &c2) == 0 &&
+			ok = read_counters(cx, th->tid, &c2) == 0 &&
 			     counters_same(&c2, &tp->c1);
 		if (!ok)
 			(*retry)[n++] = th->tid;

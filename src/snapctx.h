@@ -84,7 +84,8 @@ struct snapctx {
 	size_t pcap;
 	int taskdir;
 	struct procfs_taskcache *tc;
-	int auto_mode, no_schedstat;
+	int auto_mode;
+	enum procfs_counter_src counters;
 	struct pick pick;
 	enum stage stage;
 	const pid_t *only; /* a retry or regstop freeze: only these (sorted) */

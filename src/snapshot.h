@@ -204,6 +204,9 @@ struct sd_snapshot {
 	 * does not give. */
 	size_t nfrozen, nasleep, nreused, nretried, nregstops;
 	const char *capture_note; /* why capture fell back to freezing, or NULL */
+	const char *proof;        /* what proved the sleepers off CPU ("the task
+				   * clock", "schedstat", "context switches"; a
+				   * static string), NULL: none read */
 	size_t stack_total;   /* the cap on all stack copies together */
 	size_t stack_cut;     /* threads whose copy that cap cut */
 	struct sd_thread *threads;

@@ -512,7 +512,12 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 
 	struct snapctx cx = {.t = t, .o = o, .s = s, .taskdir = -1, .pick = {o, t->pid}};
 	cx.auto_mode = !o->per_thread && o->capture != SD_CAPMODE_FREEZE;
-	cx.no_schedstat = o->capture == SD_CAPMODE_CTXSW;
+	/* Samples prove their sleepers with the task clock (a third of the
+	 * cost of schedstat, read for every thread at every tick). */
+	cx.counters = o->capture == SD_CAPMODE_CTXSW	 ? PROCFS_CNT_STATUS
+		      : o->capture == SD_CAPMODE_SCHEDSTAT ? PROCFS_CNT_SCHEDSTAT
+		      : o->light_discover >= 2		 ? PROCFS_CNT_CLOCK
+							 : PROCFS_CNT_SCHEDSTAT;
 	if (!cx.auto_mode)
 		reuse_clear(t);
 

@@ -56,6 +56,9 @@ enum sd_capture_mode {
 	SD_CAPMODE_CTXSW,    /* as AUTO, with the context switch counts in
 			      * place of schedstat (what a kernel without
 			      * schedstat gets) */
+	SD_CAPMODE_SCHEDSTAT, /* as AUTO, samples proven by schedstat in place
+			       * of the task clock (what a host that refuses
+			       * perf events gets) */
 };
 
 /* The longest a snapshot waits for a running thread to stop, once it has

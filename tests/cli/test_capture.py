@@ -8,6 +8,7 @@
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -166,6 +167,49 @@ def test_profile_reuses_and_stays_true():
         # 60 spinner samples each: 75% +- 6% is one standard deviation.
         ok(abs(ba - bf) < 0.3, "spin_big share %.2f (auto) vs %.2f (frozen)" % (ba, bf))
         ok(0.45 < ba < 0.95, "spin_big share %.2f, expected about 0.75" % ba)
+
+
+def test_profile_sees_a_sleeper_move():
+    # Samples prove a sleeper unchanged by its task clock (schedstat where
+    # perf events are refused): fx-wake-nofp's flip sleeps in wait_first, is
+    # woken mid-profile and sleeps on in wait_second. A proof that missed
+    # the wake would count the stale wait_first stack for ever.
+    for env, proof in ((None, "the task clock"), ({"STACKDUMP_CAPTURE": "schedstat"},
+                                                  "schedstat")):
+        with tempfile.TemporaryDirectory() as d:
+            wake, ack = os.path.join(d, "wake"), os.path.join(d, "ack")
+            os.mkfifo(wake)
+            os.mkfifo(ack)
+            with start("fx-wake-nofp", wake, ack, blocked=3) as fx:
+                out = os.path.join(d, "p.folded")
+                p = subprocess.Popen([sdtest.binary(), "profile", str(fx.pid), "--engine",
+                                      "ptrace", "--rate", "20", "--duration", "0", "--format",
+                                      "folded", "-o", out, "-v"], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True,
+                                     env=dict(os.environ, **(env or {})))
+                # A few samples of flip in wait_first (the output file is
+                # written at the end: count the ticks by time, generously).
+                time.sleep(1.5)
+                # Opened read-write: the open does not wait for a writer.
+                afd = os.open(ack, os.O_RDWR)
+                release(wake)
+                os.read(afd, 1)
+                os.close(afd)
+                time.sleep(1.5)
+                p.send_signal(signal.SIGINT)
+                _, err = p.communicate(timeout=300)
+                eq(p.returncode, 0, err)
+                sdtest.assert_running(fx.pid)
+                counts = folded_counts(out)
+            contains(err, "sleepers proven by %s" % proof)
+            first = sum(n for s, n in counts.items() if "wait_first" in s)
+            second = sum(n for s, n in counts.items() if "wait_second" in s)
+            m = re.search(r"sampling: (\d+) samples", err)
+            ok(m, err)
+            ok(first > 0 and second > 0, "%s: flip in wait_first %d, wait_second %d times"
+               % (proof, first, second))
+            # flip in exactly one of the two at every tick.
+            eq(first + second, int(m.group(1)), counts)
 
 
 def test_saturated_host():
