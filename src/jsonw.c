@@ -16,20 +16,34 @@ enum {
 	JSONW_INLINE = 4,   /* written compact */
 };
 
-/* strbuf_add without the call: a document is thousands of small pieces. */
-static inline void put(struct jsonw *w, const char *p, size_t n)
+/* Room for N more bytes and the NUL; returns where they go. A document is
+ * thousands of small pieces: they are written in place, not through
+ * strbuf_add. */
+static inline char *room(struct jsonw *w, size_t n)
 {
 	struct strbuf *sb = w->out;
 	if (sb->len + n + 1 > sb->cap)
 		strbuf_grow(sb, n);
-	memcpy(sb->buf + sb->len, p, n);
-	sb->len += n;
-	sb->buf[sb->len] = '\0';
+	return sb->buf + sb->len;
+}
+
+/* The N bytes just written at room() are part of the text. */
+static inline void wrote(struct jsonw *w, size_t n)
+{
+	w->out->len += n;
+	w->out->buf[w->out->len] = '\0';
+}
+
+static inline void put(struct jsonw *w, const char *p, size_t n)
+{
+	memcpy(room(w, n), p, n);
+	wrote(w, n);
 }
 
 static inline void put1(struct jsonw *w, char c)
 {
-	put(w, &c, 1);
+	*room(w, 1) = c;
+	wrote(w, 1);
 }
 
 void jsonw_init(struct jsonw *w, struct strbuf *out, int indent)
@@ -108,24 +122,64 @@ static void put_u(struct jsonw *w, unsigned c)
 	put(w, e, sizeof(e));
 }
 
+/* The bytes that are not written as they are. */
+static const unsigned char special[256] = {
+	[0 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1, [0x7f ... 0xff] = 1,
+};
+
+/* How many leading bytes of P[0..N) are written as they are: printable
+ * ASCII but '"' and '\\'. Eight bytes at a time (names are long and
+ * rarely need anything), with the usual bit tricks: a byte below 0x20, or
+ * equal to '"', '\\' or DEL, or with its high bit set, stops the run. */
+static inline size_t plain_run(const unsigned char *p, size_t n)
+{
+	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t x;
+		memcpy(&x, p + i, 8);
+		uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\'), d = x ^ (ones * 0x7f);
+		uint64_t hit = ((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b) |
+			       ((d - ones) & ~d) | x;
+		if (hit & highs)
+			break;
+	}
+	for (; i < n; i++)
+		if (special[p[i]])
+			break;
+	return i;
+}
+
 /* Append S[0..N) quoted and escaped when it is valid UTF-8 and return 1;
  * return 0 at the first invalid byte, having written part of it. */
 static int put_utf8(struct jsonw *w, const char *s, size_t n)
 {
-	const unsigned char *p = (const unsigned char *)s, *end = p + n, *run = p;
+	const unsigned char *p = (const unsigned char *)s, *end = p + n;
+	size_t k = plain_run(p, n);
+	if (k == n) {
+		/* Most strings: nothing to escape. */
+		char *o = room(w, n + 2);
+		o[0] = '"';
+		memcpy(o + 1, s, n);
+		o[n + 1] = '"';
+		wrote(w, n + 2);
+		return 1;
+	}
 	put1(w, '"');
+	const unsigned char *run = p;
+	p += k;
 	while (p < end) {
 		unsigned c = *p;
-		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+		if (!special[c]) {
 			p++;
 			continue;
 		}
 		if (c >= 0x80) {
-			size_t k = sd_utf8_char(p, (size_t)(end - p));
-			if (!k)
+			size_t len = sd_utf8_char(p, (size_t)(end - p));
+			if (!len)
 				return 0;
-			if (k > 2 || c != 0xc2 || p[1] >= 0xa0) {
-				p += k;
+			if (len > 2 || c != 0xc2 || p[1] >= 0xa0) {
+				p += len;
 				continue;
 			}
 		}
@@ -221,17 +275,34 @@ void jsonw_inline(struct jsonw *w)
 	w->inline_next = 1;
 }
 
-void jsonw_key(struct jsonw *w, const char *key)
+void jsonw_keyn(struct jsonw *w, const char *key, size_t n)
 {
 	if (!w->depth || !(w->level[w->depth - 1] & JSONW_OBJECT) || w->after_key) {
 		w->bad = 1;
 		if (!w->depth)
 			return;
 	}
+	unsigned char *l = &w->level[w->depth - 1];
+	int compact = *l & JSONW_INLINE;
+	if (!w->after_key && compact && plain_run((const unsigned char *)key, n) == n) {
+		/* The saved format's case, thousands of times: ,"key": at once. */
+		char *o = room(w, n + 4), *q = o;
+		if (*l & JSONW_NONEMPTY)
+			*q++ = ',';
+		*l |= JSONW_NONEMPTY;
+		*q++ = '"';
+		memcpy(q, key, n);
+		q += n;
+		*q++ = '"';
+		*q++ = ':';
+		wrote(w, (size_t)(q - o));
+		w->after_key = 1;
+		return;
+	}
 	if (!w->after_key)
 		element(w);
-	put_string(w, key ? key : "", key ? strlen(key) : 0);
-	if (w->level[w->depth - 1] & JSONW_INLINE)
+	put_string(w, key, n);
+	if (compact)
 		put1(w, ':');
 	else
 		put(w, ": ", 2);
@@ -245,14 +316,6 @@ void jsonw_strn(struct jsonw *w, const char *s, size_t n)
 	before_value(w);
 	put_string(w, s, n);
 	after_value(w);
-}
-
-void jsonw_str(struct jsonw *w, const char *s)
-{
-	if (!s)
-		jsonw_null(w);
-	else
-		jsonw_strn(w, s, strlen(s));
 }
 
 /* Decimal digits of U, right-aligned in BUF; returns where they start. */
@@ -365,66 +428,4 @@ void jsonw_json(struct jsonw *w, const char *json, size_t n)
 		p = nl + 1;
 	}
 	after_value(w);
-}
-
-/* ---- members ---- */
-
-void jsonw_kobject(struct jsonw *w, const char *key)
-{
-	jsonw_key(w, key);
-	jsonw_object_begin(w);
-}
-
-void jsonw_karray(struct jsonw *w, const char *key)
-{
-	jsonw_key(w, key);
-	jsonw_array_begin(w);
-}
-
-void jsonw_kstr(struct jsonw *w, const char *key, const char *s)
-{
-	jsonw_key(w, key);
-	jsonw_str(w, s);
-}
-
-void jsonw_kstrn(struct jsonw *w, const char *key, const char *s, size_t n)
-{
-	jsonw_key(w, key);
-	jsonw_strn(w, s, n);
-}
-
-void jsonw_kint(struct jsonw *w, const char *key, int64_t v)
-{
-	jsonw_key(w, key);
-	jsonw_int(w, v);
-}
-
-void jsonw_ku64(struct jsonw *w, const char *key, uint64_t v)
-{
-	jsonw_key(w, key);
-	jsonw_u64(w, v);
-}
-
-void jsonw_kdouble(struct jsonw *w, const char *key, double v)
-{
-	jsonw_key(w, key);
-	jsonw_double(w, v);
-}
-
-void jsonw_kbool(struct jsonw *w, const char *key, int b)
-{
-	jsonw_key(w, key);
-	jsonw_bool(w, b);
-}
-
-void jsonw_knull(struct jsonw *w, const char *key)
-{
-	jsonw_key(w, key);
-	jsonw_null(w);
-}
-
-void jsonw_khex(struct jsonw *w, const char *key, uint64_t v)
-{
-	jsonw_key(w, key);
-	jsonw_hex(w, v);
 }

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "util.h"
 
@@ -63,10 +64,10 @@ void jsonw_array_end(struct jsonw *w);
  * whatever the indent. */
 void jsonw_inline(struct jsonw *w);
 
-void jsonw_key(struct jsonw *w, const char *key);
+/* The key KEY[0..N) of the next member. */
+void jsonw_keyn(struct jsonw *w, const char *key, size_t n);
 
-/* Values. jsonw_str(w, NULL) writes null. */
-void jsonw_str(struct jsonw *w, const char *s);
+/* Values. */
 void jsonw_strn(struct jsonw *w, const char *s, size_t n);
 void jsonw_int(struct jsonw *w, int64_t v);
 void jsonw_u64(struct jsonw *w, uint64_t v);
@@ -84,16 +85,81 @@ void jsonw_hex(struct jsonw *w, uint64_t v);
  * json-writer calls this a sub-writer). */
 void jsonw_json(struct jsonw *w, const char *json, size_t n);
 
+/* A NUL-terminated key (not NULL), and a NUL-terminated string value
+ * (NULL writes null). Inline, so that the length of a literal key is
+ * known when compiling. */
+static inline void jsonw_key(struct jsonw *w, const char *key)
+{
+	jsonw_keyn(w, key, strlen(key));
+}
+
+static inline void jsonw_str(struct jsonw *w, const char *s)
+{
+	if (s)
+		jsonw_strn(w, s, strlen(s));
+	else
+		jsonw_null(w);
+}
+
 /* Members: the key, then the value. */
-void jsonw_kobject(struct jsonw *w, const char *key);
-void jsonw_karray(struct jsonw *w, const char *key);
-void jsonw_kstr(struct jsonw *w, const char *key, const char *s);
-void jsonw_kstrn(struct jsonw *w, const char *key, const char *s, size_t n);
-void jsonw_kint(struct jsonw *w, const char *key, int64_t v);
-void jsonw_ku64(struct jsonw *w, const char *key, uint64_t v);
-void jsonw_kdouble(struct jsonw *w, const char *key, double v);
-void jsonw_kbool(struct jsonw *w, const char *key, int b);
-void jsonw_knull(struct jsonw *w, const char *key);
-void jsonw_khex(struct jsonw *w, const char *key, uint64_t v);
+static inline void jsonw_kobject(struct jsonw *w, const char *key)
+{
+	jsonw_key(w, key);
+	jsonw_object_begin(w);
+}
+
+static inline void jsonw_karray(struct jsonw *w, const char *key)
+{
+	jsonw_key(w, key);
+	jsonw_array_begin(w);
+}
+
+static inline void jsonw_kstr(struct jsonw *w, const char *key, const char *s)
+{
+	jsonw_key(w, key);
+	jsonw_str(w, s);
+}
+
+static inline void jsonw_kstrn(struct jsonw *w, const char *key, const char *s, size_t n)
+{
+	jsonw_key(w, key);
+	jsonw_strn(w, s, n);
+}
+
+static inline void jsonw_kint(struct jsonw *w, const char *key, int64_t v)
+{
+	jsonw_key(w, key);
+	jsonw_int(w, v);
+}
+
+static inline void jsonw_ku64(struct jsonw *w, const char *key, uint64_t v)
+{
+	jsonw_key(w, key);
+	jsonw_u64(w, v);
+}
+
+static inline void jsonw_kdouble(struct jsonw *w, const char *key, double v)
+{
+	jsonw_key(w, key);
+	jsonw_double(w, v);
+}
+
+static inline void jsonw_kbool(struct jsonw *w, const char *key, int b)
+{
+	jsonw_key(w, key);
+	jsonw_bool(w, b);
+}
+
+static inline void jsonw_knull(struct jsonw *w, const char *key)
+{
+	jsonw_key(w, key);
+	jsonw_null(w);
+}
+
+static inline void jsonw_khex(struct jsonw *w, const char *key, uint64_t v)
+{
+	jsonw_key(w, key);
+	jsonw_hex(w, v);
+}
 
 #endif
