@@ -303,6 +303,57 @@ static void test_dump_schema_kept(void **state)
 	snapshot_free(s);
 }
 
+/* Strings the target chose that are not valid UTF-8 are escaped, never
+ * dropped, in the dump JSON and in the saved file, wherever they are; the
+ * strict loader reads them back as the text output shows them. */
+static void test_target_strings_kept(void **state)
+{
+	(void)state;
+	struct sd_snapshot *s = sample();
+	struct strpool *p = s->pool;
+	s->comm = strpool_intern(p, "led\xffger");
+	s->exe = strpool_intern(p, "/usr/bin/led\xc0\xafger");
+	struct sd_thread *b = &s->threads[1];
+	b->wait.subkind = strpool_intern(p, "normal\xfe");
+	b->wait.note = strpool_intern(p, "owner \xed\xa0\x80 gone");
+	b->frames[0].function = strpool_intern(p, "lock_\x80wait");
+	b->frames[0].file = strpool_intern(p, "lock\xf8.c");
+	struct sd_thread *c = &s->threads[2];
+	c->error = strpool_intern(p, "did not\xff stop");
+	s->modules[1].path = strpool_intern(p, "/lib/libc\xff.so.6");
+
+	json_t *doc = parsed(dump_text(s));
+	json_t *jb = json_array_get(json_object_get(doc, "threads"), 1);
+	json_t *wait = json_object_get(jb, "wait");
+	assert_string_equal(json_string_value(json_object_get(doc, "comm")), "led\\xffger");
+	assert_string_equal(json_string_value(json_object_get(wait, "type")), "normal\\xfe");
+	assert_string_equal(json_string_value(json_object_get(wait, "note")),
+			    "owner \\xed\\xa0\\x80 gone");
+	json_t *f0 = json_array_get(json_object_get(jb, "frames"), 0);
+	assert_string_equal(json_string_value(json_object_get(f0, "function")), "lock_\\x80wait");
+	json_t *jc = json_array_get(json_object_get(doc, "threads"), 2);
+	assert_string_equal(json_string_value(json_object_get(jc, "error")), "did not\\xff stop");
+	json_decref(doc);
+
+	size_t len;
+	char *txt = dump(s, &len);
+	struct sd_error err = {0};
+	struct sd_snapshot *l = snapio_parse("mem", txt, len, NULL, &err);
+	if (!l)
+		fail_msg("the strict loader refused it: %s", err.msg);
+	assert_string_equal(l->comm, "led\\xffger");
+	assert_string_equal(l->exe, "/usr/bin/led\\xc0\\xafger");
+	assert_string_equal(l->threads[1].wait.subkind, "normal\\xfe");
+	assert_string_equal(l->threads[1].wait.note, "owner \\xed\\xa0\\x80 gone");
+	assert_string_equal(l->threads[1].frames[0].function, "lock_\\x80wait");
+	assert_string_equal(l->threads[1].frames[0].file, "lock\\xf8.c");
+	assert_string_equal(l->threads[2].error, "did not\\xff stop");
+	assert_string_equal(l->modules[1].path, "/lib/libc\\xff.so.6");
+	snapshot_free(l);
+	free(txt);
+	snapshot_free(s);
+}
+
 /* The error for TEXT must name the file and contain WHERE. */
 static void expect_error(const char *text, const char *where)
 {
@@ -652,6 +703,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_dump_schema_kept),
+		cmocka_unit_test(test_target_strings_kept),
 		cmocka_unit_test(test_rejects),
 		cmocka_unit_test(test_truncated_prefixes),
 		cmocka_unit_test(test_corrupted_bytes),
