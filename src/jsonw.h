@@ -38,7 +38,7 @@ struct jsonw {
 	int indent;
 	int bad; /* a call out of place: jsonw_finish reports it */
 	size_t depth, cap;
-	unsigned char *level; /* per open container: JSONW_* flags */
+	unsigned char *level; /* per open container: its kind and state */
 	int inline_next;
 	int after_key;
 	int done; /* a whole top-level value was written */
@@ -81,8 +81,8 @@ void jsonw_null(struct jsonw *w);
  * above 2^53. */
 void jsonw_hex(struct jsonw *w, uint64_t v);
 /* A whole value JSON[0..N) written by another writer with the same indent
- * (at its top level), placed here and indented to this depth (git's
- * json-writer calls this a sub-writer). */
+ * (at its top level), placed here and indented to this depth: a document
+ * built apart (dump's one snapshot per process) joins a larger one. */
 void jsonw_json(struct jsonw *w, const char *json, size_t n);
 
 /* A NUL-terminated key (not NULL), and a NUL-terminated string value
