@@ -38,30 +38,29 @@ static void diff_folded(struct strbuf *sb, struct sd_profile *d)
 	}
 }
 
-static json_t *diff_json(struct sd_profile *d)
+static void diff_json(struct jsonw *w, struct sd_profile *d)
 {
-	json_t *doc = json_object();
-	json_object_set_new(doc, "kind", json_string("stackdump-profile-diff"));
-	json_object_set_new(doc, "samples_a", json_integer((json_int_t)d->total_a));
-	json_object_set_new(doc, "samples_b", json_integer((json_int_t)profile_total(d)));
-	json_t *arr = json_array();
+	jsonw_object_begin(w);
+	jsonw_kstr(w, "kind", "stackdump-profile-diff");
+	jsonw_ku64(w, "samples_a", d->total_a);
+	jsonw_ku64(w, "samples_b", profile_total(d));
 	double tb = (double)profile_total(d);
+	jsonw_karray(w, "stacks");
 	for (size_t i = 0; i < d->nstacks; i++) {
 		const struct sd_pstack *st = &d->stacks[i];
-		json_t *o = json_object();
-		json_t *fr = json_array();
+		jsonw_object_begin(w);
+		jsonw_karray(w, "frames");
 		for (size_t k = 0; k < st->nframes; k++)
-			json_array_append_new(fr, json_string(st->frames[k].name));
-		json_object_set_new(o, "frames", fr);
-		json_object_set_new(o, "a_scaled", json_real(st->value_a));
-		json_object_set_new(o, "b", json_integer((json_int_t)st->count));
-		json_object_set_new(o, "delta_percent",
-				    json_real(tb > 0 ? 100.0 * ((double)st->count - st->value_a) / tb
-						     : 0.0));
-		json_array_append_new(arr, o);
+			jsonw_str(w, st->frames[k].name);
+		jsonw_array_end(w);
+		jsonw_kdouble(w, "a_scaled", st->value_a);
+		jsonw_ku64(w, "b", st->count);
+		jsonw_kdouble(w, "delta_percent",
+			      tb > 0 ? 100.0 * ((double)st->count - st->value_a) / tb : 0.0);
+		jsonw_object_end(w);
 	}
-	json_object_set_new(doc, "stacks", arr);
-	return doc;
+	jsonw_array_end(w);
+	jsonw_object_end(w);
 }
 
 static int diff_exec(struct cmd_ctx *ctx, int argc, char **argv)
@@ -97,7 +96,11 @@ static int diff_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	} else if (!strcmp(format, "folded")) {
 		diff_folded(&sb, d);
 	} else if (!strcmp(format, "json")) {
-		cmd_json_text(&sb, diff_json(d));
+		struct jsonw w;
+		jsonw_init(&w, &sb, CMD_JSON_INDENT);
+		diff_json(&w, d);
+		jsonw_release(&w);
+		strbuf_adds(&sb, "\n");
 	} else {
 		strbuf_adds(&sb, "A: ");
 		strbuf_add_escaped(&sb, argv[0]);

@@ -42,11 +42,23 @@ static int want_group(struct cmd_ctx *ctx, const struct sd_snapshot *s)
 	return isatty(fileno(ctx->out)) && s->nthreads > GROUP_AUTO_THREADS;
 }
 
-/* Print one snapshot in the chosen format. */
-static void emit(struct cmd_ctx *ctx, struct sd_target *t, struct sd_snapshot *s, json_t *arr)
+/* The JSON documents of the snapshots dumped so far, each written apart:
+ * one prints as itself, several as an array. */
+struct dump_json {
+	struct strbuf *docs;
+	size_t n, cap;
+};
+
+/* Print one snapshot in the chosen format (JSON: into DJ). */
+static void emit(struct cmd_ctx *ctx, struct sd_target *t, struct sd_snapshot *s,
+		 struct dump_json *dj)
 {
-	if (arr) {
-		json_array_append_new(arr, format_json_snapshot(s));
+	if (dj) {
+		sd_grow(&dj->docs, &dj->cap, dj->n + 1, sizeof(*dj->docs));
+		struct jsonw w;
+		cmd_json_init(&w, &dj->docs[dj->n++]);
+		format_json_snapshot(&w, s);
+		jsonw_release(&w);
 		return;
 	}
 	struct sd_render_opts ro = {0};
@@ -68,12 +80,26 @@ static void emit(struct cmd_ctx *ctx, struct sd_target *t, struct sd_snapshot *s
 	strbuf_release(&sb);
 }
 
-/* One snapshot prints as itself, several as an array. */
-static void print_json(struct cmd_ctx *ctx, json_t *arr)
+/* Print the documents of DJ (if any) and release them. */
+static void print_json(struct cmd_ctx *ctx, struct dump_json *dj)
 {
-	json_t *doc = json_array_size(arr) == 1 ? json_incref(json_array_get(arr, 0))
-						 : json_incref(arr);
-	cmd_print_json(ctx, doc);
+	struct strbuf sb;
+	struct jsonw w;
+	cmd_json_init(&w, &sb);
+	if (dj->n > 1)
+		jsonw_array_begin(&w);
+	for (size_t i = 0; i < dj->n; i++) {
+		jsonw_json(&w, dj->docs[i].buf, dj->docs[i].len);
+		strbuf_release(&dj->docs[i]);
+	}
+	if (dj->n > 1)
+		jsonw_array_end(&w);
+	if (dj->n)
+		cmd_print_json(ctx, &w);
+	else
+		jsonw_release(&w);
+	free(dj->docs);
+	memset(dj, 0, sizeof(*dj));
 }
 
 /* Does thread TH pass the shell's selectors (TIDs, a name glob)? */
@@ -106,12 +132,10 @@ static int dump_loaded(struct cmd_ctx *ctx, const pid_t *sel, size_t nsel, const
 		cmd_error(ctx, "no thread of the loaded snapshot matches the selection");
 		rc = EXIT_FAIL;
 	} else {
-		json_t *arr = cmd_is(ctx, DUMP_FORMAT, "json") ? json_array() : NULL;
-		emit(ctx, NULL, &view, arr);
-		if (arr) {
-			print_json(ctx, arr);
-			json_decref(arr);
-		}
+		struct dump_json dj = {0};
+		int json = cmd_is(ctx, DUMP_FORMAT, "json");
+		emit(ctx, NULL, &view, json ? &dj : NULL);
+		print_json(ctx, &dj);
 		rc = cmd_snapshot_status(&view);
 	}
 	free(view.threads);
@@ -153,12 +177,10 @@ static int dump_shell(struct cmd_ctx *ctx, int argc, char **argv, struct sd_snap
 		cmd_error(ctx, "%s", err.msg);
 		return EXIT_FAIL;
 	}
-	json_t *arr = cmd_is(ctx, DUMP_FORMAT, "json") ? json_array() : NULL;
-	emit(ctx, t, s, arr);
-	if (arr) {
-		print_json(ctx, arr);
-		json_decref(arr);
-	}
+	struct dump_json dj = {0};
+	int json = cmd_is(ctx, DUMP_FORMAT, "json");
+	emit(ctx, t, s, json ? &dj : NULL);
+	print_json(ctx, &dj);
 	int rc = cmd_snapshot_status(s);
 	snapshot_free(ctx->session->last);
 	ctx->session->last = s;
@@ -184,7 +206,8 @@ static int dump_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		free(tids);
 		return EXIT_USAGE;
 	}
-	json_t *arr = cmd_is(ctx, DUMP_FORMAT, "json") ? json_array() : NULL;
+	struct dump_json dj = {0};
+	int json = cmd_is(ctx, DUMP_FORMAT, "json");
 	int ok = 0, failed = 0, partial = 0;
 	for (int i = 0; i < argc && !cmd_interrupted; i++) {
 		pid_t pid = cmd_resolve_pid(ctx, argv[i]);
@@ -201,20 +224,16 @@ static int dump_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			failed++;
 			continue;
 		}
-		if (!arr && i > 0)
+		if (!json && i > 0)
 			cmd_print(ctx, "\n");
-		emit(ctx, t, s, arr);
+		emit(ctx, t, s, json ? &dj : NULL);
 		if (s->partial)
 			partial++;
 		ok++;
 		snapshot_free(s);
 		target_free(t);
 	}
-	if (arr) {
-		if (ok)
-			print_json(ctx, arr);
-		json_decref(arr);
-	}
+	print_json(ctx, &dj);
 	free(tids);
 	if (cmd_interrupted) {
 		cmd_error(ctx, "interrupted; every thread was detached");

@@ -52,7 +52,11 @@ static int report(struct cmd_ctx *ctx, struct sd_snapshot **snaps, size_t n, int
 	size_t nparked = n > 1 ? locks_parked(snaps, n, &parked) : 0;
 	double span = s->time - snaps[0]->time;
 	if (cmd_is(ctx, LOCKS_FORMAT, "json")) {
-		cmd_print_json(ctx, format_json_locks(s, g, parked, nparked, n, span));
+		struct strbuf sb;
+		struct jsonw w;
+		cmd_json_init(&w, &sb);
+		format_json_locks(&w, s, g, parked, nparked, n, span);
+		cmd_print_json(ctx, &w);
 	} else {
 		struct sd_render_opts ro = {0};
 		ro.no_source = cmd_has(ctx, SNAP_OPT_NO_SOURCE);

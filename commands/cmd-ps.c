@@ -82,10 +82,12 @@ static int ps_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	closedir(d);
 	sd_sort(pids, n, sizeof(*pids), cmp_pid);
 
-	json_t *arr = json ? json_array() : NULL;
 	struct strbuf sb;
-	strbuf_init(&sb);
-	if (!json)
+	struct jsonw jw;
+	cmd_json_init(&jw, &sb);
+	if (json)
+		jsonw_array_begin(&jw);
+	else
 		strbuf_addf(&sb, "%s      PID  THREADS  S  USER      NAME             COMMAND%s\n",
 			    ctx->color ? "\033[1m" : "", ctx->color ? "\033[0m" : "");
 	size_t shown = 0;
@@ -106,19 +108,19 @@ static int ps_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			snprintf(user, sizeof(user), "%u", (unsigned)pi.uid);
 		char *cmdline = read_cmdline(pi.pid);
 		if (json) {
-			json_t *o = json_object();
-			json_object_set_new(o, "pid", json_integer(pi.pid));
-			json_object_set_new(o, "ppid", json_integer(pi.ppid));
-			json_object_set_new(o, "threads", json_integer(pi.nthreads));
-			json_object_set_new(o, "state", json_stringn(&pi.state, 1));
-			json_object_set_new(o, "uid", json_integer(pi.uid));
-			json_object_set_new(o, "user", json_string(user));
-			json_object_set_new(o, "name", format_json_str(pi.comm));
-			json_object_set_new(o, "exe", format_json_str(pi.exe));
-			json_object_set_new(o, "cmdline", format_json_str(cmdline));
-			json_object_set_new(o, "kernel_thread", json_boolean(pi.kernel_thread));
-			json_object_set_new(o, "attached", json_boolean(attached));
-			json_array_append_new(arr, o);
+			jsonw_object_begin(&jw);
+			jsonw_kint(&jw, "pid", pi.pid);
+			jsonw_kint(&jw, "ppid", pi.ppid);
+			jsonw_kint(&jw, "threads", pi.nthreads);
+			jsonw_kstrn(&jw, "state", &pi.state, 1);
+			jsonw_kint(&jw, "uid", pi.uid);
+			jsonw_kstr(&jw, "user", user);
+			jsonw_kstr(&jw, "name", pi.comm);
+			jsonw_kstr(&jw, "exe", pi.exe);
+			jsonw_kstr(&jw, "cmdline", cmdline);
+			jsonw_kbool(&jw, "kernel_thread", pi.kernel_thread);
+			jsonw_kbool(&jw, "attached", attached);
+			jsonw_object_end(&jw);
 		} else {
 			strbuf_addf(&sb, "%c %7d  %7ld  %c  %-8.8s  ", attached ? '*' : ' ', (int)pi.pid,
 				    pi.nthreads, pi.state ? pi.state : '?', user);
@@ -146,13 +148,15 @@ static int ps_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	free(pids);
 	int rc = EXIT_OK;
 	if (json) {
-		cmd_print_json(ctx, arr);
+		jsonw_array_end(&jw);
+		cmd_print_json(ctx, &jw);
 	} else if (!shown && glob) {
 		cmd_error(ctx, "ps: no process matches '%s'", glob);
 		rc = EXIT_FAIL;
 	} else {
 		cmd_write(ctx, sb.buf, sb.len);
 	}
+	jsonw_release(&jw);
 	strbuf_release(&sb);
 	if (cmd_interrupted)
 		return EXIT_INTERRUPTED;

@@ -215,7 +215,11 @@ static int report_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		free(buf);
 	} else {
 		if (!strcmp(format, "json")) {
-			cmd_json_text(&sb, format_series_json(r, sections));
+			struct jsonw w;
+			jsonw_init(&w, &sb, CMD_JSON_INDENT);
+			format_series_json(&w, r, sections);
+			jsonw_release(&w);
+			strbuf_adds(&sb, "\n");
 		} else if (!strcmp(format, "folded")) {
 			format_profile_folded(&sb, r->prof);
 		} else if (!strcmp(format, "svg")) {

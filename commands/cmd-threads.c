@@ -190,36 +190,41 @@ static void wait_text_live(struct strbuf *sb, const struct row *r, const char *r
 		strbuf_addf(sb, " 0x%" PRIx64, ti->syscall_args[0]);
 }
 
-/* A name or wchan for JSON: null when empty, escaped when not UTF-8. */
-static json_t *jstr(const char *s)
+/* A name or wchan for JSON: null when empty. */
+static void kstr(struct jsonw *w, const char *key, const char *s)
 {
-	return s && *s ? format_json_str(s) : json_null();
+	jsonw_kstr(w, key, s && *s ? s : NULL);
 }
 
 /* threads of a loaded snapshot: no CPU%, waits as analyzed then. */
 static int threads_snapshot(struct cmd_ctx *ctx, const struct sd_snapshot *s, int json)
 {
 	if (json) {
-		json_t *doc = json_object();
-		json_object_set_new(doc, "pid", json_integer(s->pid));
-		json_object_set_new(doc, "comm", jstr(s->comm));
-		json_object_set_new(doc, "snapshot", jstr(ctx->session->loaded_path));
-		json_t *arr = json_array();
+		struct strbuf sb;
+		struct jsonw w;
+		cmd_json_init(&w, &sb);
+		jsonw_object_begin(&w);
+		jsonw_kint(&w, "pid", s->pid);
+		kstr(&w, "comm", s->comm);
+		kstr(&w, "snapshot", ctx->session->loaded_path);
+		jsonw_karray(&w, "threads");
 		for (size_t i = 0; i < s->nthreads; i++) {
 			const struct sd_thread *th = &s->threads[i];
-			json_t *o = json_object();
-			json_object_set_new(o, "tid", json_integer(th->tid));
-			json_object_set_new(o, "name", jstr(th->name));
-			json_object_set_new(o, "state", json_stringn(&th->state, th->state ? 1 : 0));
+			jsonw_object_begin(&w);
+			jsonw_kint(&w, "tid", th->tid);
+			kstr(&w, "name", th->name);
+			jsonw_kstrn(&w, "state", &th->state, th->state ? 1 : 0);
 			const char *sc = th->syscall_nr >= 0 ? procfs_syscall_name(th->syscall_nr) : NULL;
-			json_object_set_new(o, "syscall", jstr(sc));
-			json_object_set_new(o, "wait", format_json_wait(s, th));
-			json_object_set_new(o, "cpu_percent", json_null());
-			json_object_set_new(o, "wchan", jstr(th->wchan));
-			json_array_append_new(arr, o);
+			kstr(&w, "syscall", sc);
+			jsonw_key(&w, "wait");
+			format_json_wait(&w, th);
+			jsonw_knull(&w, "cpu_percent");
+			kstr(&w, "wchan", th->wchan);
+			jsonw_object_end(&w);
 		}
-		json_object_set_new(doc, "threads", arr);
-		cmd_print_json(ctx, doc);
+		jsonw_array_end(&w);
+		jsonw_object_end(&w);
+		cmd_print_json(ctx, &w);
 		return EXIT_OK;
 	}
 	struct cells *c = sd_xcalloc(s->nthreads ? s->nthreads : 1, sizeof(*c));
@@ -297,14 +302,16 @@ static int threads_live(struct cmd_ctx *ctx, pid_t pid, int json)
 	int used_last = 0, unknown = 0;
 	struct sd_target *own = NULL;
 
-	json_t *doc = NULL, *arr = NULL;
+	struct strbuf sb;
+	struct jsonw w;
+	cmd_json_init(&w, &sb);
 	struct cells *c = NULL;
 	if (json) {
-		doc = json_object();
-		json_object_set_new(doc, "pid", json_integer(pid));
-		json_object_set_new(doc, "comm", jstr(pi.comm));
-		json_object_set_new(doc, "interval", json_real(secs));
-		arr = json_array();
+		jsonw_object_begin(&w);
+		jsonw_kint(&w, "pid", pid);
+		kstr(&w, "comm", pi.comm);
+		jsonw_kdouble(&w, "interval", secs);
+		jsonw_karray(&w, "threads");
 	} else {
 		c = sd_xcalloc(n ? n : 1, sizeof(*c));
 	}
@@ -318,10 +325,10 @@ static int threads_live(struct cmd_ctx *ctx, pid_t pid, int json)
 		const struct sd_thread *th = still_waiting(last, r);
 		used_last |= th != NULL;
 		if (json) {
-			json_t *o = json_object();
-			json_object_set_new(o, "tid", json_integer(r->tid));
-			json_object_set_new(o, "name", jstr(r->ti.comm));
-			json_object_set_new(o, "state", json_stringn(&r->ti.state, 1));
+			jsonw_object_begin(&w);
+			jsonw_kint(&w, "tid", r->tid);
+			kstr(&w, "name", r->ti.comm);
+			jsonw_kstrn(&w, "state", &r->ti.state, 1);
 			const char *sc = r->ti.syscall_known && !r->ti.running && r->ti.syscall_nr >= 0
 					     ? procfs_syscall_name(r->ti.syscall_nr)
 					     : NULL;
@@ -329,15 +336,19 @@ static int threads_live(struct cmd_ctx *ctx, pid_t pid, int json)
 				const char *rs = restarted_name(ctx, pid, &own, r);
 				sc = rs ? rs : sc;
 			}
-			json_object_set_new(o, "syscall", jstr(sc));
-			json_object_set_new(o, "syscall_nr",
-					    r->ti.syscall_known && !r->ti.running
-						? json_integer(r->ti.syscall_nr)
-						: json_null());
-			json_object_set_new(o, "wait", th ? format_json_wait(last, th) : json_null());
-			json_object_set_new(o, "cpu_percent", json_real(cpu));
-			json_object_set_new(o, "wchan", jstr(r->ti.wchan));
-			json_array_append_new(arr, o);
+			kstr(&w, "syscall", sc);
+			if (r->ti.syscall_known && !r->ti.running)
+				jsonw_kint(&w, "syscall_nr", r->ti.syscall_nr);
+			else
+				jsonw_knull(&w, "syscall_nr");
+			jsonw_key(&w, "wait");
+			if (th)
+				format_json_wait(&w, th);
+			else
+				jsonw_null(&w);
+			jsonw_kdouble(&w, "cpu_percent", cpu);
+			kstr(&w, "wchan", r->ti.wchan);
+			jsonw_object_end(&w);
 			continue;
 		}
 		threads_cells_init(&c[i]);
@@ -358,8 +369,9 @@ static int threads_live(struct cmd_ctx *ctx, pid_t pid, int json)
 		strbuf_add_escaped(&c[i].wchan, r->ti.wchan);
 	}
 	if (json) {
-		json_object_set_new(doc, "threads", arr);
-		cmd_print_json(ctx, doc);
+		jsonw_array_end(&w);
+		jsonw_object_end(&w);
+		cmd_print_json(ctx, &w);
 	} else {
 		struct strbuf h, f;
 		strbuf_init(&h);

@@ -106,29 +106,20 @@ void cmd_write(struct cmd_ctx *ctx, const char *s, size_t n)
 		ctx->out_errno = errno ? errno : EIO;
 }
 
-int cmd_json_text(struct strbuf *sb, json_t *doc)
+void cmd_json_init(struct jsonw *w, struct strbuf *sb)
 {
-	if (!doc)
-		return -EINVAL;
-	char *txt = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	json_decref(doc);
-	if (!txt)
-		return -ENOMEM;
-	strbuf_adds(sb, txt);
-	strbuf_adds(sb, "\n");
-	free(txt);
-	return 0;
+	strbuf_init(sb);
+	jsonw_init(w, sb, CMD_JSON_INDENT);
 }
 
-void cmd_print_json(struct cmd_ctx *ctx, json_t *doc)
+void cmd_print_json(struct cmd_ctx *ctx, struct jsonw *w)
 {
-	struct strbuf sb;
-	strbuf_init(&sb);
-	if (doc && cmd_json_text(&sb, doc) < 0)
-		cmd_error(ctx, "cannot write the JSON document: out of memory");
-	else
-		cmd_write(ctx, sb.buf, sb.len);
-	strbuf_release(&sb);
+	if (jsonw_finish(w) < 0)
+		cmd_error(ctx, "internal error: the JSON document below is malformed");
+	strbuf_adds(w->out, "\n");
+	cmd_write(ctx, w->out->buf, w->out->len);
+	strbuf_release(w->out);
+	jsonw_release(w);
 }
 
 void cmd_print(struct cmd_ctx *ctx, const char *fmt, ...)

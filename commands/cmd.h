@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include <jansson.h>
 #include <stdint.h>
 
+#include "../src/jsonw.h"
 #include "../src/snapshot.h"
 #include "../src/target.h"
 #include "../src/util.h"
@@ -257,13 +257,15 @@ void cmd_error(struct cmd_ctx *ctx, const char *fmt, ...) __attribute__((format(
  * scripts, pipes). */
 void cmd_status(struct cmd_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cmd_write(struct cmd_ctx *ctx, const char *s, size_t n);
-/* Print DOC indented (2 spaces, keys in insertion order) and a newline,
- * then release DOC (NULL: nothing printed). Every --format json goes
- * through here. */
-void cmd_print_json(struct cmd_ctx *ctx, json_t *doc);
-/* The same text appended to SB (for output that goes to a file); DOC is
- * released. Returns 0 or a negative errno. */
-int cmd_json_text(struct strbuf *sb, json_t *doc);
+/* Every --format json is written through the JSON writer (jsonw.h),
+ * indented CMD_JSON_INDENT spaces per level, and ends with a newline. */
+#define CMD_JSON_INDENT 2
+/* Start a document: W writes into SB, initialized here. */
+void cmd_json_init(struct jsonw *w, struct strbuf *sb);
+/* Print the document W wrote and a newline, then release W and its
+ * buffer. A document W reports as malformed (a bug) is printed all the
+ * same, with an error. */
+void cmd_print_json(struct cmd_ctx *ctx, struct jsonw *w);
 
 /* Help text of one command. */
 void cmd_help_command(struct strbuf *sb, const struct cmd_entry *e);

@@ -42,18 +42,27 @@ static void option_choices(struct strbuf *sb, const struct cmd_option *o)
 /* ------------------------------------------------------------------ */
 /* JSON */
 
-static json_t *choices_json(const struct cmd_option *o)
+static void choices_json(struct jsonw *w, const struct cmd_option *o)
 {
 	struct strbuf sb;
 	strbuf_init(&sb);
 	option_choices(&sb, o);
-	json_t *arr = json_array();
+	jsonw_array_begin(w);
 	char *save = NULL, *copy = sd_xstrdup(sb.buf);
-	for (char *w = strtok_r(copy, " ", &save); w; w = strtok_r(NULL, " ", &save))
-		json_array_append_new(arr, json_string(w));
+	for (char *word = strtok_r(copy, " ", &save); word; word = strtok_r(NULL, " ", &save))
+		jsonw_str(w, word);
+	jsonw_array_end(w);
 	free(copy);
 	strbuf_release(&sb);
-	return arr;
+}
+
+/* "short": the option's letter, or null. */
+static void short_json(struct jsonw *w, const struct cmd_option *o)
+{
+	if (o->short_name)
+		jsonw_kstrn(w, "short", &o->short_name, 1);
+	else
+		jsonw_knull(w, "short");
 }
 
 int repl_list_commands(struct cmd_ctx *ctx)
@@ -63,53 +72,56 @@ int repl_list_commands(struct cmd_ctx *ctx)
 		cmd_error(ctx, "--list-commands: the command table is inconsistent: %s", bad);
 		return EXIT_FAIL;
 	}
-	json_t *doc = json_object();
-	json_t *g = json_array();
+	struct strbuf sb;
+	struct jsonw w;
+	cmd_json_init(&w, &sb);
+	jsonw_object_begin(&w);
+	jsonw_karray(&w, "global_options");
 	for (const struct cmd_option *o = cmd_global_options; o->help; o++) {
-		json_t *j = json_object();
-		json_object_set_new(j, "name", o->name ? json_string(o->name) : json_null());
-		json_object_set_new(j, "short",
-				    o->short_name ? json_stringn(&o->short_name, 1) : json_null());
-		json_object_set_new(j, "arg", o->arg ? json_string(o->arg) : json_null());
-		json_object_set_new(j, "help", json_string(o->help));
-		json_array_append_new(g, j);
+		jsonw_object_begin(&w);
+		jsonw_kstr(&w, "name", o->name);
+		short_json(&w, o);
+		jsonw_kstr(&w, "arg", o->arg);
+		jsonw_kstr(&w, "help", o->help);
+		jsonw_object_end(&w);
 	}
-	json_object_set_new(doc, "global_options", g);
-	json_t *cmds = json_array();
+	jsonw_array_end(&w);
+	jsonw_karray(&w, "commands");
 	for (size_t i = 0; i < cmd_table_len; i++) {
 		const struct cmd_entry *e = cmd_table[i];
-		json_t *c = json_object();
-		json_object_set_new(c, "name", json_string(e->name));
-		json_object_set_new(c, "alias", e->alias ? json_string(e->alias) : json_null());
-		json_object_set_new(c, "usage", e->args_usage ? json_string(e->args_usage) : json_null());
-		json_object_set_new(c, "summary", json_string(e->summary));
-		json_object_set_new(c, "shell_only", json_boolean(e->flags & CMD_SHELL_ONLY));
-		json_object_set_new(c, "cli_only", json_boolean(e->flags & CMD_CLI_ONLY));
-		json_object_set_new(c, "needs_target", json_boolean(e->flags & CMD_NEEDS_TARGET));
-		json_object_set_new(c, "min_args", json_integer(e->min_args));
-		json_object_set_new(c, "max_args", json_integer(e->max_args));
-		json_object_set_new(c, "args", json_string(kind_name(e->arg_complete)));
-		json_t *opts = json_array();
+		jsonw_object_begin(&w);
+		jsonw_kstr(&w, "name", e->name);
+		jsonw_kstr(&w, "alias", e->alias);
+		jsonw_kstr(&w, "usage", e->args_usage);
+		jsonw_kstr(&w, "summary", e->summary);
+		jsonw_kbool(&w, "shell_only", e->flags & CMD_SHELL_ONLY);
+		jsonw_kbool(&w, "cli_only", e->flags & CMD_CLI_ONLY);
+		jsonw_kbool(&w, "needs_target", e->flags & CMD_NEEDS_TARGET);
+		jsonw_kint(&w, "min_args", e->min_args);
+		jsonw_kint(&w, "max_args", e->max_args);
+		jsonw_kstr(&w, "args", kind_name(e->arg_complete));
+		jsonw_karray(&w, "options");
 		for (const struct cmd_option *o = e->options; o && o->name; o++) {
-			json_t *j = json_object();
-			json_object_set_new(j, "name", json_string(o->name));
-			json_object_set_new(j, "short", o->short_name ? json_stringn(&o->short_name, 1)
-								      : json_null());
-			json_object_set_new(j, "arg", o->arg ? json_string(o->arg) : json_null());
-			json_object_set_new(j, "help", json_string(o->help));
-			json_object_set_new(j, "complete", json_string(kind_name(o->complete)));
-			json_object_set_new(j, "choices", choices_json(o));
-			json_array_append_new(opts, j);
+			jsonw_object_begin(&w);
+			jsonw_kstr(&w, "name", o->name);
+			short_json(&w, o);
+			jsonw_kstr(&w, "arg", o->arg);
+			jsonw_kstr(&w, "help", o->help);
+			jsonw_kstr(&w, "complete", kind_name(o->complete));
+			jsonw_key(&w, "choices");
+			choices_json(&w, o);
+			jsonw_object_end(&w);
 		}
-		json_object_set_new(c, "options", opts);
-		json_array_append_new(cmds, c);
+		jsonw_array_end(&w);
+		jsonw_object_end(&w);
 	}
-	json_object_set_new(doc, "commands", cmds);
-	json_t *st = json_array();
+	jsonw_array_end(&w);
+	jsonw_karray(&w, "settings");
 	for (const struct shell_setting *s = shell_settings; s->name; s++)
-		json_array_append_new(st, json_string(s->name));
-	json_object_set_new(doc, "settings", st);
-	cmd_print_json(ctx, doc);
+		jsonw_str(&w, s->name);
+	jsonw_array_end(&w);
+	jsonw_object_end(&w);
+	cmd_print_json(ctx, &w);
 	return EXIT_OK;
 }
 

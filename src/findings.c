@@ -595,29 +595,34 @@ static const char *kind_name(enum sd_finding_kind k)
 	return "?";
 }
 
-json_t *findings_json(const struct sd_findings *f)
+void findings_json(struct jsonw *w, const struct sd_findings *f)
 {
-	json_t *a = json_array();
+	jsonw_array_begin(w);
 	for (size_t i = 0; i < f->n; i++) {
 		const struct sd_finding *x = &f->v[i];
-		json_t *o = json_object();
-		json_object_set_new(o, "kind", json_string(kind_name(x->kind)));
-		json_object_set_new(o, "title", json_string(x->title));
-		json_object_set_new(o, "detail", format_json_str(x->detail));
-		json_object_set_new(o, "pid", json_integer(x->pid));
-		json_object_set_new(o, "first", json_integer((json_int_t)x->first + 1));
-		json_object_set_new(o, "last", json_integer((json_int_t)x->last + 1));
-		json_object_set_new(o, "seen", json_integer((json_int_t)x->seen));
-		json_object_set_new(o, "start", json_real(x->t0));
-		json_object_set_new(o, "end", json_real(x->t1));
-		json_t *t = json_array();
+		jsonw_object_begin(w);
+		jsonw_kstr(w, "kind", kind_name(x->kind));
+		jsonw_kstr(w, "title", x->title);
+		jsonw_kstr(w, "detail", x->detail);
+		jsonw_kint(w, "pid", x->pid);
+		jsonw_ku64(w, "first", (uint64_t)x->first + 1);
+		jsonw_ku64(w, "last", (uint64_t)x->last + 1);
+		jsonw_ku64(w, "seen", x->seen);
+		jsonw_kdouble(w, "start", x->t0);
+		jsonw_kdouble(w, "end", x->t1);
+		jsonw_karray(w, "tids");
 		for (size_t k = 0; k < x->ntids; k++)
-			json_array_append_new(t, json_integer(x->tids[k]));
-		json_object_set_new(o, "tids", t);
-		json_object_set_new(o, "address",
-				    x->address ? format_json_hex(x->address) : json_null());
-		json_object_set_new(o, "holder", x->holder ? json_integer(x->holder) : json_null());
-		json_array_append_new(a, o);
+			jsonw_int(w, x->tids[k]);
+		jsonw_array_end(w);
+		if (x->address)
+			jsonw_khex(w, "address", x->address);
+		else
+			jsonw_knull(w, "address");
+		if (x->holder)
+			jsonw_kint(w, "holder", x->holder);
+		else
+			jsonw_knull(w, "holder");
+		jsonw_object_end(w);
 	}
-	return a;
+	jsonw_array_end(w);
 }

@@ -6,8 +6,7 @@
 #ifndef SD_FINDINGS_H
 #define SD_FINDINGS_H
 
-#include <jansson.h>
-
+#include "jsonw.h"
 #include "snapshot.h"
 #include "util.h"
 
@@ -63,10 +62,10 @@ void findings_span(struct strbuf *out, const struct sd_finding *x);
  * span and detail lines, indented; "none" when F is empty. */
 void findings_format_text(struct strbuf *out, const struct sd_findings *f);
 
-/* The findings as a JSON array (new reference): {"kind", "title",
- * "detail", "first", "last" (1-based snapshots), "seen", "start", "end"
- * (epoch seconds), "tids", "address", "holder"}. */
-json_t *findings_json(const struct sd_findings *f);
+/* The findings as a JSON array, written through W: {"kind", "title",
+ * "detail", "pid", "first", "last" (1-based snapshots), "seen", "start",
+ * "end" (epoch seconds), "tids", "address", "holder"}. */
+void findings_json(struct jsonw *w, const struct sd_findings *f);
 
 /* "16:26:18" (UTC) of wall clock time T, into BUF of N bytes. */
 void findings_clock(char *buf, size_t n, double t);

@@ -1,164 +1,172 @@
 // SPDX-License-Identifier: MIT
-// JSON rendering of snapshots with jansson: the dump schema of the README.
-#include <inttypes.h>
+// JSON rendering of snapshots through the streaming writer (jsonw.h): the
+// dump schema of the README, which the saved format (snapio.c) extends.
 #include <stdio.h>
 
 #include "format.h"
 #include "locks.h"
 #include "procfs.h"
 
-json_t *format_json_str(const char *s)
+static void frame_value(struct jsonw *w, const struct sd_frame *f,
+			const struct format_json_more *more)
 {
-	if (!s)
-		return json_null();
-	json_t *j = json_string(s);
-	if (j)
-		return j;
-	/* Not UTF-8 (a name the target chose): escape the bad bytes rather
-	 * than lose the member. */
-	struct strbuf sb;
-	strbuf_init(&sb);
-	strbuf_add_escaped(&sb, s);
-	j = json_string(sb.buf);
-	strbuf_release(&sb);
-	return j ? j : json_null();
-}
-
-json_t *format_json_hex(uint64_t v)
-{
-	char buf[32];
-	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
-	return json_string(buf);
-}
-
-json_t *format_json_frame(const struct sd_frame *f)
-{
-	json_t *o = json_object();
-	json_object_set_new(o, "addr", format_json_hex(f->pc));
-	json_object_set_new(o, "module", format_json_str(f->module));
-	json_object_set_new(o, "build_id", format_json_str(f->build_id));
-	json_object_set_new(o, "offset", format_json_hex(f->offset));
-	json_object_set_new(o, "function", format_json_str(f->function));
-	json_object_set_new(o, "file", format_json_str(f->file));
-	json_object_set_new(o, "line", f->line ? json_integer(f->line) : json_null());
-	json_object_set_new(o, "inlined", json_boolean(f->flags & SD_FRAME_INLINED));
+	jsonw_object_begin(w);
+	jsonw_khex(w, "addr", f->pc);
+	jsonw_kstr(w, "module", f->module);
+	jsonw_kstr(w, "build_id", f->build_id);
+	jsonw_khex(w, "offset", f->offset);
+	jsonw_kstr(w, "function", f->function);
+	jsonw_kstr(w, "file", f->file);
+	if (f->line)
+		jsonw_kint(w, "line", f->line);
+	else
+		jsonw_knull(w, "line");
+	jsonw_kbool(w, "inlined", f->flags & SD_FRAME_INLINED);
 	if (f->flags & SD_FRAME_SIGNAL)
-		json_object_set_new(o, "signal_frame", json_true());
-	return o;
+		jsonw_kbool(w, "signal_frame", 1);
+	if (more && more->frame)
+		more->frame(w, f);
+	jsonw_object_end(w);
 }
 
-json_t *format_json_wait(const struct sd_snapshot *s, const struct sd_thread *th)
+static void wait_value(struct jsonw *w, const struct sd_thread *th,
+		       const struct format_json_more *more)
 {
-	(void)s;
-	const struct sd_wait *w = &th->wait;
-	if (w->kind < SD_WAIT_MUTEX || w->kind > SD_WAIT_FUTEX)
-		return json_null();
-	json_t *o = json_object();
-	json_object_set_new(o, "kind", json_string(sd_wait_kind_name(w->kind)));
-	json_object_set_new(o, "address", w->address ? format_json_hex(w->address) : json_null());
-	json_object_set_new(o, "symbol", format_json_str(w->symbol));
-	json_object_set_new(o, "owner",
-			    w->owner_known && w->owner > 0 ? json_integer(w->owner) : json_null());
-	if (w->subkind)
-		json_object_set_new(o, "type", json_string(w->subkind));
-	if (w->note)
-		json_object_set_new(o, "note", json_string(w->note));
-	if (w->owner_known && w->owner > 0 && w->owner_evidence != SD_EVIDENCE_NONE) {
-		json_object_set_new(o, "owner_evidence",
-				    json_string(sd_evidence_name(w->owner_evidence)));
-		if (w->owner_frame >= 0)
-			json_object_set_new(o, "owner_frame", json_integer(w->owner_frame));
+	const struct sd_wait *wt = &th->wait;
+	if (wt->kind < SD_WAIT_MUTEX || wt->kind > SD_WAIT_FUTEX) {
+		jsonw_null(w);
+		return;
 	}
-	return o;
+	jsonw_object_begin(w);
+	jsonw_kstr(w, "kind", sd_wait_kind_name(wt->kind));
+	if (wt->address)
+		jsonw_khex(w, "address", wt->address);
+	else
+		jsonw_knull(w, "address");
+	jsonw_kstr(w, "symbol", wt->symbol);
+	if (wt->owner_known && wt->owner > 0)
+		jsonw_kint(w, "owner", wt->owner);
+	else
+		jsonw_knull(w, "owner");
+	if (wt->subkind)
+		jsonw_kstr(w, "type", wt->subkind);
+	if (wt->note)
+		jsonw_kstr(w, "note", wt->note);
+	if (wt->owner_known && wt->owner > 0 && wt->owner_evidence != SD_EVIDENCE_NONE) {
+		jsonw_kstr(w, "owner_evidence", sd_evidence_name(wt->owner_evidence));
+		if (wt->owner_frame >= 0)
+			jsonw_kint(w, "owner_frame", wt->owner_frame);
+	}
+	if (more && more->wait)
+		more->wait(w, th);
+	jsonw_object_end(w);
 }
 
-json_t *format_json_holds(const struct sd_thread *th)
+void format_json_wait(struct jsonw *w, const struct sd_thread *th)
 {
-	json_t *a = json_array();
+	wait_value(w, th, NULL);
+}
+
+/* The locks TH holds (th->holds): kind, address, symbol, mode, frame,
+ * owner_evidence, candidates. */
+static void holds_value(struct jsonw *w, const struct sd_thread *th)
+{
+	jsonw_array_begin(w);
 	for (size_t i = 0; i < th->nholds; i++) {
 		const struct sd_hold *h = &th->holds[i];
-		json_t *o = json_object();
-		json_object_set_new(o, "kind", json_string(locks_kind_name(h->kind)));
-		json_object_set_new(o, "address", format_json_hex(h->address));
-		json_object_set_new(o, "symbol", format_json_str(h->symbol));
-		json_object_set_new(o, "mode", format_json_str(h->mode));
-		json_object_set_new(o, "frame", h->frame >= 0 ? json_integer(h->frame) : json_null());
-		json_object_set_new(o, "owner_evidence",
-				    format_json_str(sd_evidence_name(h->evidence)));
-		json_object_set_new(o, "candidates", json_integer((json_int_t)h->ncandidates));
-		json_array_append_new(a, o);
+		jsonw_object_begin(w);
+		jsonw_kstr(w, "kind", locks_kind_name(h->kind));
+		jsonw_khex(w, "address", h->address);
+		jsonw_kstr(w, "symbol", h->symbol);
+		jsonw_kstr(w, "mode", h->mode);
+		if (h->frame >= 0)
+			jsonw_kint(w, "frame", h->frame);
+		else
+			jsonw_knull(w, "frame");
+		jsonw_kstr(w, "owner_evidence", sd_evidence_name(h->evidence));
+		jsonw_ku64(w, "candidates", h->ncandidates);
+		jsonw_object_end(w);
 	}
-	return a;
+	jsonw_array_end(w);
 }
 
-json_t *format_json_thread(const struct sd_snapshot *s, const struct sd_thread *th)
+void format_json_thread_members(struct jsonw *w, const struct sd_snapshot *s,
+				const struct sd_thread *th, const struct format_json_more *more)
 {
-	json_t *o = json_object();
+	(void)s;
 	char st[2] = {th->state ? th->state : '?', 0};
-	json_object_set_new(o, "tid", json_integer(th->tid));
-	json_object_set_new(o, "name", format_json_str(th->name ? th->name : ""));
-	json_object_set_new(o, "state", json_string(st));
-	const char *scn = th->syscall_nr >= 0 ? procfs_syscall_name(th->syscall_nr) : NULL;
+	jsonw_kint(w, "tid", th->tid);
+	jsonw_kstr(w, "name", th->name ? th->name : "");
+	jsonw_kstr(w, "state", st);
 	if (th->syscall_nr >= 0 && !th->running) {
+		const char *scn = procfs_syscall_name(th->syscall_nr);
 		char buf[32];
 		if (!scn) {
 			snprintf(buf, sizeof(buf), "syscall_%ld", th->syscall_nr);
 			scn = buf;
 		}
-		json_object_set_new(o, "syscall", json_string(scn));
+		jsonw_kstr(w, "syscall", scn);
 	} else {
-		json_object_set_new(o, "syscall", json_null());
+		jsonw_knull(w, "syscall");
 	}
-	json_object_set_new(o, "wchan", format_json_str(th->wchan));
-	json_object_set_new(o, "wait", format_json_wait(s, th));
-	json_object_set_new(o, "status",
-			    json_string(th->status == SD_THREAD_OK		? "ok"
-					: th->status == SD_THREAD_EXITED	? "exited"
-					: th->status == SD_THREAD_NOT_STOPPED ? "not_stopped"
-										: "error"));
+	jsonw_kstr(w, "wchan", th->wchan);
+	jsonw_key(w, "wait");
+	wait_value(w, th, more);
+	jsonw_kstr(w, "status", th->status == SD_THREAD_OK		? "ok"
+				: th->status == SD_THREAD_EXITED	? "exited"
+				: th->status == SD_THREAD_NOT_STOPPED ? "not_stopped"
+									: "error");
 	if (th->error)
-		json_object_set_new(o, "error", json_string(th->error));
-	json_object_set_new(o, "pause_us", json_integer((json_int_t)th->pause_us));
-	json_object_set_new(o, "voluntary_ctxt_switches", json_integer((json_int_t)th->vol_ctxsw));
-	json_t *frames = json_array();
+		jsonw_kstr(w, "error", th->error);
+	jsonw_ku64(w, "pause_us", th->pause_us);
+	jsonw_ku64(w, "voluntary_ctxt_switches", th->vol_ctxsw);
+	jsonw_karray(w, "frames");
 	for (size_t i = 0; i < th->nframes; i++)
-		json_array_append_new(frames, format_json_frame(&th->frames[i]));
-	json_object_set_new(o, "frames", frames);
-	json_object_set_new(o, "unwind_stop", format_json_str(th->unwind_stop));
-	json_object_set_new(o, "capture", json_string(snapshot_capture_kind_name(th->kind)));
-	json_object_set_new(o, "holds", format_json_holds(th));
-	return o;
+		frame_value(w, &th->frames[i], more);
+	jsonw_array_end(w);
+	jsonw_kstr(w, "unwind_stop", th->unwind_stop);
+	jsonw_kstr(w, "capture", snapshot_capture_kind_name(th->kind));
+	jsonw_key(w, "holds");
+	holds_value(w, th);
 }
 
-json_t *format_json_snapshot(const struct sd_snapshot *s)
+void format_json_snapshot_members(struct jsonw *w, const struct sd_snapshot *s)
 {
-	json_t *o = json_object();
-	json_object_set_new(o, "pid", json_integer(s->pid));
-	json_object_set_new(o, "comm", format_json_str(s->comm));
-	json_object_set_new(o, "exe", format_json_str(s->exe));
-	json_object_set_new(o, "time", json_real(s->time));
-	json_object_set_new(o, "pause_us", json_integer((json_int_t)s->pause_us));
-	json_object_set_new(o, "per_thread", json_boolean(s->per_thread));
-	json_object_set_new(o, "partial", json_boolean(s->partial));
+	jsonw_kint(w, "pid", s->pid);
+	jsonw_kstr(w, "comm", s->comm);
+	jsonw_kstr(w, "exe", s->exe);
+	jsonw_kdouble(w, "time", s->time);
+	jsonw_ku64(w, "pause_us", s->pause_us);
+	jsonw_kbool(w, "per_thread", s->per_thread);
+	jsonw_kbool(w, "partial", s->partial);
 	char st[2] = {s->state ? s->state : '?', 0};
-	json_object_set_new(o, "state", json_string(st));
-	json_t *tm = json_object();
-	json_object_set_new(tm, "capture_us", json_integer((json_int_t)s->capture_us));
-	json_object_set_new(tm, "unwind_us", json_integer((json_int_t)s->unwind_us));
-	json_object_set_new(tm, "symbolize_us", json_integer((json_int_t)s->symbolize_us));
-	json_object_set_new(tm, "infer_us", json_integer((json_int_t)s->infer_us));
-	json_object_set_new(tm, "stack_bytes", json_integer((json_int_t)s->stack_bytes));
-	json_object_set_new(tm, "frozen", json_integer((json_int_t)s->nfrozen));
-	json_object_set_new(tm, "asleep", json_integer((json_int_t)s->nasleep));
-	json_object_set_new(tm, "reused", json_integer((json_int_t)s->nreused));
-	json_object_set_new(tm, "retried", json_integer((json_int_t)s->nretried));
-	json_object_set_new(tm, "regstops", json_integer((json_int_t)s->nregstops));
+	jsonw_kstr(w, "state", st);
+	jsonw_kobject(w, "timings");
+	jsonw_ku64(w, "capture_us", s->capture_us);
+	jsonw_ku64(w, "unwind_us", s->unwind_us);
+	jsonw_ku64(w, "symbolize_us", s->symbolize_us);
+	jsonw_ku64(w, "infer_us", s->infer_us);
+	jsonw_ku64(w, "stack_bytes", s->stack_bytes);
+	jsonw_ku64(w, "frozen", s->nfrozen);
+	jsonw_ku64(w, "asleep", s->nasleep);
+	jsonw_ku64(w, "reused", s->nreused);
+	jsonw_ku64(w, "retried", s->nretried);
+	jsonw_ku64(w, "regstops", s->nregstops);
 	if (s->capture_note)
-		json_object_set_new(tm, "capture_note", json_string(s->capture_note));
-	json_object_set_new(o, "timings", tm);
-	json_t *threads = json_array();
-	for (size_t i = 0; i < s->nthreads; i++)
-		json_array_append_new(threads, format_json_thread(s, &s->threads[i]));
-	json_object_set_new(o, "threads", threads);
-	return o;
+		jsonw_kstr(w, "capture_note", s->capture_note);
+	jsonw_object_end(w);
+}
+
+void format_json_snapshot(struct jsonw *w, const struct sd_snapshot *s)
+{
+	jsonw_object_begin(w);
+	format_json_snapshot_members(w, s);
+	jsonw_karray(w, "threads");
+	for (size_t i = 0; i < s->nthreads; i++) {
+		jsonw_object_begin(w);
+		format_json_thread_members(w, s, &s->threads[i], NULL);
+		jsonw_object_end(w);
+	}
+	jsonw_array_end(w);
+	jsonw_object_end(w);
 }

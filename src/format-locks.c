@@ -360,139 +360,126 @@ void format_text_locks(struct strbuf *out, const struct sd_snapshot *s,
 
 /* ---- JSON ---- */
 
-static json_t *jhex(uint64_t v)
-{
-	char buf[32];
-	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
-	return json_string(buf);
-}
-
-/* Names and symbols the target chose: escaped when not UTF-8, never
- * dropped (format_json_str). */
-static json_t *jstr(const char *str)
-{
-	return format_json_str(str);
-}
-
-static json_t *jname(const struct sd_snapshot *s, pid_t tid)
+/* The name of thread TID of S, or null. */
+static void kname(struct jsonw *w, const char *key, const struct sd_snapshot *s, pid_t tid)
 {
 	const struct sd_thread *th = tid > 0 ? snapshot_find_thread(s, tid) : NULL;
-	return jstr(th ? th->name : NULL);
+	jsonw_kstr(w, key, th ? th->name : NULL);
 }
 
-static json_t *jtids(const pid_t *v, size_t n)
+/* KEY: V, or null when V is negative (no frame). */
+static void kframe(struct jsonw *w, const char *key, int v)
 {
-	json_t *a = json_array();
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(a, json_integer(v[i]));
-	return a;
+	if (v >= 0)
+		jsonw_kint(w, key, v);
+	else
+		jsonw_knull(w, key);
 }
 
-static json_t *json_lock(const struct sd_snapshot *s, const struct sd_lock *l)
+static void json_lock(struct jsonw *w, const struct sd_snapshot *s, const struct sd_lock *l)
 {
-	json_t *o = json_object();
-	json_object_set_new(o, "kind", json_string(locks_kind_name(l->kind)));
-	json_object_set_new(o, "address", jhex(l->address));
-	json_object_set_new(o, "symbol", jstr(l->symbol));
-	json_object_set_new(o, "owner", l->owner_known ? json_integer(l->owner) : json_null());
-	json_object_set_new(o, "waiters", jtids(l->waiters, l->nwaiters));
-	json_object_set_new(o, "type", jstr(l->subkind));
-	json_object_set_new(o, "owner_name", l->owner_known ? jname(s, l->owner) : json_null());
-	json_object_set_new(o, "note", jstr(l->note));
-	json_object_set_new(o, "owner_evidence",
-			    l->owner_known ? jstr(sd_evidence_name(l->owner_evidence)) : json_null());
-	json_object_set_new(o, "owner_frame", l->owner_known && l->owner_frame >= 0
-						      ? json_integer(l->owner_frame)
-						      : json_null());
+	jsonw_object_begin(w);
+	jsonw_kstr(w, "kind", locks_kind_name(l->kind));
+	jsonw_khex(w, "address", l->address);
+	jsonw_kstr(w, "symbol", l->symbol);
+	if (l->owner_known)
+		jsonw_kint(w, "owner", l->owner);
+	else
+		jsonw_knull(w, "owner");
+	jsonw_karray(w, "waiters");
+	for (size_t i = 0; i < l->nwaiters; i++)
+		jsonw_int(w, l->waiters[i]);
+	jsonw_array_end(w);
+	jsonw_kstr(w, "type", l->subkind);
+	if (l->owner_known)
+		kname(w, "owner_name", s, l->owner);
+	else
+		jsonw_knull(w, "owner_name");
+	jsonw_kstr(w, "note", l->note);
+	jsonw_kstr(w, "owner_evidence", l->owner_known ? sd_evidence_name(l->owner_evidence) : NULL);
+	kframe(w, "owner_frame", l->owner_known ? l->owner_frame : -1);
 	if (!locks_is_idle(l->kind)) {
-		json_t *c = json_array();
+		jsonw_karray(w, "candidates");
 		for (size_t i = 0; i < l->ncandidates; i++) {
-			json_t *x = json_object();
-			json_object_set_new(x, "tid", json_integer(l->candidates[i].tid));
-			json_object_set_new(x, "name", jname(s, l->candidates[i].tid));
-			json_object_set_new(x, "frame", l->candidates[i].frame >= 0
-								? json_integer(l->candidates[i].frame)
-								: json_null());
-			json_object_set_new(x, "certain", json_boolean(l->candidates[i].certain));
-			json_array_append_new(c, x);
+			jsonw_object_begin(w);
+			jsonw_kint(w, "tid", l->candidates[i].tid);
+			kname(w, "name", s, l->candidates[i].tid);
+			kframe(w, "frame", l->candidates[i].frame);
+			jsonw_kbool(w, "certain", l->candidates[i].certain);
+			jsonw_object_end(w);
 		}
-		json_object_set_new(o, "candidates", c);
+		jsonw_array_end(w);
 	}
 	if (l->kind == SD_WAIT_RWLOCK_READ || l->kind == SD_WAIT_RUST_RWLOCK) {
-		json_object_set_new(o, "readers_waiting", json_integer((json_int_t)l->nreaders));
-		json_object_set_new(o, "writers_waiting", json_integer((json_int_t)l->nwriters));
+		jsonw_ku64(w, "readers_waiting", l->nreaders);
+		jsonw_ku64(w, "writers_waiting", l->nwriters);
 	}
-	return o;
+	jsonw_object_end(w);
 }
 
-json_t *format_json_locks(const struct sd_snapshot *s, const struct sd_lockgraph *g,
-			  const struct sd_parked *parked, size_t nparked, size_t nsnaps,
-			  double span)
+void format_json_locks(struct jsonw *w, const struct sd_snapshot *s, const struct sd_lockgraph *g,
+		       const struct sd_parked *parked, size_t nparked, size_t nsnaps, double span)
 {
-	json_t *o = json_object();
-	json_object_set_new(o, "pid", json_integer(s->pid));
-	json_object_set_new(o, "comm", jstr(s->comm));
-	json_object_set_new(o, "time", json_real(s->time));
-	json_object_set_new(o, "pause_us", json_integer((json_int_t)s->pause_us));
-	json_object_set_new(o, "partial", json_boolean(s->partial));
-	json_t *locks = json_array();
+	jsonw_object_begin(w);
+	jsonw_kint(w, "pid", s->pid);
+	jsonw_kstr(w, "comm", s->comm);
+	jsonw_kdouble(w, "time", s->time);
+	jsonw_ku64(w, "pause_us", s->pause_us);
+	jsonw_kbool(w, "partial", s->partial);
+	jsonw_karray(w, "locks");
 	for (size_t i = 0; i < g->nlocks; i++)
-		json_array_append_new(locks, json_lock(s, &g->locks[i]));
-	json_object_set_new(o, "locks", locks);
-	json_t *idle = json_array();
+		json_lock(w, s, &g->locks[i]);
+	jsonw_array_end(w);
+	jsonw_karray(w, "idle");
 	for (size_t i = 0; i < g->nidle; i++)
-		json_array_append_new(idle, json_lock(s, &g->idle[i]));
-	json_object_set_new(o, "idle", idle);
-	json_t *dl = json_array();
+		json_lock(w, s, &g->idle[i]);
+	jsonw_array_end(w);
+	jsonw_karray(w, "deadlocks");
 	for (size_t i = 0; i < g->ndeadlocks; i++) {
 		const struct sd_deadlock *d = &g->deadlocks[i];
-		json_t *cyc = json_array();
+		jsonw_array_begin(w);
 		for (size_t e = 0; e < d->n; e++) {
 			const struct sd_lock_edge *ed = &d->edges[e];
-			json_t *x = json_object();
-			json_object_set_new(x, "tid", json_integer(ed->tid));
-			json_object_set_new(x, "kind", json_string(sd_wait_kind_name(ed->kind)));
-			json_object_set_new(x, "address", jhex(ed->address));
-			json_object_set_new(x, "owner", json_integer(ed->owner));
-			json_object_set_new(x, "name", jname(s, ed->tid));
-			json_object_set_new(x, "symbol", jstr(ed->symbol));
-			json_object_set_new(x, "owner_name", jname(s, ed->owner));
-			json_object_set_new(x, "owner_evidence",
-					    jstr(sd_evidence_name(ed->owner_evidence)));
-			json_object_set_new(x, "owner_frame", ed->owner_frame >= 0
-								  ? json_integer(ed->owner_frame)
-								  : json_null());
+			jsonw_object_begin(w);
+			jsonw_kint(w, "tid", ed->tid);
+			jsonw_kstr(w, "kind", sd_wait_kind_name(ed->kind));
+			jsonw_khex(w, "address", ed->address);
+			jsonw_kint(w, "owner", ed->owner);
+			kname(w, "name", s, ed->tid);
+			jsonw_kstr(w, "symbol", ed->symbol);
+			kname(w, "owner_name", s, ed->owner);
+			jsonw_kstr(w, "owner_evidence", sd_evidence_name(ed->owner_evidence));
+			kframe(w, "owner_frame", ed->owner_frame);
 			if (ed->owner_evidence == SD_EVIDENCE_STACK)
-				json_object_set_new(x, "evidence", jstr(ed->note));
-			json_array_append_new(cyc, x);
+				jsonw_kstr(w, "evidence", ed->note);
+			jsonw_object_end(w);
 		}
-		json_array_append_new(dl, cyc);
+		jsonw_array_end(w);
 	}
-	json_object_set_new(o, "deadlocks", dl);
+	jsonw_array_end(w);
 	if (nsnaps > 1) {
-		json_object_set_new(o, "snapshots", json_integer((json_int_t)nsnaps));
-		json_object_set_new(o, "seconds", json_real(span));
-		json_t *pa = json_array();
+		jsonw_ku64(w, "snapshots", nsnaps);
+		jsonw_kdouble(w, "seconds", span);
+		jsonw_karray(w, "parked");
 		for (size_t i = 0; i < nparked; i++) {
 			const struct sd_parked *p = &parked[i];
-			json_t *x = json_object();
-			json_object_set_new(x, "tid", json_integer(p->tid));
-			json_object_set_new(x, "name", jstr(p->name));
-			json_object_set_new(x, "kind",
-					    json_string(sd_wait_kind_name(p->wait.kind)));
-			json_object_set_new(x, "address", jhex(p->wait.address));
-			json_object_set_new(x, "symbol", jstr(p->wait.symbol));
-			json_object_set_new(x, "owner", p->wait.owner_known && p->wait.owner > 0
-								 ? json_integer(p->wait.owner)
-								 : json_null());
-			json_object_set_new(x, "idle", json_boolean(locks_is_idle(p->wait.kind)));
-			json_object_set_new(x, "seconds", json_real(p->seconds));
-			json_object_set_new(x, "moved", json_boolean(p->moved));
-			json_object_set_new(x, "voluntary_ctxt_switches",
-					    json_integer((json_int_t)p->switches));
-			json_array_append_new(pa, x);
+			jsonw_object_begin(w);
+			jsonw_kint(w, "tid", p->tid);
+			jsonw_kstr(w, "name", p->name);
+			jsonw_kstr(w, "kind", sd_wait_kind_name(p->wait.kind));
+			jsonw_khex(w, "address", p->wait.address);
+			jsonw_kstr(w, "symbol", p->wait.symbol);
+			if (p->wait.owner_known && p->wait.owner > 0)
+				jsonw_kint(w, "owner", p->wait.owner);
+			else
+				jsonw_knull(w, "owner");
+			jsonw_kbool(w, "idle", locks_is_idle(p->wait.kind));
+			jsonw_kdouble(w, "seconds", p->seconds);
+			jsonw_kbool(w, "moved", p->moved);
+			jsonw_ku64(w, "voluntary_ctxt_switches", p->switches);
+			jsonw_object_end(w);
 		}
-		json_object_set_new(o, "parked", pa);
+		jsonw_array_end(w);
 	}
-	return o;
+	jsonw_object_end(w);
 }

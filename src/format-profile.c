@@ -292,136 +292,159 @@ void format_profile_locks(struct strbuf *out, struct sd_profile *p, const struct
 
 /* ---- JSON ---- */
 
-static json_t *json_pframe(const struct sd_pframe *f)
+static void json_pframe(struct jsonw *w, const struct sd_pframe *f)
 {
-	json_t *o = json_object();
-	json_object_set_new(o, "function", format_json_str(f->function));
-	json_object_set_new(o, "name", json_string(f->name));
-	json_object_set_new(o, "module", format_json_str(f->module));
-	json_object_set_new(o, "build_id", format_json_str(f->build_id));
-	json_object_set_new(o, "offset", format_json_hex(f->offset));
-	json_object_set_new(o, "addr", format_json_hex(f->pc));
-	json_object_set_new(o, "file", format_json_str(f->file));
-	json_object_set_new(o, "line", f->line ? json_integer(f->line) : json_null());
-	json_object_set_new(o, "inlined", json_boolean(f->flags & SD_FRAME_INLINED));
-	return o;
+	jsonw_object_begin(w);
+	jsonw_kstr(w, "function", f->function);
+	jsonw_kstr(w, "name", f->name);
+	jsonw_kstr(w, "module", f->module);
+	jsonw_kstr(w, "build_id", f->build_id);
+	jsonw_khex(w, "offset", f->offset);
+	jsonw_khex(w, "addr", f->pc);
+	jsonw_kstr(w, "file", f->file);
+	if (f->line)
+		jsonw_kint(w, "line", f->line);
+	else
+		jsonw_knull(w, "line");
+	jsonw_kbool(w, "inlined", f->flags & SD_FRAME_INLINED);
+	jsonw_object_end(w);
 }
 
-json_t *format_profile_json(struct sd_profile *p)
+/* {"state": count...}: one member per state name (two buckets of the same
+ * name, which interning should prevent, count as one: the last). */
+static void json_states(struct jsonw *w, const struct sd_pstack *st)
+{
+	jsonw_object_begin(w);
+	for (int k = 0; k < SD_PSTACK_STATES && st->states[k].what; k++) {
+		int seen = 0;
+		for (int j = 0; j < k; j++)
+			seen |= !strcmp(st->states[j].what, st->states[k].what);
+		if (seen)
+			continue;
+		uint64_t count = st->states[k].count;
+		for (int j = k + 1; j < SD_PSTACK_STATES && st->states[j].what; j++)
+			if (!strcmp(st->states[j].what, st->states[k].what))
+				count = st->states[j].count;
+		jsonw_ku64(w, st->states[k].what, count);
+	}
+	jsonw_object_end(w);
+}
+
+static void json_lock(struct jsonw *w, struct sd_profile *p, const struct sd_plock *l)
+{
+	uint64_t n = proc_samples(p, l->pid);
+	jsonw_object_begin(w);
+	jsonw_kint(w, "pid", l->pid);
+	jsonw_khex(w, "address", l->address);
+	jsonw_kstr(w, "kind", sd_wait_kind_name(l->kind));
+	jsonw_kstr(w, "symbol", l->symbol);
+	jsonw_ku64(w, "samples", n);
+	jsonw_ku64(w, "contended", l->contended);
+	jsonw_kdouble(w, "avg_waiters", n ? (double)l->waiters / (double)n : 0.0);
+	jsonw_ku64(w, "max_waiters", l->max_waiters);
+	jsonw_karray(w, "holders");
+	for (size_t k = 0; k < l->nholders; k++) {
+		const struct sd_pholder *h = &l->holders[k];
+		jsonw_object_begin(w);
+		jsonw_ku64(w, "count", h->count);
+		jsonw_kstr(w, "holder", h->name);
+		if (h->stack >= 0) {
+			const struct sd_pstack *st = &p->stacks[h->stack];
+			jsonw_karray(w, "stack");
+			for (size_t f = 0; f < st->nframes; f++)
+				jsonw_str(w, st->frames[f].name);
+			jsonw_array_end(w);
+		} else {
+			jsonw_knull(w, "stack");
+		}
+		jsonw_object_end(w);
+	}
+	jsonw_array_end(w);
+	jsonw_object_end(w);
+}
+
+void format_profile_json(struct jsonw *w, struct sd_profile *p)
 {
 	profile_sort(p);
 	uint64_t total = profile_total(p);
-	json_t *doc = json_object();
-	json_object_set_new(doc, "version", json_integer(1));
-	json_object_set_new(doc, "kind", json_string("stackdump-profile"));
-	json_object_set_new(doc, "by_address", json_boolean(p->opts.by_address));
-	json_object_set_new(doc, "group_threads", json_boolean(p->opts.group_threads));
-	json_object_set_new(doc, "no_idle", json_boolean(p->opts.no_idle));
-	json_object_set_new(doc, "cpu",
-			    json_string(p->opts.cpu == SD_CPU_ON    ? "on"
-					: p->opts.cpu == SD_CPU_OFF ? "off"
-								    : "all"));
-	json_t *procs = json_array();
+	jsonw_object_begin(w);
+	jsonw_kint(w, "version", 1);
+	jsonw_kstr(w, "kind", "stackdump-profile");
+	jsonw_kbool(w, "by_address", p->opts.by_address);
+	jsonw_kbool(w, "group_threads", p->opts.group_threads);
+	jsonw_kbool(w, "no_idle", p->opts.no_idle);
+	jsonw_kstr(w, "cpu", p->opts.cpu == SD_CPU_ON    ? "on"
+			  : p->opts.cpu == SD_CPU_OFF ? "off"
+						      : "all");
+	jsonw_karray(w, "processes");
 	for (size_t i = 0; i < p->nprocs; i++) {
-		json_t *pr = json_object();
-		json_object_set_new(pr, "pid", json_integer(p->procs[i].pid));
-		json_object_set_new(pr, "comm", json_string(p->procs[i].comm));
-		json_object_set_new(pr, "samples", json_integer((json_int_t)p->procs[i].samples));
-		json_object_set_new(pr, "exited", json_boolean(p->procs[i].exited));
-		json_array_append_new(procs, pr);
+		jsonw_object_begin(w);
+		jsonw_kint(w, "pid", p->procs[i].pid);
+		jsonw_kstr(w, "comm", p->procs[i].comm);
+		jsonw_ku64(w, "samples", p->procs[i].samples);
+		jsonw_kbool(w, "exited", p->procs[i].exited);
+		jsonw_object_end(w);
 	}
-	json_object_set_new(doc, "processes", procs);
-	json_object_set_new(doc, "start_time", json_real(p->start_time));
-	json_object_set_new(doc, "samples", json_integer((json_int_t)p->samples));
-	json_object_set_new(doc, "duration_us", json_integer((json_int_t)p->duration_us));
-	json_object_set_new(doc, "interval_us", json_integer((json_int_t)p->interval_us));
-	json_object_set_new(doc, "rate_hz",
-			    json_real(p->duration_us ? (double)p->samples * 1e6 / (double)p->duration_us
-						     : 0.0));
-	json_object_set_new(doc, "thread_samples", json_integer((json_int_t)total));
-	json_object_set_new(doc, "on_cpu", json_integer((json_int_t)p->on_cpu));
-	json_object_set_new(doc, "off_cpu", json_integer((json_int_t)(total - p->on_cpu)));
-	json_object_set_new(doc, "filtered", json_integer((json_int_t)p->filtered));
-	json_object_set_new(doc, "idle", json_integer((json_int_t)p->idle));
-	json_object_set_new(doc, "lost", json_integer((json_int_t)p->lost));
-	json_object_set_new(doc, "engine", p->engine ? json_string(p->engine) : json_null());
-	json_object_set_new(doc, "lost_samples", json_integer((json_int_t)p->lost_samples));
-	json_object_set_new(doc, "throttled", json_integer((json_int_t)p->throttled));
-	json_t *stacks = json_array();
+	jsonw_array_end(w);
+	jsonw_kdouble(w, "start_time", p->start_time);
+	jsonw_ku64(w, "samples", p->samples);
+	jsonw_ku64(w, "duration_us", p->duration_us);
+	jsonw_ku64(w, "interval_us", p->interval_us);
+	jsonw_kdouble(w, "rate_hz",
+		      p->duration_us ? (double)p->samples * 1e6 / (double)p->duration_us : 0.0);
+	jsonw_ku64(w, "thread_samples", total);
+	jsonw_ku64(w, "on_cpu", p->on_cpu);
+	jsonw_ku64(w, "off_cpu", total - p->on_cpu);
+	jsonw_ku64(w, "filtered", p->filtered);
+	jsonw_ku64(w, "idle", p->idle);
+	jsonw_ku64(w, "lost", p->lost);
+	jsonw_kstr(w, "engine", p->engine);
+	jsonw_ku64(w, "lost_samples", p->lost_samples);
+	jsonw_ku64(w, "throttled", p->throttled);
+	jsonw_karray(w, "stacks");
 	for (size_t i = 0; i < p->nstacks; i++) {
 		struct sd_pstack *st = &p->stacks[i];
 		if (!st->count)
 			continue;
-		json_t *js = json_object();
-		json_object_set_new(js, "count", json_integer((json_int_t)st->count));
-		json_object_set_new(js, "percent", json_real(pct((double)st->count, (double)total)));
-		json_object_set_new(js, "on_cpu", json_integer((json_int_t)st->on_cpu));
-		json_object_set_new(js, "off_cpu", json_integer((json_int_t)(st->count - st->on_cpu)));
-		json_t *states = json_object();
-		for (int k = 0; k < SD_PSTACK_STATES && st->states[k].what; k++)
-			json_object_set_new(states, st->states[k].what,
-					    json_integer((json_int_t)st->states[k].count));
-		json_object_set_new(js, "states", states);
-		json_t *th = json_array();
+		jsonw_object_begin(w);
+		jsonw_ku64(w, "count", st->count);
+		jsonw_kdouble(w, "percent", pct((double)st->count, (double)total));
+		jsonw_ku64(w, "on_cpu", st->on_cpu);
+		jsonw_ku64(w, "off_cpu", st->count - st->on_cpu);
+		jsonw_key(w, "states");
+		json_states(w, st);
+		jsonw_karray(w, "threads");
 		sd_sort(st->threads, st->nthreads, sizeof(*st->threads), cmp_pthread);
 		for (size_t k = 0; k < st->nthreads; k++) {
 			const struct sd_pthread *t = &st->threads[k];
-			json_t *jt = json_object();
-			json_object_set_new(jt, "pid", json_integer(t->pid));
-			json_object_set_new(jt, "tid", t->tid ? json_integer(t->tid) : json_null());
-			json_object_set_new(jt, "name", json_string(t->name ? t->name : ""));
-			json_object_set_new(jt, "threads", json_integer((json_int_t)t->ntids));
-			json_object_set_new(jt, "count", json_integer((json_int_t)t->count));
-			json_object_set_new(jt, "on_cpu", json_integer((json_int_t)t->on_cpu));
-			json_array_append_new(th, jt);
+			jsonw_object_begin(w);
+			jsonw_kint(w, "pid", t->pid);
+			if (t->tid)
+				jsonw_kint(w, "tid", t->tid);
+			else
+				jsonw_knull(w, "tid");
+			jsonw_kstr(w, "name", t->name ? t->name : "");
+			jsonw_ku64(w, "threads", t->ntids);
+			jsonw_ku64(w, "count", t->count);
+			jsonw_ku64(w, "on_cpu", t->on_cpu);
+			jsonw_object_end(w);
 		}
-		json_object_set_new(js, "threads", th);
-		json_t *fr = json_array();
+		jsonw_array_end(w);
+		jsonw_karray(w, "frames");
 		for (size_t k = 0; k < st->nframes; k++)
-			json_array_append_new(fr, json_pframe(&st->frames[k]));
-		json_object_set_new(js, "frames", fr);
-		json_array_append_new(stacks, js);
+			json_pframe(w, &st->frames[k]);
+		jsonw_array_end(w);
+		jsonw_object_end(w);
 	}
-	json_object_set_new(doc, "stacks", stacks);
+	jsonw_array_end(w);
 	if (p->opts.locks) {
-		json_t *locks = json_array();
+		jsonw_karray(w, "locks");
 		sd_sort(p->locks, p->nlocks, sizeof(*p->locks), cmp_lock);
-		for (size_t i = 0; i < p->nlocks; i++) {
-			const struct sd_plock *l = &p->locks[i];
-			uint64_t n = proc_samples(p, l->pid);
-			json_t *jl = json_object();
-			json_object_set_new(jl, "pid", json_integer(l->pid));
-			json_object_set_new(jl, "address", format_json_hex(l->address));
-			json_object_set_new(jl, "kind", json_string(sd_wait_kind_name(l->kind)));
-			json_object_set_new(jl, "symbol", format_json_str(l->symbol));
-			json_object_set_new(jl, "samples", json_integer((json_int_t)n));
-			json_object_set_new(jl, "contended", json_integer((json_int_t)l->contended));
-			json_object_set_new(jl, "avg_waiters",
-					    json_real(n ? (double)l->waiters / (double)n : 0.0));
-			json_object_set_new(jl, "max_waiters", json_integer((json_int_t)l->max_waiters));
-			json_t *hs = json_array();
-			for (size_t k = 0; k < l->nholders; k++) {
-				const struct sd_pholder *h = &l->holders[k];
-				json_t *jh = json_object();
-				json_object_set_new(jh, "count", json_integer((json_int_t)h->count));
-				json_object_set_new(jh, "holder", json_string(h->name));
-				json_t *fr = json_array();
-				if (h->stack >= 0) {
-					const struct sd_pstack *st = &p->stacks[h->stack];
-					for (size_t f = 0; f < st->nframes; f++)
-						json_array_append_new(fr, json_string(st->frames[f].name));
-				}
-				json_object_set_new(jh, "stack", h->stack >= 0 ? fr : json_null());
-				if (h->stack < 0)
-					json_decref(fr);
-				json_array_append_new(hs, jh);
-			}
-			json_object_set_new(jl, "holders", hs);
-			json_array_append_new(locks, jl);
-		}
-		json_object_set_new(doc, "locks", locks);
+		for (size_t i = 0; i < p->nlocks; i++)
+			json_lock(w, p, &p->locks[i]);
+		jsonw_array_end(w);
 	}
-	return doc;
+	jsonw_object_end(w);
 }
 
 /* ---- diff ---- */

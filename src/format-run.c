@@ -3,8 +3,6 @@
 // (format-run.h).
 #include "format-run.h"
 
-#include <errno.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,16 +14,11 @@ int format_profile_as(struct sd_profile *p, const char *format, const struct sd_
 	struct strbuf sb;
 	strbuf_init(&sb);
 	if (!strcmp(format, "json")) {
-		json_t *doc = format_profile_json(p);
-		char *txt = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
-		json_decref(doc);
-		if (!txt)
-			return sd_error_set(err, ENOMEM,
-					    "cannot write the profile as JSON: out of "
-					    "memory");
-		strbuf_adds(&sb, txt);
+		struct jsonw w;
+		jsonw_init(&w, &sb, 2);
+		format_profile_json(&w, p);
+		jsonw_release(&w);
 		strbuf_adds(&sb, "\n");
-		free(txt);
 	} else if (!strcmp(format, "folded")) {
 		format_profile_folded(&sb, p);
 	} else if (!strcmp(format, "svg")) {

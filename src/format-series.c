@@ -235,109 +235,113 @@ void format_series_stuck(const struct sd_series *r, struct strbuf *sb)
 	strbuf_adds(sb, "\n");
 }
 
-json_t *format_series_json(const struct sd_series *r, unsigned sections)
+void format_series_json(struct jsonw *w, const struct sd_series *r, unsigned sections)
 {
-	json_t *o = json_object();
-	json_t *snaps = json_array();
+	jsonw_object_begin(w);
+	jsonw_karray(w, "snapshots");
 	for (size_t k = 0; k < r->n; k++) {
 		const struct sd_series_snap *x = &r->v[k];
-		json_t *e = json_object();
-		json_object_set_new(e, "file", format_json_str(x->path));
-		json_object_set_new(e, "time", json_real(x->s->time));
-		json_object_set_new(e, "pid", json_integer(x->s->pid));
-		json_object_set_new(e, "threads", json_integer((json_int_t)x->s->nthreads));
-		json_object_set_new(e, "reason", format_json_str(x->m.reason));
-		json_array_append_new(snaps, e);
+		jsonw_object_begin(w);
+		jsonw_kstr(w, "file", x->path);
+		jsonw_kdouble(w, "time", x->s->time);
+		jsonw_kint(w, "pid", x->s->pid);
+		jsonw_ku64(w, "threads", x->s->nthreads);
+		jsonw_kstr(w, "reason", x->m.reason);
+		jsonw_object_end(w);
 	}
-	json_object_set_new(o, "snapshots", snaps);
-	if (sections & SD_SERIES_FINDINGS)
-		json_object_set_new(o, "findings", findings_json(&r->fnd));
-	if (sections & SD_SERIES_PROFILE)
-		json_object_set_new(o, "profile", format_profile_json(r->prof));
+	jsonw_array_end(w);
+	if (sections & SD_SERIES_FINDINGS) {
+		jsonw_key(w, "findings");
+		findings_json(w, &r->fnd);
+	}
+	if (sections & SD_SERIES_PROFILE) {
+		jsonw_key(w, "profile");
+		format_profile_json(w, r->prof);
+	}
 	if (sections & SD_SERIES_TIMELINE) {
-		json_t *tl = json_array();
+		jsonw_karray(w, "timeline");
 		for (size_t i = 0; i < r->nth; i++) {
 			const struct sd_series_thread *t = &r->th[i];
-			json_t *e = json_object();
-			json_object_set_new(e, "pid", json_integer(t->pid));
-			json_object_set_new(e, "tid", json_integer(t->tid));
-			json_object_set_new(e, "name", format_json_str(t->name));
-			json_t *sts = json_array();
+			jsonw_object_begin(w);
+			jsonw_kint(w, "pid", t->pid);
+			jsonw_kint(w, "tid", t->tid);
+			jsonw_kstr(w, "name", t->name);
+			jsonw_karray(w, "states");
 			for (size_t k = 0; k < r->n; k++)
-				json_array_append_new(sts,
-						      json_string(timeline_state_name(t->states[k])));
-			json_object_set_new(e, "states", sts);
-			json_array_append_new(tl, e);
+				jsonw_str(w, timeline_state_name(t->states[k]));
+			jsonw_array_end(w);
+			jsonw_object_end(w);
 		}
-		json_object_set_new(o, "timeline", tl);
+		jsonw_array_end(w);
 	}
 	if (sections & SD_SERIES_LOCKS) {
 		struct sd_series_lock *v;
 		size_t n = series_locks(r, &v);
-		json_t *ls = json_array();
+		jsonw_karray(w, "locks");
 		for (size_t i = 0; i < n; i++) {
-			json_t *e = json_object();
-			char a[32];
-			snprintf(a, sizeof(a), "0x%" PRIx64, v[i].addr);
-			json_object_set_new(e, "address", json_string(a));
-			json_object_set_new(e, "symbol", format_json_str(v[i].symbol));
-			json_object_set_new(e, "kind", json_string(sd_wait_kind_name(v[i].kind)));
-			json_t *w = json_array(), *h = json_array();
+			jsonw_object_begin(w);
+			jsonw_khex(w, "address", v[i].addr);
+			jsonw_kstr(w, "symbol", v[i].symbol);
+			jsonw_kstr(w, "kind", sd_wait_kind_name(v[i].kind));
+			jsonw_karray(w, "waiters");
+			for (size_t k = 0; k < r->n; k++)
+				jsonw_u64(w, v[i].waiters[k]);
+			jsonw_array_end(w);
+			jsonw_karray(w, "holder");
 			for (size_t k = 0; k < r->n; k++) {
-				json_array_append_new(w, json_integer((json_int_t)v[i].waiters[k]));
-				json_array_append_new(
-				    h, v[i].holder[k] ? json_integer(v[i].holder[k]) : json_null());
+				if (v[i].holder[k])
+					jsonw_int(w, v[i].holder[k]);
+				else
+					jsonw_null(w);
 			}
-			json_object_set_new(e, "waiters", w);
-			json_object_set_new(e, "holder", h);
-			json_array_append_new(ls, e);
+			jsonw_array_end(w);
+			jsonw_object_end(w);
 		}
+		jsonw_array_end(w);
 		series_locks_free(v, n);
-		json_object_set_new(o, "locks", ls);
-		json_t *dls = json_array();
+		jsonw_karray(w, "deadlocks");
 		for (size_t k = 0; k < r->n; k++) {
 			struct sd_lockgraph *g = locks_graph(r->v[k].s);
 			for (size_t i = 0; i < g->ndeadlocks; i++) {
-				json_t *e = json_object(), *tids = json_array();
-				json_object_set_new(e, "snapshot", json_integer((json_int_t)k + 1));
+				jsonw_object_begin(w);
+				jsonw_ku64(w, "snapshot", (uint64_t)k + 1);
+				jsonw_karray(w, "threads");
 				for (size_t j = 0; j < g->deadlocks[i].n; j++)
-					json_array_append_new(
-					    tids, json_integer(g->deadlocks[i].edges[j].tid));
-				json_object_set_new(e, "threads", tids);
-				json_array_append_new(dls, e);
+					jsonw_int(w, g->deadlocks[i].edges[j].tid);
+				jsonw_array_end(w);
+				jsonw_object_end(w);
 			}
 			locks_graph_free(g);
 		}
-		json_object_set_new(o, "deadlocks", dls);
+		jsonw_array_end(w);
 	}
 	if (sections & SD_SERIES_STUCK) {
-		json_t *ss = json_array();
 		const struct sd_series_thread **rows;
 		size_t cnt = series_stuck(r, &rows);
+		jsonw_karray(w, "stuck");
 		for (size_t i = 0; i < cnt; i++) {
 			const struct sd_series_thread *t = rows[i];
-			json_t *e = json_object();
-			json_object_set_new(e, "pid", json_integer(t->pid));
-			json_object_set_new(e, "tid", json_integer(t->tid));
-			json_object_set_new(e, "name", format_json_str(t->name));
-			json_object_set_new(e, "state",
-					    json_string(timeline_state_name(t->states[r->n - 1])));
-			json_object_set_new(e, "since",
-					    json_integer((json_int_t)series_stuck_since(r, t) + 1));
+			jsonw_object_begin(w);
+			jsonw_kint(w, "pid", t->pid);
+			jsonw_kint(w, "tid", t->tid);
+			jsonw_kstr(w, "name", t->name);
+			jsonw_kstr(w, "state", timeline_state_name(t->states[r->n - 1]));
+			jsonw_ku64(w, "since", (uint64_t)series_stuck_since(r, t) + 1);
 			const struct sd_thread *th = series_thread_in(r, r->n - 1, t);
-			json_t *fr = json_array();
+			jsonw_karray(w, "frames");
+			struct strbuf l;
+			strbuf_init(&l);
 			for (size_t f = 0; th && f < th->nframes; f++) {
-				struct strbuf l;
-				strbuf_init(&l);
+				l.len = 0;
 				frame_label(&l, &th->frames[f]);
-				json_array_append_new(fr, format_json_str(l.buf));
-				strbuf_release(&l);
+				jsonw_strn(w, l.buf, l.len);
 			}
-			json_object_set_new(e, "frames", fr);
-			json_array_append_new(ss, e);
+			strbuf_release(&l);
+			jsonw_array_end(w);
+			jsonw_object_end(w);
 		}
+		jsonw_array_end(w);
 		free(rows);
-		json_object_set_new(o, "stuck", ss);
 	}
-	return o;
+	jsonw_object_end(w);
 }

@@ -5,6 +5,7 @@
 // time of every bar.
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 

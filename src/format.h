@@ -4,8 +4,7 @@
 #ifndef SD_FORMAT_H
 #define SD_FORMAT_H
 
-#include <jansson.h>
-
+#include "jsonw.h"
 #include "snapshot.h"
 #include "util.h"
 
@@ -40,18 +39,24 @@ void format_text_frame(struct strbuf *out, size_t idx, const struct sd_frame *f,
 void format_text_holds(struct strbuf *out, const struct sd_thread *th, long idx,
 		       const struct sd_render_opts *o);
 
-/* JSON helpers: a string or null, and "0x..." for an address. */
-json_t *format_json_str(const char *s);
-json_t *format_json_hex(uint64_t v);
+/* JSON, written through W (jsonw.h): the dump schema of the README. */
+void format_json_snapshot(struct jsonw *w, const struct sd_snapshot *s);
+/* The wait of TH: its object, or null when TH is not waiting on a lock. */
+void format_json_wait(struct jsonw *w, const struct sd_thread *th);
 
-/* The JSON object of S (new reference). */
-json_t *format_json_snapshot(const struct sd_snapshot *s);
-json_t *format_json_thread(const struct sd_snapshot *s, const struct sd_thread *th);
-json_t *format_json_frame(const struct sd_frame *f);
-json_t *format_json_wait(const struct sd_snapshot *s, const struct sd_thread *th);
-/* The locks TH holds (th->holds) as a JSON array: kind, address, symbol,
- * mode, frame, owner_evidence, candidates. */
-json_t *format_json_holds(const struct sd_thread *th);
+/* For a format that is the dump plus more (the saved format): members
+ * added at the end of each frame's and each wait's object. */
+struct format_json_more {
+	void (*frame)(struct jsonw *w, const struct sd_frame *f);
+	void (*wait)(struct jsonw *w, const struct sd_thread *th);
+};
+/* The members of S's object that come before "threads" ("pid" to
+ * "timings"), inside an object the caller opened. */
+void format_json_snapshot_members(struct jsonw *w, const struct sd_snapshot *s);
+/* The members of TH's object ("tid" to "holds"), inside an object the
+ * caller opened; MORE (may be NULL) adds to frames and the wait. */
+void format_json_thread_members(struct jsonw *w, const struct sd_snapshot *s,
+				const struct sd_thread *th, const struct format_json_more *more);
 
 /* "mutex 0x55d0e1c3a040 <g_ledger_lock> held by 4243 "flusher"" */
 void format_text_wait(struct strbuf *out, const struct sd_snapshot *s, const struct sd_thread *th);
@@ -66,12 +71,11 @@ struct sd_parked;
 void format_text_locks(struct strbuf *out, const struct sd_snapshot *s,
 		       const struct sd_lockgraph *g, const struct sd_parked *parked, size_t nparked,
 		       size_t nsnaps, double span, const struct sd_render_opts *o);
-/* The JSON of the lock view (new reference): {"pid", "comm", ..., "locks",
- * "idle", "deadlocks"} plus, for a series, "snapshots", "seconds" and
- * "parked". The schema is in the README. */
-json_t *format_json_locks(const struct sd_snapshot *s, const struct sd_lockgraph *g,
-			  const struct sd_parked *parked, size_t nparked, size_t nsnaps,
-			  double span);
+/* The JSON of the lock view, written through W: {"pid", "comm", ...,
+ * "locks", "idle", "deadlocks"} plus, for a series, "snapshots", "seconds"
+ * and "parked". The schema is in the README. */
+void format_json_locks(struct jsonw *w, const struct sd_snapshot *s, const struct sd_lockgraph *g,
+		       const struct sd_parked *parked, size_t nparked, size_t nsnaps, double span);
 
 
 /* Append S to OUT made safe for XML text and attributes: control

@@ -7,10 +7,10 @@
 #ifndef SD_PROFILE_H
 #define SD_PROFILE_H
 
-#include <jansson.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "jsonw.h"
 #include "snapshot.h"
 #include "strpool.h"
 #include "util.h"
@@ -252,8 +252,8 @@ void format_profile_tree(struct strbuf *out, struct sd_profile *p, const struct 
 void format_profile_locks(struct strbuf *out, struct sd_profile *p, const struct sd_prender *o);
 /* Brendan Gregg's folded stacks: "root;...;leaf COUNT" per line. */
 void format_profile_folded(struct strbuf *out, struct sd_profile *p);
-/* The JSON document (new reference). */
-json_t *format_profile_json(struct sd_profile *p);
+/* The JSON document, written through W (read back by profile_load). */
+void format_profile_json(struct jsonw *w, struct sd_profile *p);
 /* A self-contained interactive flame graph. */
 void format_profile_svg(struct strbuf *out, struct sd_profile *p, const struct sd_prender *o);
 /* gzipped profile.proto; *OUT is heap. Returns 0 or a negative errno. */

@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -45,7 +44,8 @@ struct sd_recorder {
 	char name[64]; /* comm of the target, for follow */
 	int lockfd;
 
-	json_t *man;
+	struct snapio_manifest man;
+	int man_loaded; /* man holds something to release */
 	uint64_t man_bytes, disk_bytes;
 	long taken;
 	uint64_t bytes_written;
@@ -98,39 +98,22 @@ void sd_human_bytes(char *buf, size_t n, uint64_t b)
 
 static void man_event(struct sd_recorder *r, const char *event, const char *detail)
 {
-	json_t *ev = json_object_get(r->man, "events");
-	json_t *e = json_object();
-	json_object_set_new(e, "time", json_real(sd_wall_time()));
-	json_object_set_new(e, "event", json_string(event));
-	if (detail) {
-		json_t *d = json_string(detail);
-		json_object_set_new(e, "detail", d ? d : json_string("?"));
-	}
-	json_array_append_new(ev, e);
-	/* A recording that follows a flapping process must not grow without
-	 * bound: keep the first events and the latest ones. */
-	while (json_array_size(ev) > 1000)
-		json_array_remove(ev, 10);
+	snapio_manifest_event(&r->man, sd_wall_time(), event, detail);
 }
 
 static void man_target(struct sd_recorder *r)
 {
-	json_t *tg = json_object();
-	json_object_set_new(tg, "pid", json_integer(r->pid));
-	json_t *c = json_string(r->name);
-	json_object_set_new(tg, "comm", c ? c : json_null());
-	json_t *exe = r->t && r->t->info.exe ? json_string(r->t->info.exe) : NULL;
-	json_object_set_new(tg, "exe", exe ? exe : json_null());
-	json_object_set_new(tg, "follow", json_boolean(r->follow));
-	json_object_set(r->man, "target", tg);
-	json_decref(tg);
+	r->man.target.pid = r->pid;
+	snapio_manifest_set(&r->man.target.comm, r->name);
+	snapio_manifest_set(&r->man.target.exe, r->t ? r->t->info.exe : NULL);
+	r->man.target.follow = r->follow;
 }
 
 static int man_write(struct sd_recorder *r, struct sd_error *err)
 {
-	json_object_set_new(r->man, "updated", json_real(sd_wall_time()));
+	r->man.updated = sd_wall_time();
 	uint64_t b = 0;
-	int rc = snapio_manifest_write(r->dir, r->man, &b, err);
+	int rc = snapio_manifest_write(r->dir, &r->man, &b, err);
 	if (rc == 0)
 		r->man_bytes = b;
 	return rc;
@@ -139,81 +122,53 @@ static int man_write(struct sd_recorder *r, struct sd_error *err)
 static int man_open(struct sd_recorder *r, struct sd_error *errp)
 {
 	struct sd_error err = {0};
-	json_t *m = snapio_manifest_load(r->dir, &err);
-	if (!m && err.code != ENOENT)
+	struct snapio_manifest *m = &r->man;
+	int rc = snapio_manifest_load(r->dir, m, &err);
+	if (rc < 0 && err.code != ENOENT)
 		return sd_error_set(errp, err.code ? err.code : EINVAL,
 				    "%s (remove it, or record into another directory with --out)",
 				    err.msg);
-	if (m) {
-		r->man = m;
-		json_t *snaps = json_object_get(m, "snapshots");
+	r->man_loaded = 1;
+	if (rc == 0) {
 		/* Count what is really on disk, for --max-disk. */
-		for (size_t i = 0; i < json_array_size(snaps); i++) {
-			json_t *e = json_array_get(snaps, i);
+		for (size_t i = 0; i < m->nsnaps; i++) {
 			char path[4096];
-			snprintf(path, sizeof(path), "%s/%s", r->dir,
-				 json_string_value(json_object_get(e, "file")));
+			snprintf(path, sizeof(path), "%s/%s", r->dir, m->snaps[i].file);
 			struct stat st;
 			if (stat(path, &st) == 0)
 				r->disk_bytes += (uint64_t)st.st_size;
-			json_int_t sq = json_integer_value(json_object_get(e, "seq"));
-			if (sq > 0 && (uint64_t)sq > r->seq)
-				r->seq = (uint64_t)sq;
+			if (m->snaps[i].seq > r->seq)
+				r->seq = m->snaps[i].seq;
 		}
-		if (!json_is_array(json_object_get(m, "events")))
-			json_object_set_new(m, "events", json_array());
-		if (!json_is_object(json_object_get(m, "dropped")))
-			json_object_set_new(m, "dropped", json_object());
 		note(r, "appending to the recording in %s (%zu snapshots so far)", r->dir,
-		     json_array_size(snaps));
+		     m->nsnaps);
 		man_event(r, "resumed", NULL);
 	} else {
-		m = json_object();
-		r->man = m;
-		json_object_set_new(m, "format", json_string(SNAPIO_MANIFEST_FORMAT));
-		json_object_set_new(m, "version", json_integer(SNAPIO_MANIFEST_VERSION));
-		json_object_set_new(m, "tool", json_string("stackdump " STACKDUMP_VERSION));
-		json_object_set_new(m, "started", json_real(sd_wall_time()));
-		json_object_set_new(m, "updated", json_real(sd_wall_time()));
-		json_object_set_new(m, "state", json_string("recording"));
-		json_object_set_new(m, "target", json_object());
-		json_object_set_new(m, "options", json_object());
-		json_object_set_new(m, "snapshots", json_array());
-		json_t *d = json_object();
-		json_object_set_new(d, "count", json_integer(0));
-		json_object_set_new(d, "bytes", json_integer(0));
-		json_object_set_new(d, "last", json_array());
-		json_object_set_new(m, "dropped", d);
-		json_object_set_new(m, "events", json_array());
+		snapio_manifest_init(m);
 		man_event(r, "started", NULL);
 	}
-	json_object_set_new(m, "state", json_string("recording"));
-	json_object_del(m, "stop_reason");
-	json_t *o = json_object();
-	json_object_set_new(o, "every", r->every_text ? json_string(r->every_text) : json_null());
-	json_object_set_new(o, "when", json_null());
+	snapio_manifest_set(&m->state, "recording");
+	snapio_manifest_set(&m->stop_reason, NULL);
+	m->options.set = 1;
+	snapio_manifest_set(&m->options.every, r->every_text);
+	snapio_manifest_set(&m->options.when, NULL);
 	if (r->trig.n) {
 		struct strbuf sb;
 		strbuf_init(&sb);
 		triggers_describe(&r->trig, &sb);
-		json_object_set_new(o, "when", json_string(sb.buf));
+		snapio_manifest_set(&m->options.when, sb.buf);
 		strbuf_release(&sb);
-		json_object_set_new(o, "burst", json_integer(r->burst));
+		m->options.burst = r->burst;
 	}
-	json_object_set_new(o, "compress", json_boolean(r->compress));
-	json_object_set_new(o, "max_disk",
-			    r->max_disk ? json_integer((json_int_t)r->max_disk) : json_null());
-	json_object_set(m, "options", o);
-	json_decref(o);
+	m->options.compress = r->compress;
+	m->options.max_disk = r->max_disk;
 	return 0;
 }
 
 /* Drop the oldest snapshot of the recording to stay under --max-disk. */
 static void drop_oldest(struct sd_recorder *r)
 {
-	json_t *snaps = json_object_get(r->man, "snapshots");
-	json_t *e = json_array_get(snaps, 0);
-	const char *file = json_string_value(json_object_get(e, "file"));
+	const char *file = r->man.snaps[0].file;
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/%s", r->dir, file);
 	struct stat st;
@@ -221,22 +176,8 @@ static void drop_oldest(struct sd_recorder *r)
 	if (unlink(path) < 0 && errno != ENOENT)
 		note(r, "cannot remove %s: %s", path, sd_strerror(errno));
 	note(r, "dropped the oldest snapshot %s (--max-disk %s reached)", file, r->max_disk_text);
-	json_t *d = json_object_get(r->man, "dropped");
-	json_object_set_new(d, "count",
-			    json_integer(json_integer_value(json_object_get(d, "count")) + 1));
-	json_object_set_new(
-	    d, "bytes",
-	    json_integer(json_integer_value(json_object_get(d, "bytes")) + (json_int_t)sz));
-	json_t *last = json_object_get(d, "last");
-	if (!json_is_array(last)) {
-		last = json_array();
-		json_object_set_new(d, "last", last);
-	}
-	json_array_append_new(last, json_string(file));
-	while (json_array_size(last) > 20)
-		json_array_remove(last, 0);
 	r->disk_bytes = r->disk_bytes > sz ? r->disk_bytes - sz : 0;
-	json_array_remove(snaps, 0);
+	snapio_manifest_drop_first(&r->man, sz);
 }
 
 /* ---- cheap looks at /proc ---------------------------------------------- */
@@ -386,11 +327,10 @@ static int take(struct sd_recorder *r, const char *reason, struct sd_snapshot *p
 	new_name(r, s->time, name, sizeof(name));
 	snprintf(path, sizeof(path), "%s/%s", r->dir, name);
 
-	json_t *snaps = json_object_get(r->man, "snapshots");
 	if (r->max_disk) {
 		/* Room for this file and the manifest that will list it. */
 		uint64_t need = len + r->man_bytes + 512;
-		while (json_array_size(snaps) && r->disk_bytes + need > r->max_disk)
+		while (r->man.nsnaps && r->disk_bytes + need > r->max_disk)
 			drop_oldest(r);
 		if (need > r->max_disk && !r->warned_big) {
 			char a[32];
@@ -410,30 +350,30 @@ static int take(struct sd_recorder *r, const char *reason, struct sd_snapshot *p
 		snapshot_free(s);
 		r->seq--;
 		note(r, "%s; stopping (the %zu snapshots already in %s are intact)", err.msg,
-		     json_array_size(snaps), r->dir);
+		     r->man.nsnaps, r->dir);
 		r->stop_why = wr == -ENOSPC || wr == -EDQUOT ? "disk full" : "cannot write";
 		r->status = SD_REC_FAILED;
 		return -1;
 	}
-	json_t *e = json_object();
-	json_object_set_new(e, "file", json_string(name));
-	json_object_set_new(e, "seq", json_integer((json_int_t)m.seq));
-	json_object_set_new(e, "time", json_real(s->time));
-	json_object_set_new(e, "pid", json_integer(s->pid));
-	json_object_set_new(e, "threads", json_integer((json_int_t)s->nthreads));
-	json_object_set_new(e, "bytes", json_integer((json_int_t)written));
-	json_t *rs = json_string(reason);
-	json_object_set_new(e, "reason", rs ? rs : json_string("?"));
-	json_object_set_new(e, "partial", json_boolean(s->partial));
-	json_array_append_new(snaps, e);
+	struct snapio_manifest_snap e = {
+	    .file = name,
+	    .seq = m.seq,
+	    .time = s->time,
+	    .pid = s->pid,
+	    .threads = s->nthreads,
+	    .bytes = written,
+	    .reason = (char *)reason,
+	    .partial = s->partial,
+	};
+	snapio_manifest_add_snap(&r->man, &e);
 	if (man_write(r, &err) < 0) {
 		/* Keep the directory consistent: a snapshot the manifest does
 		 * not list is removed. */
 		unlink(path);
-		json_array_remove(snaps, json_array_size(snaps) - 1);
+		snapio_manifest_pop_snap(&r->man);
 		snapshot_free(s);
 		note(r, "%s; stopping (the %zu snapshots already in %s are intact)", err.msg,
-		     json_array_size(snaps), r->dir);
+		     r->man.nsnaps, r->dir);
 		r->stop_why =
 		    err.code == ENOSPC || err.code == EDQUOT ? "disk full" : "cannot write";
 		r->status = SD_REC_FAILED;
@@ -824,8 +764,8 @@ enum sd_recorder_status recorder_run(struct sd_recorder *r)
 		sleep_until(wake, r->io.wake);
 	}
 
-	json_object_set_new(r->man, "state", json_string("stopped"));
-	json_object_set_new(r->man, "stop_reason", json_string(r->stop_why ? r->stop_why : "done"));
+	snapio_manifest_set(&r->man.state, "stopped");
+	snapio_manifest_set(&r->man.stop_reason, r->stop_why ? r->stop_why : "done");
 	man_event(r, "stopped", r->stop_why);
 	struct sd_error e2 = {0};
 	if (man_write(r, &e2) < 0 && r->status != SD_REC_FAILED) {
@@ -848,7 +788,8 @@ void recorder_free(struct sd_recorder *r)
 {
 	if (!r)
 		return;
-	json_decref(r->man);
+	if (r->man_loaded)
+		snapio_manifest_release(&r->man);
 	if (r->lockfd >= 0)
 		close(r->lockfd);
 	drop_sampler(r);

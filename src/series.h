@@ -6,7 +6,6 @@
 #ifndef SD_SERIES_H
 #define SD_SERIES_H
 
-#include <jansson.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -95,7 +94,7 @@ size_t series_stuck(const struct sd_series *r, const struct sd_series_thread ***
 size_t series_stuck_since(const struct sd_series *r, const struct sd_series_thread *t);
 
 /* Rendering (format-series.c): the text report's sections and the JSON
- * report with SECTIONS (SD_SERIES_*; a new reference); the timeline chart
+ * report with SECTIONS (SD_SERIES_*; written through W); the timeline chart
  * is format_timeline_svg (timeline.h). R must hold at least one snapshot. */
 void format_series_summary(const struct sd_series *r, struct strbuf *sb);
 void format_series_profile(const struct sd_series *r, struct strbuf *sb, const char *view,
@@ -103,6 +102,6 @@ void format_series_profile(const struct sd_series *r, struct strbuf *sb, const c
 void format_series_timeline(const struct sd_series *r, struct strbuf *sb);
 void format_series_locks(const struct sd_series *r, struct strbuf *sb);
 void format_series_stuck(const struct sd_series *r, struct strbuf *sb);
-json_t *format_series_json(const struct sd_series *r, unsigned sections);
+void format_series_json(struct jsonw *w, const struct sd_series *r, unsigned sections);
 
 #endif

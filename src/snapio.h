@@ -6,7 +6,6 @@
 #ifndef SD_SNAPIO_H
 #define SD_SNAPIO_H
 
-#include <jansson.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -51,10 +50,8 @@ void snapio_meta_init(struct snapio_meta *m);
  * Strings are interned in S's pool. Missing facts are left unset. */
 void snapio_meta_from_proc(struct snapio_meta *m, pid_t pid, struct sd_snapshot *s);
 
-/* The saved-format JSON object of S (a new reference). META may be NULL. */
-json_t *snapio_to_json(const struct sd_snapshot *s, const struct snapio_meta *meta);
-
-/* Serialize S; INDENT selects pretty-printing (else compact). Returns a
+/* Serialize S (META may be NULL) through the JSON writer: compact on one
+ * line, or with INDENT one space per level; a newline ends it. Returns a
  * heap string (*LEN its length). */
 char *snapio_dumps(const struct sd_snapshot *s, const struct snapio_meta *meta, int indent,
 		   size_t *len);
@@ -121,21 +118,83 @@ int snapio_clean_temp(const char *dir);
 
 /* ---- the manifest of a recording (DIR/manifest.json) ----
  * {"format": "stackdump-recording", "version": 1, "tool", "started",
- *  "updated", "state": "recording"|"stopped", "stop_reason", "target",
- *  "options", "snapshots": [{"file", "seq", "time", "pid", "threads",
- *  "bytes", "reason", "partial"}...], "dropped": {"count", "bytes",
- *  "last": [...]}, "events": [{"time", "event", "detail"}...]} */
+ *  "updated", "state": "recording"|"stopped", "target", "options",
+ *  "snapshots": [{"file", "seq", "time", "pid", "threads", "bytes",
+ *  "reason", "partial"}...], "dropped": {"count", "bytes", "last": [...]},
+ *  "events": [{"time", "event", "detail"}...], "stop_reason"}
+ * held as the structure below. Every string in it is a heap copy the
+ * manifest owns (snapio_manifest_set replaces one); members of a loaded
+ * file that it does not hold are not written back. */
+struct snapio_manifest_snap {
+	char *file; /* a plain name in the directory */
+	uint64_t seq;
+	double time;
+	pid_t pid;
+	uint64_t threads, bytes;
+	char *reason;
+	int partial;
+};
 
-/* Write the manifest M atomically to DIR/manifest.json, one snapshot or
- * event per line so that it stays readable and diffable. *BYTES (may be
- * NULL) gets its size. */
-int snapio_manifest_write(const char *dir, json_t *m, uint64_t *bytes, struct sd_error *err);
+struct snapio_manifest_event {
+	double time;
+	char *event;
+	char *detail; /* or NULL (left out) */
+};
 
-/* Load and check DIR/manifest.json: the format, the version, and that every
- * snapshot entry names a plain file of DIR (no '/' and no "..").
- * Returns a new reference, or NULL with ERR (code ENOENT when DIR has no
- * manifest). */
-json_t *snapio_manifest_load(const char *dir, struct sd_error *err);
+struct snapio_manifest {
+	long version;
+	char *tool;
+	double started, updated;
+	char *state;       /* "recording" or "stopped" */
+	char *stop_reason; /* NULL: left out */
+	struct {
+		pid_t pid; /* 0: not known yet, written {} */
+		char *comm, *exe;
+		int follow;
+	} target;
+	struct {
+		int set;           /* 0: written {} */
+		char *every, *when; /* NULL: null */
+		int burst;         /* written with when */
+		int compress;
+		uint64_t max_disk; /* 0: null */
+	} options;
+	struct snapio_manifest_snap *snaps;
+	size_t nsnaps, snapcap;
+	uint64_t dropped, dropped_bytes;
+	char **dropped_last; /* the last 20 dropped files */
+	size_t ndropped_last, lastcap;
+	struct snapio_manifest_event *events;
+	size_t nevents, evcap;
+};
+
+/* A new manifest: this version and tool, started now, recording. */
+void snapio_manifest_init(struct snapio_manifest *m);
+void snapio_manifest_release(struct snapio_manifest *m);
+/* Replace the string *FIELD of a manifest by a copy of S (may be NULL). */
+void snapio_manifest_set(char **field, const char *s);
+/* Append a copy of E to the snapshots; remove the last one again. */
+void snapio_manifest_add_snap(struct snapio_manifest *m, const struct snapio_manifest_snap *e);
+void snapio_manifest_pop_snap(struct snapio_manifest *m);
+/* The oldest snapshot, of BYTES on disk, was deleted: count it as dropped
+ * and remember its name among the last ones. */
+void snapio_manifest_drop_first(struct snapio_manifest *m, uint64_t bytes);
+/* Append an event at wall time T (DETAIL may be NULL). Past 1000 events,
+ * the first ten and the latest are kept. */
+void snapio_manifest_event(struct snapio_manifest *m, double t, const char *event,
+			   const char *detail);
+
+/* Write M atomically to DIR/manifest.json, one snapshot or event per line
+ * so that it stays readable and diffable. *BYTES (may be NULL) gets its
+ * size. */
+int snapio_manifest_write(const char *dir, const struct snapio_manifest *m, uint64_t *bytes,
+			  struct sd_error *err);
+
+/* Load and check DIR/manifest.json into M (to release): the format, the
+ * version, and that every snapshot entry names a plain file of DIR (no '/'
+ * and no ".."). Returns 0, or a negative errno with ERR (-ENOENT when DIR
+ * has no manifest), M then untouched. */
+int snapio_manifest_load(const char *dir, struct snapio_manifest *m, struct sd_error *err);
 
 /* The snapshot files of the recording in DIR, oldest first: from its
  * manifest when there is one (files it lists that are gone are skipped and

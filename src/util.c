@@ -162,9 +162,44 @@ char *strbuf_detach(struct strbuf *sb)
 	return b;
 }
 
-void strbuf_add_escaped(struct strbuf *sb, const char *s)
+size_t sd_utf8_char(const unsigned char *p, size_t left)
 {
-	for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+	if (!left)
+		return 0;
+	unsigned c = p[0];
+	if (c < 0x80)
+		return 1;
+	size_t n;
+	unsigned lo = 0x80, hi = 0xbf; /* the second byte's range */
+	if (c >= 0xc2 && c <= 0xdf) {
+		n = 2;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		n = 3;
+		if (c == 0xe0)
+			lo = 0xa0; /* overlong below U+0800 */
+		else if (c == 0xed)
+			hi = 0x9f; /* surrogates */
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4;
+		if (c == 0xf0)
+			lo = 0x90; /* overlong below U+10000 */
+		else if (c == 0xf4)
+			hi = 0x8f; /* above U+10FFFF */
+	} else {
+		return 0; /* a continuation byte, 0xc0, 0xc1 or 0xf5.. */
+	}
+	if (left < n || p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+void strbuf_add_escapedn(struct strbuf *sb, const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + n;
+	while (p < end) {
 		unsigned char c = *p;
 		if (c == '\\')
 			strbuf_adds(sb, "\\\\");
@@ -178,20 +213,25 @@ void strbuf_add_escaped(struct strbuf *sb, const char *s)
 			strbuf_addf(sb, "\\x%02x", c);
 		else if (c >= 0x80) {
 			/* Keep well-formed UTF-8, escape the rest and C1 controls. */
-			int n = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
-			int ok = n > 0;
-			for (int i = 1; ok && i < n; i++)
-				ok = (p[i] & 0xc0) == 0x80;
-			if (ok && n == 2 && c == 0xc2 && p[1] < 0xa0)
-				ok = 0; /* U+0080..U+009F are C1 controls */
-			if (ok) {
-				strbuf_add(sb, (const char *)p, (size_t)n);
-				p += n - 1;
-			} else
-				strbuf_addf(sb, "\\x%02x", c);
+			size_t k = sd_utf8_char(p, (size_t)(end - p));
+			if (k == 2 && c == 0xc2 && p[1] < 0xa0)
+				k = 0; /* U+0080..U+009F are C1 controls */
+			if (k) {
+				strbuf_add(sb, (const char *)p, k);
+				p += k;
+				continue;
+			}
+			strbuf_addf(sb, "\\x%02x", c);
 		} else
 			strbuf_add(sb, (const char *)p, 1);
+		p++;
 	}
+}
+
+void strbuf_add_escaped(struct strbuf *sb, const char *s)
+{
+	if (s)
+		strbuf_add_escapedn(sb, s, strlen(s));
 }
 
 ssize_t sd_read_file(const char *path, char **out, size_t max)

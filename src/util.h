@@ -58,8 +58,18 @@ char *strbuf_detach(struct strbuf *sb);
 
 /* Append S with control characters, DEL, backslash and invalid bytes
  * escaped (\n, \e, \xNN), so names chosen by the target cannot drive the
- * terminal. */
+ * terminal. Well-formed UTF-8 is kept, but for the C1 controls (U+0080 to
+ * U+009F); every other byte, NUL included, reads \xNN. S may be NULL
+ * (nothing is added). */
 void strbuf_add_escaped(struct strbuf *sb, const char *s);
+/* The same for the N bytes at S, which may hold NULs. */
+void strbuf_add_escapedn(struct strbuf *sb, const char *s, size_t n);
+
+/* The length (1 to 4) of the well-formed UTF-8 character at P, of which
+ * LEFT bytes can be read, or 0 when there is none: a stray continuation
+ * byte, an overlong form, a surrogate, a code point above U+10FFFF or a
+ * sequence cut short. NUL is a character (U+0000) of length 1. */
+size_t sd_utf8_char(const unsigned char *p, size_t left);
 
 /* CPU time this process has used (all threads, user and system), in
  * seconds. */

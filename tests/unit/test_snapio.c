@@ -3,6 +3,7 @@
 // load unchanged (gzip or not), and the loader refuses truncated,
 // corrupted, wrong-version and foreign files with the file and the place
 // named, without crashing on any prefix of a valid file.
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "format.h"
 #include "snapio.h"
@@ -133,6 +135,29 @@ static struct sd_snapshot *sample(void)
 
 static void write_bytes(const char *path, const void *p, size_t n);
 static char *path_in(const char *name);
+
+/* The dump JSON of S (format-json.c), as text (compact) and parsed. */
+static char *dump_text(const struct sd_snapshot *s)
+{
+	struct strbuf sb;
+	strbuf_init(&sb);
+	struct jsonw w;
+	jsonw_init(&w, &sb, 0);
+	format_json_snapshot(&w, s);
+	assert_int_equal(jsonw_finish(&w), 0);
+	jsonw_release(&w);
+	return strbuf_detach(&sb);
+}
+
+static json_t *parsed(char *txt)
+{
+	json_error_t je;
+	json_t *o = json_loads(txt, JSON_REJECT_DUPLICATES, &je);
+	if (!o)
+		fail_msg("not JSON (%s): %s", je.text, txt);
+	free(txt);
+	return o;
+}
 
 static char *dump(const struct sd_snapshot *s, size_t *len)
 {
@@ -258,8 +283,8 @@ static void test_dump_schema_kept(void **state)
 {
 	(void)state;
 	struct sd_snapshot *s = sample();
-	json_t *dump = format_json_snapshot(s);
-	json_t *saved = snapio_to_json(s, NULL);
+	json_t *dump = parsed(dump_text(s));
+	json_t *saved = parsed(snapio_dumps(s, NULL, 0, NULL));
 	expect_superset(dump, saved, "snapshot");
 	/* Member order too, so that a saved thread reads like a dumped one. */
 	json_t *dt = json_array_get(json_object_get(dump, "threads"), 0);
@@ -275,6 +300,57 @@ static void test_dump_schema_kept(void **state)
 	}
 	json_decref(dump);
 	json_decref(saved);
+	snapshot_free(s);
+}
+
+/* Strings the target chose that are not valid UTF-8 are escaped, never
+ * dropped, in the dump JSON and in the saved file, wherever they are; the
+ * strict loader reads them back as the text output shows them. */
+static void test_target_strings_kept(void **state)
+{
+	(void)state;
+	struct sd_snapshot *s = sample();
+	struct strpool *p = s->pool;
+	s->comm = strpool_intern(p, "led\xffger");
+	s->exe = strpool_intern(p, "/usr/bin/led\xc0\xafger");
+	struct sd_thread *b = &s->threads[1];
+	b->wait.subkind = strpool_intern(p, "normal\xfe");
+	b->wait.note = strpool_intern(p, "owner \xed\xa0\x80 gone");
+	b->frames[0].function = strpool_intern(p, "lock_\x80wait");
+	b->frames[0].file = strpool_intern(p, "lock\xf8.c");
+	struct sd_thread *c = &s->threads[2];
+	c->error = strpool_intern(p, "did not\xff stop");
+	s->modules[1].path = strpool_intern(p, "/lib/libc\xff.so.6");
+
+	json_t *doc = parsed(dump_text(s));
+	json_t *jb = json_array_get(json_object_get(doc, "threads"), 1);
+	json_t *wait = json_object_get(jb, "wait");
+	assert_string_equal(json_string_value(json_object_get(doc, "comm")), "led\\xffger");
+	assert_string_equal(json_string_value(json_object_get(wait, "type")), "normal\\xfe");
+	assert_string_equal(json_string_value(json_object_get(wait, "note")),
+			    "owner \\xed\\xa0\\x80 gone");
+	json_t *f0 = json_array_get(json_object_get(jb, "frames"), 0);
+	assert_string_equal(json_string_value(json_object_get(f0, "function")), "lock_\\x80wait");
+	json_t *jc = json_array_get(json_object_get(doc, "threads"), 2);
+	assert_string_equal(json_string_value(json_object_get(jc, "error")), "did not\\xff stop");
+	json_decref(doc);
+
+	size_t len;
+	char *txt = dump(s, &len);
+	struct sd_error err = {0};
+	struct sd_snapshot *l = snapio_parse("mem", txt, len, NULL, &err);
+	if (!l)
+		fail_msg("the strict loader refused it: %s", err.msg);
+	assert_string_equal(l->comm, "led\\xffger");
+	assert_string_equal(l->exe, "/usr/bin/led\\xc0\\xafger");
+	assert_string_equal(l->threads[1].wait.subkind, "normal\\xfe");
+	assert_string_equal(l->threads[1].wait.note, "owner \\xed\\xa0\\x80 gone");
+	assert_string_equal(l->threads[1].frames[0].function, "lock_\\x80wait");
+	assert_string_equal(l->threads[1].frames[0].file, "lock\\xf8.c");
+	assert_string_equal(l->threads[2].error, "did not\\xff stop");
+	assert_string_equal(l->modules[1].path, "/lib/libc\\xff.so.6");
+	snapshot_free(l);
+	free(txt);
 	snapshot_free(s);
 }
 
@@ -487,9 +563,7 @@ static void test_dump_json_loads(void **state)
 {
 	(void)state;
 	struct sd_snapshot *s = sample();
-	json_t *o = format_json_snapshot(s);
-	char *txt = json_dumps(o, 0);
-	json_decref(o);
+	char *txt = dump_text(s);
 	struct snapio_meta m;
 	struct sd_error err = {0};
 	struct sd_snapshot *l = snapio_parse("dump.json", txt, strlen(txt), &m, &err);
@@ -526,23 +600,63 @@ static void test_names_and_manifest(void **state)
 	assert_int_equal(access(path_in(live), F_OK), 0);
 	unlink(path_in(live));
 
-	json_t *m = json_object();
-	json_object_set_new(m, "format", json_string(SNAPIO_MANIFEST_FORMAT));
-	json_object_set_new(m, "version", json_integer(1));
-	json_t *snaps = json_array();
-	json_t *e = json_object();
-	json_object_set_new(e, "file", json_string("a.json"));
-	json_array_append_new(snaps, e);
-	e = json_object();
-	json_object_set_new(e, "file", json_string("gone.json"));
-	json_array_append_new(snaps, e);
-	json_object_set_new(m, "snapshots", snaps);
+	struct snapio_manifest m;
+	snapio_manifest_init(&m);
+	m.started = 1700000000.5;
+	m.target.pid = 42;
+	snapio_manifest_set(&m.target.comm, "ledger");
+	m.options.set = 1;
+	snapio_manifest_set(&m.options.when, "parked>=3");
+	m.options.burst = 2;
+	struct snapio_manifest_snap e = {.file = "a.json", .seq = 1, .time = 1700000001.25,
+					 .pid = 42, .threads = 3, .bytes = 999, .reason = "every 1s"};
+	snapio_manifest_add_snap(&m, &e);
+	e.file = "gone.json";
+	e.seq = 2;
+	snapio_manifest_add_snap(&m, &e);
+	e.file = "dropped.json";
+	snapio_manifest_add_snap(&m, &e);
+	snapio_manifest_pop_snap(&m);
+	snapio_manifest_event(&m, 1700000000.5, "started", NULL);
+	snapio_manifest_event(&m, 1700000002.0, "target-exited", "pid 42");
+	snapio_manifest_set(&m.state, "stopped");
+	snapio_manifest_set(&m.stop_reason, "target exited");
 	struct sd_error err = {0};
-	assert_int_equal(snapio_manifest_write(tmpdir, m, NULL, &err), 0);
-	json_t *back = snapio_manifest_load(tmpdir, &err);
-	assert_non_null(back);
-	assert_true(json_equal(m, back));
-	json_decref(back);
+	assert_int_equal(snapio_manifest_write(tmpdir, &m, NULL, &err), 0);
+	/* One member per line, one snapshot or event per line. */
+	size_t len;
+	char *txt = slurp(path_in(SNAPIO_MANIFEST_NAME), &len);
+	txt[len] = '\0';
+	assert_non_null(strstr(txt, "\n \"snapshots\": [\n  {\"file\":\"a.json\",\"seq\":1,"));
+	assert_non_null(strstr(txt, "\n \"target\": {\"pid\":42,\"comm\":\"ledger\",\"exe\":null,"));
+	assert_non_null(strstr(txt, "\n  {\"time\":1700000002.0,\"event\":\"target-exited\","));
+	assert_non_null(strstr(txt, "\n \"stop_reason\": \"target exited\"\n}\n"));
+	free(txt);
+	struct snapio_manifest back;
+	assert_int_equal(snapio_manifest_load(tmpdir, &back, &err), 0);
+	assert_int_equal(back.nsnaps, 2);
+	assert_string_equal(back.snaps[1].file, "gone.json");
+	assert_int_equal(back.snaps[1].seq, 2);
+	assert_true(back.snaps[0].time == 1700000001.25);
+	assert_string_equal(back.snaps[0].reason, "every 1s");
+	assert_int_equal(back.nevents, 2);
+	assert_null(back.events[0].detail);
+	assert_string_equal(back.events[1].detail, "pid 42");
+	assert_string_equal(back.options.when, "parked>=3");
+	assert_int_equal(back.options.burst, 2);
+	assert_string_equal(back.stop_reason, "target exited");
+	assert_true(back.started == 1700000000.5);
+	/* Written again, the same file. */
+	char *first = slurp(path_in(SNAPIO_MANIFEST_NAME), &len);
+	back.updated = m.updated;
+	assert_int_equal(snapio_manifest_write(tmpdir, &back, NULL, &err), 0);
+	size_t len2;
+	char *second = slurp(path_in(SNAPIO_MANIFEST_NAME), &len2);
+	assert_int_equal(len, len2);
+	assert_memory_equal(first, second, len);
+	free(first);
+	free(second);
+	snapio_manifest_release(&back);
 
 	char **names;
 	size_t n, missing;
@@ -552,16 +666,35 @@ static void test_names_and_manifest(void **state)
 	assert_string_equal(names[0], path_in("a.json"));
 	snapio_names_free(names, n);
 
+	/* Dropping the oldest keeps its name among the last dropped. */
+	snapio_manifest_drop_first(&m, 999);
+	assert_int_equal(m.nsnaps, 1);
+	assert_int_equal(m.dropped, 1);
+	assert_int_equal(m.dropped_bytes, 999);
+	assert_string_equal(m.dropped_last[0], "a.json");
+	/* Events are capped: the first ten and the latest stay. */
+	for (int i = 0; i < 1200; i++) {
+		char d[16];
+		snprintf(d, sizeof(d), "%d", i);
+		snapio_manifest_event(&m, 1700000003.0 + i, "followed", d);
+	}
+	assert_int_equal(m.nevents, 1000);
+	assert_string_equal(m.events[0].event, "started");
+	assert_string_equal(m.events[9].detail, "7");
+	assert_string_equal(m.events[999].detail, "1199");
+
 	/* A manifest that points outside the directory is refused. */
-	json_object_set_new(json_array_get(snaps, 0), "file", json_string("../etc/passwd"));
-	assert_int_equal(snapio_manifest_write(tmpdir, m, NULL, &err), 0);
-	assert_null(snapio_manifest_load(tmpdir, &err));
+	snapio_manifest_set(&m.snaps[0].file, "../etc/passwd");
+	assert_int_equal(snapio_manifest_write(tmpdir, &m, NULL, &err), 0);
+	assert_true(snapio_manifest_load(tmpdir, &back, &err) < 0);
 	assert_non_null(strstr(err.msg, "snapshots[0].file"));
-	json_object_set_new(m, "version", json_integer(9));
-	assert_int_equal(snapio_manifest_write(tmpdir, m, NULL, &err), 0);
-	assert_null(snapio_manifest_load(tmpdir, &err));
+	m.version = 9;
+	assert_int_equal(snapio_manifest_write(tmpdir, &m, NULL, &err), 0);
+	assert_true(snapio_manifest_load(tmpdir, &back, &err) < 0);
 	assert_non_null(strstr(err.msg, "newer"));
-	json_decref(m);
+	snapio_manifest_release(&m);
+	unlink(path_in(SNAPIO_MANIFEST_NAME));
+	assert_int_equal(snapio_manifest_load(tmpdir, &back, &err), -ENOENT);
 	unlink(path_in(SNAPIO_MANIFEST_NAME));
 }
 
@@ -570,6 +703,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_dump_schema_kept),
+		cmocka_unit_test(test_target_strings_kept),
 		cmocka_unit_test(test_rejects),
 		cmocka_unit_test(test_truncated_prefixes),
 		cmocka_unit_test(test_corrupted_bytes),

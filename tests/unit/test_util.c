@@ -91,6 +91,21 @@ static void test_escape(void **state)
 	strbuf_add_escaped(&sb, "a\033[31mb\n\x01\xff\xc3\xa9");
 	assert_string_equal(sb.buf, "a\\e[31mb\\n\\x01\\xff\xc3\xa9");
 	strbuf_release(&sb);
+	/* Only well-formed UTF-8 is kept: overlong forms, surrogates, C1
+	 * controls and cut sequences are escaped byte by byte. */
+	strbuf_add_escaped(&sb, "\xc0\xaf|\xed\xa0\x80|\xc2\x9b|\xe2\x82|\xf0\x9f\x98\x80");
+	assert_string_equal(sb.buf,
+			    "\\xc0\\xaf|\\xed\\xa0\\x80|\\xc2\\x9b|\\xe2\\x82|\xf0\x9f\x98\x80");
+	strbuf_release(&sb);
+	/* With a length, NULs are bytes like others. */
+	strbuf_add_escapedn(&sb, "a\0b\\", 4);
+	assert_string_equal(sb.buf, "a\\x00b\\\\");
+	strbuf_release(&sb);
+	strbuf_add_escaped(&sb, NULL);
+	assert_string_equal(sb.buf, "");
+	assert_int_equal(sd_utf8_char((const unsigned char *)"\xf4\x8f\xbf\xbf", 4), 4);
+	assert_int_equal(sd_utf8_char((const unsigned char *)"\xf4\x8f\xbf\xbf", 3), 0);
+	assert_int_equal(sd_utf8_char((const unsigned char *)"", 1), 1);
 }
 
 static void test_syscall_line(void **state)
