@@ -82,6 +82,7 @@ struct sd_perf {
 	size_t nfds, fdcap;
 	uint8_t *scratch; /* a record that wraps around the ring's end */
 	size_t scratch_cap;
+	uint64_t synced_ns; /* when the task list was last read */
 	struct sd_perf_stats st;
 };
 

@@ -209,16 +209,27 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 {
 	uint64_t t0 = sd_now_ns();
 	char pstate = 0;
-	if (procfs_proc_stat(p->t->pid, &pstate, NULL, NULL, NULL, err) < 0)
+	long nthreads = -1;
+	if (procfs_proc_stat(p->t->pid, &pstate, NULL, NULL, &nthreads, err) < 0)
 		return NULL;
 	if (pstate == 'Z' || pstate == 'X') {
 		sd_error_set(err, ESRCH, "process %d exited (zombie)", (int)p->t->pid);
 		return NULL;
 	}
 	perf_drain(p);
-	if (perf_thr_sync(p, 0, at_ns ? at_ns : UINT64_MAX, err) < 0)
-		return NULL;
-	perf_drain(p); /* threads opened just now */
+	/* The task list is read again when the thread count moved, and at
+	 * least once a second (a thread born and one gone within a tick
+	 * leave the count as it was): listing a thousand threads at every
+	 * tick cost more than all the rest of it. */
+	size_t alive = 0;
+	for (size_t i = 0; i < p->n; i++)
+		alive += !p->v[i].gone;
+	if (nthreads != (long)alive || t0 - p->synced_ns > 1000000000ull) {
+		if (perf_thr_sync(p, 0, at_ns ? at_ns : UINT64_MAX, err) < 0)
+			return NULL;
+		p->synced_ns = t0;
+		perf_drain(p); /* threads opened just now */
+	}
 	if (!at_ns)
 		at_ns = UINT64_MAX;
 	for (size_t i = 0; i < p->n; i++) {
