@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "debugcache.h"
 #include "demangle.h"
 #include "dwindex.h"
 #include "space.h"
@@ -110,9 +111,32 @@ static int find_elf_cb(Dwfl_Module *mod, void **userdata, const char *modname, D
 	return -1;
 }
 
+/* The debug file as libdwfl finds it, or its inflated copy from the cache
+ * when it has compressed sections (debugcache.h). */
+static int find_debuginfo_cb(Dwfl_Module *mod, void **userdata, const char *modname,
+			     Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+			     GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
+					      debuglink_file, debuglink_crc, debuginfo_file_name);
+	if (fd < 0)
+		return fd;
+	const unsigned char *id;
+	GElf_Addr vaddr;
+	int len = dwfl_module_build_id(mod, &id, &vaddr);
+	char *cached = NULL;
+	int cfd = len > 0 ? debugcache_open(fd, id, (size_t)len, &cached) : -1;
+	if (cfd < 0)
+		return fd;
+	close(fd);
+	free(*debuginfo_file_name);
+	*debuginfo_file_name = cached;
+	return cfd;
+}
+
 static const Dwfl_Callbacks callbacks = {
 	.find_elf = find_elf_cb,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_debuginfo = find_debuginfo_cb,
 	.debuginfo_path = &debuginfo_path,
 };
 
