@@ -205,48 +205,59 @@ static int open_valid(const char *path)
 	return fd;
 }
 
-int debugcache_open(int fd, const unsigned char *build_id, size_t len, char **path)
+/* The cache's file name for BUILD_ID, or -1. */
+static int file_of(const unsigned char *build_id, size_t len, char *file, size_t size)
 {
 	const char *dir = debugcache_dir();
 	if (!dir || !build_id || len < 8 || len > 64)
 		return -1;
-	char hex[129], file[4096 + 160];
+	char hex[129];
 	for (size_t i = 0; i < len; i++)
 		snprintf(hex + 2 * i, 3, "%02x", build_id[i]);
-	snprintf(file, sizeof(file), "%s/%s.debug", dir, hex);
+	int n = snprintf(file, size, "%s/%s.debug", dir, hex);
+	return n > 0 && (size_t)n < size ? 0 : -1;
+}
+
+int debugcache_find(const unsigned char *build_id, size_t len, char **path)
+{
+	char file[4096 + 160];
+	if (file_of(build_id, len, file, sizeof(file)) < 0)
+		return -1;
 	int cfd = open_valid(file);
-	if (cfd >= 0) {
-		futimens(cfd, NULL); /* used now: last out of the cache */
-		*path = sd_xstrdup(file);
-		return cfd;
-	}
+	if (cfd < 0)
+		return -1;
+	futimens(cfd, NULL); /* used now: last out of the cache */
+	*path = sd_xstrdup(file);
+	return cfd;
+}
+
+void debugcache_add(int fd, const unsigned char *build_id, size_t len)
+{
+	char file[4096 + 160];
+	const char *dir = debugcache_dir();
+	if (file_of(build_id, len, file, sizeof(file)) < 0)
+		return;
 	elf_version(EV_CURRENT);
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf)
-		return -1;
+		return;
 	uint64_t extra = inflated_extra(elf);
 	elf_end(elf);
 	struct stat st;
 	if (!extra || fstat(fd, &st) < 0)
-		return -1;
+		return;
 	uint64_t need = (uint64_t)st.st_size + extra;
 	struct statvfs vfs;
 	if (make_dirs(dir) < 0 || statvfs(dir, &vfs) < 0 ||
 	    (uint64_t)vfs.f_bavail * vfs.f_frsize < need + CACHE_RESERVE || make_room(dir, need) < 0)
-		return -1;
+		return;
 	char tmp[sizeof(file) + 8];
 	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", file);
 	int tfd = mkostemp(tmp, O_CLOEXEC);
 	if (tfd < 0)
-		return -1;
+		return;
 	int ok = copy_fd(fd, tfd) == 0 && inflate_copy(tfd) == 0;
 	close(tfd);
-	if (!ok || rename(tmp, file) < 0) {
+	if (!ok || rename(tmp, file) < 0)
 		unlink(tmp);
-		return -1;
-	}
-	cfd = open_valid(file);
-	if (cfd >= 0)
-		*path = sd_xstrdup(file);
-	return cfd;
 }

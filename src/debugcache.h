@@ -14,13 +14,16 @@
  * there is none. */
 const char *debugcache_dir(void);
 
-/* For the debug file open as FD whose build-id is BUILD_ID (LEN bytes):
- * when it has compressed sections, a descriptor of its inflated copy in
- * the cache (made now if missing, within the cache's size cap, written to
- * a temporary file and renamed into place), with its path in *PATH (heap,
- * the caller's). Returns -1 (FD untouched) when the file has nothing
- * compressed, there is no cache, or anything fails: the caller uses FD.
+/* A descriptor of the inflated copy of the debug file whose build-id is
+ * BUILD_ID (LEN bytes), with its path in *PATH (heap, the caller's), or -1
+ * when the cache has none (a damaged one is removed). Never prints. */
+int debugcache_find(const unsigned char *build_id, size_t len, char **path);
+
+/* When the debug file open as FD (build-id BUILD_ID, LEN bytes) has
+ * compressed sections, put its inflated copy into the cache: within the
+ * cache's size cap, written to a temporary file and renamed into place.
+ * FD's offset is untouched. Anything failing leaves the cache as it was.
  * Never prints. */
-int debugcache_open(int fd, const unsigned char *build_id, size_t len, char **path);
+void debugcache_add(int fd, const unsigned char *build_id, size_t len);
 
 #endif

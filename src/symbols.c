@@ -111,27 +111,29 @@ static int find_elf_cb(Dwfl_Module *mod, void **userdata, const char *modname, D
 	return -1;
 }
 
-/* The debug file as libdwfl finds it, or its inflated copy from the cache
- * when it has compressed sections (debugcache.h). */
+/* The inflated copy of the module's debug file from the cache
+ * (debugcache.h), else the debug file as libdwfl finds it, of which the
+ * cache then makes its copy for the next time. (libdwfl keeps the file its
+ * own search opened, whatever this returns: the copy must be found
+ * first.) */
 static int find_debuginfo_cb(Dwfl_Module *mod, void **userdata, const char *modname,
 			     Dwarf_Addr base, const char *file_name, const char *debuglink_file,
 			     GElf_Word debuglink_crc, char **debuginfo_file_name)
 {
-	int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
-					      debuglink_file, debuglink_crc, debuginfo_file_name);
-	if (fd < 0)
-		return fd;
 	const unsigned char *id;
 	GElf_Addr vaddr;
 	int len = dwfl_module_build_id(mod, &id, &vaddr);
 	char *cached = NULL;
-	int cfd = len > 0 ? debugcache_open(fd, id, (size_t)len, &cached) : -1;
-	if (cfd < 0)
-		return fd;
-	close(fd);
-	free(*debuginfo_file_name);
-	*debuginfo_file_name = cached;
-	return cfd;
+	int cfd = len > 0 ? debugcache_find(id, (size_t)len, &cached) : -1;
+	if (cfd >= 0) {
+		*debuginfo_file_name = cached;
+		return cfd;
+	}
+	int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
+					      debuglink_file, debuglink_crc, debuginfo_file_name);
+	if (fd >= 0 && len > 0)
+		debugcache_add(fd, id, (size_t)len);
+	return fd;
 }
 
 static const Dwfl_Callbacks callbacks = {
