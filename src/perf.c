@@ -512,6 +512,18 @@ void perf_read_switch(struct sd_perf *p, struct pthr *th)
 		ring_copy((uint8_t *)&h, data, size, h1 + off, sizeof(h));
 		if (h.size < sizeof(h) || off + h.size > size)
 			break;
+		if (h.type == PERF_RECORD_SAMPLE) {
+			/* Its time first: the record older than the last
+			 * look ends the walk without its stack being copied. */
+			uint64_t tm;
+			if (h.size < sizeof(h) + 24)
+				break;
+			ring_copy((uint8_t *)&tm, data, size, h1 + off + sizeof(h) + 16, 8);
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			uint64_t h2 = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+			if (h1 - h2 + off + h.size > size || tm <= last)
+				break;
+		}
 		if (h.size > p->scratch_cap) {
 			free(p->scratch);
 			p->scratch = sd_xmalloc(h.size);
