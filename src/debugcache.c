@@ -42,6 +42,11 @@ const char *debugcache_dir(void)
 		n = snprintf(dir, sizeof(dir), "%s/.cache/stackdump/debug", home);
 	if (n <= 0 || (size_t)n >= sizeof(dir))
 		dir[0] = '\0';
+	/* A dump writes no file unless asked: the default directory is used
+	 * only when the user made it. */
+	struct stat st;
+	if (!env && dir[0] && (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)))
+		dir[0] = '\0';
 	return dir[0] ? dir : NULL;
 }
 

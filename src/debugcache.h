@@ -8,10 +8,11 @@
 
 #include <stddef.h>
 
-/* The directory of the cache: $STACKDUMP_DEBUG_CACHE when set (empty or
- * "off": no cache), else $XDG_CACHE_HOME/stackdump/debug, else
- * $HOME/.cache/stackdump/debug. Returns a static string, or NULL when
- * there is none. */
+/* The directory of the cache: $STACKDUMP_DEBUG_CACHE when set (made when
+ * missing; empty or "off": no cache), else $XDG_CACHE_HOME/stackdump/debug
+ * or $HOME/.cache/stackdump/debug when that directory exists (a dump
+ * writes no file unless asked: making the directory is asking). Returns a
+ * static string, or NULL when there is none. */
 const char *debugcache_dir(void);
 
 /* A descriptor of the inflated copy of the debug file whose build-id is

@@ -79,6 +79,32 @@ def test_inflated_copy_made_used_and_equal():
         shutil.rmtree(d, ignore_errors=True)
 
 
+def test_default_directory_only_when_made():
+    # A dump writes no file unless asked: ~/.cache/stackdump/debug is used
+    # when it exists, and not made when it does not.
+    _, bid = libc_debug_file()
+    home = tempfile.mkdtemp(prefix="sd-debugcache-home-")
+    try:
+        env = {"HOME": home, "XDG_CACHE_HOME": ""}
+        env_no = dict(env)
+        with start("fx-stacks", blocked=6) as fx:
+            saved = os.environ.pop("STACKDUMP_DEBUG_CACHE", None)
+            try:
+                r = sdtest.run(fx.pid, env=env_no)
+                eq(r.rc, 0, r.err)
+                eq(os.listdir(home), [], "a file written without being asked")
+                cache = os.path.join(home, ".cache", "stackdump", "debug")
+                os.makedirs(cache)
+                r = sdtest.run(fx.pid, env=env)
+                eq(r.rc, 0, r.err)
+                eq(os.listdir(cache), [bid + ".debug"])
+            finally:
+                if saved is not None:
+                    os.environ["STACKDUMP_DEBUG_CACHE"] = saved
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
 def test_unwritable_cache_changes_nothing():
     d = tempfile.mkdtemp(prefix="sd-debugcache-")
     try:
