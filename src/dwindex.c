@@ -536,9 +536,11 @@ static void line_at(struct dwunit *u, uint64_t addr, const char **file, int *lin
 	*file = dwarf_linesrc(ln, NULL, NULL);
 }
 
-/* File and line an inlined subroutine DIE was called from, in the file
- * table of the unit holding it. */
-static void call_site(Dwarf_Die *die, const char **file, int *line)
+/* File and line an inlined subroutine DIE of unit U was called from, in
+ * the file table of the unit holding it; a split unit with no line table
+ * of its own (clang's) uses its skeleton's, which libdw finds itself only
+ * for a split unit it linked to its skeleton (from a .dwo file). */
+static void call_site(struct dwunit *u, Dwarf_Die *die, const char **file, int *line)
 {
 	Dwarf_Attribute a;
 	Dwarf_Word v;
@@ -551,7 +553,9 @@ static void call_site(Dwarf_Die *die, const char **file, int *line)
 		Dwarf_Files *files;
 		size_t nfiles;
 		if (dwarf_diecu(die, &cudie, NULL, NULL) &&
-		    dwarf_getsrcfiles(&cudie, &files, &nfiles) == 0 && v < nfiles)
+		    (dwarf_getsrcfiles(&cudie, &files, &nfiles) == 0 ||
+		     (u->dwp && dwarf_getsrcfiles(&u->linecu, &files, &nfiles) == 0)) &&
+		    v < nfiles)
 			*file = dwarf_filesrc(files, v, NULL, NULL);
 	}
 }
@@ -581,7 +585,7 @@ int dwindex_lookup(struct sd_dwindex *idx, uint64_t addr, int no_source, struct 
 		out[k].line = line;
 		out[k].inlined = i > 0;
 		if (!no_source && i > 0)
-			call_site(&chain[i], &file, &line);
+			call_site(&idx->u[r->unit], &chain[i], &file, &line);
 	}
 	return k;
 }

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # Frames as gdb shows them, on every toolchain production binaries come
-# from: fx-frames built with gcc, clang (DWARF 5), gcc split DWARF, gcc LTO,
-# gcc + dwz, and fx-frames-rs built with rustc -O -g; Go's fx-go against
+# from: fx-frames built with gcc, clang (DWARF 5), gcc split DWARF (.dwo
+# files, and .dwp packages of DWARF 4 and 5 made by binutils' dwp and
+# llvm-dwp), gcc LTO, gcc + dwz, and fx-frames-rs built with rustc -O -g; Go's fx-go against
 # gdb and `go tool addr2line`. gdb is the oracle (eu-stack asks
 # libdw the same questions we used to, so it fails where we failed): for
 # every thread, the frames gdb places in the fixture's own source appear in
@@ -25,11 +26,16 @@ THREAD_RE = re.compile(r"^Thread \d+ \((?:.*\()?LWP (\d+)")
 FRAME_RE = re.compile(r"^#(\d+)\s+(0x[0-9a-f]+ in )?(.+?) \(.* at (\S+):(\d+)$")
 
 
-def gdb_frames(pid):
+def gdb_frames(pid, gdb_dir=None):
     """{tid: [(function, file basename, line, starts), ...]} from gdb,
-    STARTS true on the innermost frame of the frames sharing one pc."""
-    p = subprocess.run(["gdb", "-batch", "-nx", "-p", str(pid),
-                        "-ex", "thread apply all bt"],
+    STARTS true on the innermost frame of the frames sharing one pc. With
+    GDB_DIR, gdb reads the copy of the executable there and looks for its
+    .dwo files there (its debug-file directory)."""
+    args = ["gdb", "-batch", "-nx"]
+    if gdb_dir:
+        exe = os.path.join(gdb_dir, os.path.basename(os.readlink("/proc/%d/exe" % pid)))
+        args += ["-iex", "set debug-file-directory %s:/usr/lib/debug" % gdb_dir, exe]
+    p = subprocess.run(args + ["-p", str(pid), "-ex", "thread apply all bt"],
                        capture_output=True, text=True, timeout=300)
     out, tid = {}, None
     for line in p.stdout.splitlines():
@@ -100,12 +106,12 @@ def ours(pid):
     return out
 
 
-def compare_with_gdb(fixture, sources, blocked, workers):
+def compare_with_gdb(fixture, sources, blocked, workers, gdb_dir=None):
     """Dump FIXTURE with us, then with gdb; compare the frames in SOURCES."""
     with start(fixture, blocked=blocked) as fx:
         mine = ours(fx.pid)
         sdtest.assert_running(fx.pid)
-        theirs = gdb_frames(fx.pid)
+        theirs = gdb_frames(fx.pid, gdb_dir)
         sdtest.assert_running(fx.pid)
         eq(sorted(mine), sorted(theirs), "thread sets differ")
         names = fx.tids_by_name()
@@ -142,6 +148,45 @@ def test_split_dwarf():
     # The functions come from the .dwo files: the skeleton has no names.
     fns = [f[0] for f in mine[names["queue"][0]]]
     ok(any("shop::detail::settle" in f for f in fns), fns)
+
+
+def compare_dwp(fixture, gdb_reads_package):
+    """FIXTURE's split units are in its package (FIXTURE.dwp) and nowhere
+    else we look: compared with gdb reading the package, or, where gdb
+    cannot (it crashes on DWARF 5 packages), with gdb reading the very .dwo
+    files that were packed, set aside in FIXTURE.gdb/."""
+    exe = path_of(fixture)
+    ok(os.path.isfile(exe + ".dwp"), "%s.dwp is missing" % exe)
+    for d in (os.path.dirname(exe), exe + ".build"):
+        eq([f for f in os.listdir(d) if f.endswith(".dwo")], [],
+           "%s: .dwo files beside the package's build: they, not the package, would be read" % d)
+    gdb_dir = None if gdb_reads_package else exe + ".gdb"
+    mine, names = compare_with_gdb(fixture, CXX_SOURCES, 4, ("ledger", "lambda", "queue"),
+                                   gdb_dir)
+    # The functions come from the package: the skeletons have no names.
+    fns = [f[0] for f in mine[names["queue"][0]]]
+    ok(any("shop::detail::settle" in f for f in fns), fns)
+
+
+def test_dwp_gnu_dwarf4():
+    """gcc -gdwarf-4 -gsplit-dwarf packed by binutils' dwp (index version 2,
+    DW_AT_GNU_dwo_id, DW_FORM_GNU_addr_index, ranges in the executable's
+    .debug_ranges from DW_AT_GNU_ranges_base)."""
+    compare_dwp("fx-frames-dwp4", True)
+
+
+def test_dwp_llvm_dwarf4():
+    compare_dwp("fx-frames-dwp4-llvm", True)
+
+
+def test_dwp_llvm_dwarf5():
+    """gcc DWARF 5 packed by llvm-dwp (index version 5, dwo id in the unit
+    header, DW_FORM_addrx, rnglistx in the package's .debug_rnglists.dwo)."""
+    compare_dwp("fx-frames-dwp5", False)
+
+
+def test_dwp_clang_dwarf5():
+    compare_dwp("fx-frames-dwp5-clang", False)
 
 
 def test_lto():
