@@ -11,6 +11,7 @@
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -306,6 +307,117 @@ def test_go_under_load():
         sdtest.assert_running(fx.pid)
     ok(seen_block >= 3, "crypto/sha256.block seen on %d stacks only" % seen_block)
     ok(seen_futexsleep, "no runtime.futexsleep")
+
+
+# Where a Go stack ends: a goroutine's root, a thread's root, and the
+# functions that switch to the g0 stack (what lies beyond them is the other
+# stack's). gdb walks on past them into stale words and past the thread's
+# start (runtime/cgo(.text), ??): its frames are cut at the first one.
+GO_ROOTS = ("runtime.goexit", "runtime.mstart", "runtime.rt0_go", "runtime.mcall",
+            "runtime.systemstack", "runtime.morestack")
+GDB_ANY_FRAME_RE = re.compile(r"^#\d+\s+(?:(0x[0-9a-f]+) in )?(<signal handler called>|\S+)")
+
+
+def gdb_stacks(pid):
+    """{tid: [(pc, function), ...]} of every frame gdb shows, the pc of
+    frame #0 included (gdb prints it only when asked)."""
+    p = subprocess.run(["gdb", "-batch", "-nx", "-p", str(pid),
+                        "-ex", "set print frame-info location-and-address",
+                        "-ex", "thread apply all bt"],
+                       capture_output=True, text=True, timeout=300)
+    out, tid = {}, None
+    for line in p.stdout.splitlines():
+        m = THREAD_RE.match(line)
+        if m:
+            tid = int(m.group(1))
+            out[tid] = []
+            continue
+        m = GDB_ANY_FRAME_RE.match(line)
+        if m and tid is not None:
+            out[tid].append((int(m.group(1), 16) if m.group(1) else None, m.group(2)))
+    ok(out, "gdb showed no threads: %s" % p.stderr[-2000:])
+    return out
+
+
+def go_frames(functions):
+    """The Go functions of a stack up to its first root: signal frames
+    (gdb's "<signal handler called>", our trampoline frame) and frames
+    without a Go name (C, the vdso, gdb's ??) left out."""
+    out = []
+    for f in functions:
+        if f and "." in f and not f.startswith("<"):
+            out.append(f)
+            if f in GO_ROOTS:
+                break
+    return out
+
+
+def cpu_ticks(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def test_go_under_load_matches_gdb():
+    """fx-go under load (its clients hashing through the server's handler),
+    compared with gdb thread by thread on the same state: the fixture is
+    stopped (SIGSTOP) while it works, dumped by us, then by gdb, then let
+    go; the innermost pc of every thread is the same in both, which shows
+    they read the same registers. In every thread gdb unwinds to a root,
+    our stack ends in the same root (runtime.goexit, runtime.mstart, or a
+    switch to the g0 stack), with the same Go frames on the way (so the
+    handler below crypto/sha256's assembly, runtime.futexsleep, and the
+    frames past a signal handler the thread was in, where gdb shows
+    them). Several rounds, until enough hashing threads were seen."""
+    rounds = compared = handler = futexsleep = 0
+    with start("fx-go", "load") as fx:
+        try:
+            while rounds < 40 and (rounds < 4 or handler < 3 or not futexsleep):
+                # Loaded: it has worked since it was let go last.
+                t0 = cpu_ticks(fx.pid)
+                fx.wait_state(lambda st: cpu_ticks(fx.pid) >= t0 + 20, timeout=300)
+                os.kill(fx.pid, signal.SIGSTOP)
+                fx.wait_state(lambda st: st and all(s.state == "T" for s in st.values()),
+                              timeout=300)
+                r = sdtest.run("--format", "json", fx.pid)
+                theirs = gdb_stacks(fx.pid)
+                os.kill(fx.pid, signal.SIGCONT)
+                rounds += 1
+                eq(r.rc, 0, r)
+                mine = {t["tid"]: t for t in r.json()["threads"]}
+                eq(sorted(mine), sorted(theirs), "thread sets differ")
+                for tid, g in theirs.items():
+                    t = mine[tid]
+                    ok(t["frames"] and g, "round %d thread %d: %r %r" % (rounds, tid, t, g))
+                    eq(int(t["frames"][0]["addr"], 16), g[0][0],
+                       "round %d thread %d: not the same state\nours: %r\ngdb: %r"
+                       % (rounds, tid, t["frames"], g))
+                    gf = go_frames([f for _, f in g])
+                    if not gf or gf[-1] not in GO_ROOTS:
+                        continue  # gdb did not unwind it to a root
+                    fns = [f["function"] for f in t["frames"] if not f.get("signal_frame")]
+                    of = go_frames(fns)
+                    why = "round %d thread %d\nours: %r\ngdb:  %r" % (rounds, tid, fns, gf)
+                    eq(t["unwind_stop"], None, why)
+                    eq(fns[-1], gf[-1], "not the same root: " + why)
+                    if "main.handleHash" in gf and "crypto/sha256.block" in gf:
+                        ok("main.handleHash" in of[of.index("crypto/sha256.block"):], why)
+                        handler += 1
+                    if "runtime.futexsleep" in gf:
+                        contains(of, "runtime.futexsleep", why)
+                        futexsleep += 1
+                    eq(of, gf, "Go frames differ: " + why)
+                    compared += 1
+        finally:
+            try:
+                os.kill(fx.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        sdtest.assert_running(fx.pid)
+    print("  %d rounds, %d threads compared, %d in the handler below crypto/sha256, "
+          "%d in runtime.futexsleep" % (rounds, compared, handler, futexsleep))
+    ok(handler >= 3, "the handler below crypto/sha256.block in %d stacks only" % handler)
+    ok(futexsleep, "no runtime.futexsleep in %d rounds" % rounds)
 
 
 def jit_frames(*args):
