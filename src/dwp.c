@@ -100,20 +100,14 @@ int dwp_index_parse(const uint8_t *data, size_t size, struct dwp_index *ix)
 static int column_kind(uint32_t version, uint32_t id)
 {
 	switch (id) {
-	case 1:
-		return DWP_INFO;
-	case 3:
-		return DWP_ABBREV;
-	case 4:
-		return DWP_LINE;
-	case 5: /* DW_SECT_LOC (2), DW_SECT_LOCLISTS (5) */
-		return DWP_LOC;
-	case 6:
-		return DWP_STR_OFFSETS;
+	case 1: return DWP_INFO;
+	case 3: return DWP_ABBREV;
+	case 4: return DWP_LINE;
+	case 5: /* DW_SECT_LOC (2), DW_SECT_LOCLISTS (5) */ return DWP_LOC;
+	case 6: return DWP_STR_OFFSETS;
 	case 8: /* DW_SECT_MACRO (2), DW_SECT_RNGLISTS (5) */
 		return version == 5 ? DWP_RNGLISTS : -1;
-	default: /* types, macinfo, macro */
-		return -1;
+	default: /* types, macinfo, macro */ return -1;
 	}
 }
 
@@ -222,8 +216,8 @@ struct sd_dwp *dwp_open(const char *path, struct sd_error *err)
 				read_section(scn, &p->sect[k]);
 	}
 	if (dwp_index_parse(index.data, index.size, &p->ix) < 0) {
-		sd_error_set(err, EINVAL, "%s has no unit index (.debug_cu_index) of version 2 or 5",
-			     path);
+		sd_error_set(err, EINVAL,
+			     "%s has no unit index (.debug_cu_index) of version 2 or 5", path);
 		goto fail;
 	}
 	p->sect[DWP_LOC] = p->ix.version == 5 ? loclists : loc;
@@ -282,8 +276,8 @@ static void *image_build(struct imgsec *s, int n, const struct dwp_sect *str, in
 		}
 	from[ns] = -1;
 	if (str && str->data && !map_str)
-		all[ns++] = (struct imgsec){.name = ".debug_str.dwo", .data = str->data,
-					    .size = str->size};
+		all[ns++] =
+		    (struct imgsec){.name = ".debug_str.dwo", .data = str->data, .size = str->size};
 	/* Section names: "" for the null section, then one per section. */
 	char shstr[512];
 	size_t shlen = 1;
@@ -311,7 +305,8 @@ static void *image_build(struct imgsec *s, int n, const struct dwp_sect *str, in
 	size_t head = align_up(off, page);
 	size_t delta = map_str ? str->file_off % page : 0;
 	size_t total = head + (map_str ? delta + str->size : 0);
-	uint8_t *img = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *img =
+	    mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (img == MAP_FAILED)
 		return NULL;
 	if (map_str && mmap(img + head, delta + str->size, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd,
@@ -322,7 +317,8 @@ static void *image_build(struct imgsec *s, int n, const struct dwp_sect *str, in
 	Elf64_Ehdr *eh = (Elf64_Ehdr *)img;
 	memcpy(eh->e_ident, ELFMAG, SELFMAG);
 	eh->e_ident[EI_CLASS] = ELFCLASS64;
-	eh->e_ident[EI_DATA] = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;
+	eh->e_ident[EI_DATA] =
+	    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;
 	eh->e_ident[EI_VERSION] = EV_CURRENT;
 	eh->e_type = ET_REL;
 	eh->e_machine = machine;
@@ -336,17 +332,24 @@ static void *image_build(struct imgsec *s, int n, const struct dwp_sect *str, in
 	int k = 1;
 	for (int i = 0; i < ns; i++, k++) {
 		memcpy(img + all[i].at, all[i].data, all[i].size);
-		sh[k] = (Elf64_Shdr){.sh_name = name_at[i], .sh_type = SHT_PROGBITS,
-				     .sh_offset = all[i].at, .sh_size = all[i].size,
+		sh[k] = (Elf64_Shdr){.sh_name = name_at[i],
+				     .sh_type = SHT_PROGBITS,
+				     .sh_offset = all[i].at,
+				     .sh_size = all[i].size,
 				     .sh_addralign = 1};
 	}
 	if (map_str)
-		sh[k++] = (Elf64_Shdr){.sh_name = name_at[ns], .sh_type = SHT_PROGBITS,
-				       .sh_offset = head + delta, .sh_size = str->size,
+		sh[k++] = (Elf64_Shdr){.sh_name = name_at[ns],
+				       .sh_type = SHT_PROGBITS,
+				       .sh_offset = head + delta,
+				       .sh_size = str->size,
 				       .sh_addralign = 1};
 	memcpy(img + shstr_at, shstr, shlen);
-	sh[k] = (Elf64_Shdr){.sh_name = name_at[ns + 1], .sh_type = SHT_STRTAB,
-			     .sh_offset = shstr_at, .sh_size = shlen, .sh_addralign = 1};
+	sh[k] = (Elf64_Shdr){.sh_name = name_at[ns + 1],
+			     .sh_type = SHT_STRTAB,
+			     .sh_offset = shstr_at,
+			     .sh_size = shlen,
+			     .sh_addralign = 1};
 	*size = total;
 	return img;
 }
@@ -388,15 +391,9 @@ static int program_section(Elf *elf, const char *name, const uint8_t **data, siz
 static int attr_offset(Dwarf_Attribute *a, uint8_t offset_size, uint64_t *v)
 {
 	switch (a->form) {
-	case DW_FORM_sec_offset:
-		*v = rd(a->valp, offset_size == 8 ? 8 : 4);
-		return 0;
-	case DW_FORM_data4:
-		*v = rd(a->valp, 4);
-		return 0;
-	case DW_FORM_data8:
-		*v = rd(a->valp, 8);
-		return 0;
+	case DW_FORM_sec_offset: *v = rd(a->valp, offset_size == 8 ? 8 : 4); return 0;
+	case DW_FORM_data4: *v = rd(a->valp, 4); return 0;
+	case DW_FORM_data8: *v = rd(a->valp, 8); return 0;
 	default: {
 		Dwarf_Word w;
 		if (dwarf_formudata(a, &w) != 0)
@@ -448,8 +445,8 @@ struct dwp_unit *dwp_unit_open(struct sd_dwp *p, Dwarf_CU *skel)
 	    dwp_index_find(&p->ix, id, c) < 0 || !c[DWP_INFO].size || !c[DWP_ABBREV].size)
 		return NULL;
 	static const char *const names[DWP_NSECT] = {
-	    ".debug_info.dwo", ".debug_abbrev.dwo",	 ".debug_line.dwo",
-	    NULL,	       ".debug_str_offsets.dwo", ".debug_rnglists.dwo",
+	    ".debug_info.dwo",	      ".debug_abbrev.dwo",   ".debug_line.dwo", NULL,
+	    ".debug_str_offsets.dwo", ".debug_rnglists.dwo",
 	};
 	struct imgsec s[DWP_NSECT];
 	int n = 0, rnglists = -1;
@@ -462,9 +459,9 @@ struct dwp_unit *dwp_unit_open(struct sd_dwp *p, Dwarf_CU *skel)
 		if (k == DWP_RNGLISTS)
 			rnglists = n;
 		s[n++] = (struct imgsec){
-		    .name = k == DWP_LOC ? (p->ix.version == 5 ? ".debug_loclists.dwo"
-							       : ".debug_loc.dwo")
-					 : names[k],
+		    .name = k == DWP_LOC
+				? (p->ix.version == 5 ? ".debug_loclists.dwo" : ".debug_loc.dwo")
+				: names[k],
 		    .data = ps->data + c[k].off,
 		    .size = c[k].size};
 	}
@@ -595,8 +592,7 @@ int dwp_rangelist(const struct dwp_rangectx *c, uint64_t off, dwp_range_fn fn, v
 		} else {
 			uint8_t kind = *p++;
 			switch (kind) {
-			case DW_RLE_end_of_list:
-				return n;
+			case DW_RLE_end_of_list: return n;
 			case DW_RLE_base_addressx:
 				if (uleb(&p, end, &a) || addr_at(c, a, &base))
 					return -1;
@@ -639,8 +635,7 @@ int dwp_rangelist(const struct dwp_rangectx *c, uint64_t off, dwp_range_fn fn, v
 					return -1;
 				hi = lo + b;
 				break;
-			default:
-				return -1;
+			default: return -1;
 			}
 		}
 		if (hi <= lo)
@@ -673,8 +668,7 @@ static int attr_address(struct dwp_unit *u, Dwarf_Attribute *a, uint64_t *v)
 		if (dwarf_formudata(a, &idx) != 0)
 			return -1;
 		return addr_at(&u->rc, idx, v);
-	default:
-		return -1;
+	default: return -1;
 	}
 }
 

@@ -234,9 +234,9 @@ static void test_rnglists_v5(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_index_v5),  cmocka_unit_test(test_index_v2),
-		cmocka_unit_test(test_index_refused), cmocka_unit_test(test_ranges_v4),
-		cmocka_unit_test(test_rnglists_v5),
+	    cmocka_unit_test(test_index_v5),	  cmocka_unit_test(test_index_v2),
+	    cmocka_unit_test(test_index_refused), cmocka_unit_test(test_ranges_v4),
+	    cmocka_unit_test(test_rnglists_v5),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
