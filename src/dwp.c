@@ -142,7 +142,7 @@ int dwp_index_find(const struct dwp_index *ix, uint64_t id, struct dwp_contrib o
 }
 
 /* Read the section SCN of a package into S. */
-static void read_section(Elf_Scn *scn, struct dwp_sect *s)
+static void read_section(Elf_Scn *scn, uint64_t file_size, struct dwp_sect *s)
 {
 	GElf_Shdr sh;
 	if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
@@ -156,7 +156,10 @@ static void read_section(Elf_Scn *scn, struct dwp_sect *s)
 	s->data = d->d_buf;
 	s->size = d->d_size;
 	s->file_off = sh.sh_offset;
-	s->mappable = !compressed;
+	/* Mapped again later: only bytes that are in the file as they are,
+	 * all of them (a mapping past the end of a file faults on use). */
+	s->mappable = !compressed && sh.sh_offset <= file_size &&
+		      d->d_size <= file_size - sh.sh_offset;
 }
 
 struct sd_dwp *dwp_open(const char *path, struct sd_error *err)
@@ -173,6 +176,7 @@ struct sd_dwp *dwp_open(const char *path, struct sd_error *err)
 		sd_error_set(err, EINVAL, "%s is not a regular file", path);
 		return NULL;
 	}
+	uint64_t fsize = (uint64_t)st.st_size;
 	elf_version(EV_CURRENT);
 	struct sd_dwp *p = sd_xcalloc(1, sizeof(*p));
 	p->path = sd_xstrdup(path);
@@ -204,16 +208,16 @@ struct sd_dwp *dwp_open(const char *path, struct sd_error *err)
 		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(p->elf, shstrndx, sh.sh_name)))
 			continue;
 		if (!strcmp(name, ".debug_cu_index"))
-			read_section(scn, &index);
+			read_section(scn, fsize, &index);
 		else if (!strcmp(name, ".debug_str.dwo"))
-			read_section(scn, &p->str);
+			read_section(scn, fsize, &p->str);
 		else if (!strcmp(name, ".debug_loc.dwo"))
-			read_section(scn, &loc);
+			read_section(scn, fsize, &loc);
 		else if (!strcmp(name, ".debug_loclists.dwo"))
-			read_section(scn, &loclists);
+			read_section(scn, fsize, &loclists);
 		for (int k = 0; k < DWP_NSECT; k++)
 			if (names[k] && !strcmp(name, names[k]))
-				read_section(scn, &p->sect[k]);
+				read_section(scn, fsize, &p->sect[k]);
 	}
 	if (dwp_index_parse(index.data, index.size, &p->ix) < 0) {
 		sd_error_set(err, EINVAL,
