@@ -4,7 +4,8 @@
 // through .debug_aranges, which clang and rustc do not emit, and stops at
 // the skeleton unit of split DWARF; this index takes the ranges of every
 // unit from its unit DIE instead, and indexes a unit's functions (those of
-// the split unit behind a skeleton) the first time an address falls in it.
+// the split unit behind a skeleton, from a .dwo file or a .dwp package) the
+// first time an address falls in it.
 #include "dwindex.h"
 
 #include <dwarf.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "demangle.h"
+#include "dwp.h"
 #include "util.h"
 
 /* A set of function address ranges, sorted by start once complete. */
@@ -26,6 +28,7 @@ struct dwunit {
 	int indexed;      /* its functions are in FUNCS */
 	Dwarf_Die cudie;  /* where the DIEs are (the split unit if split) */
 	Dwarf_Die linecu; /* whose line table covers them (the skeleton) */
+	struct dwp_unit *dwp; /* the split unit read from a package, or NULL */
 	struct rangeset funcs;
 	Dwarf_Lines *lines;
 	size_t nlines;
@@ -51,6 +54,12 @@ struct sd_dwindex {
 	 * their functions, gathered on the first miss of the unit ranges. */
 	struct rangeset loose;
 	int loose_done;
+	/* The package of the split units no .dwo file holds: the first of
+	 * the candidate paths that opens, when first needed. */
+	char **dwp_paths;
+	size_t ndwp_paths;
+	struct sd_dwp *dwp;
+	int dwp_state; /* 0 not tried, 1 open, -1 none */
 };
 
 static void add_range(struct rangeset *rs, uint64_t lo, uint64_t hi, Dwarf_Die *die,
@@ -68,31 +77,64 @@ static void add_range(struct rangeset *rs, uint64_t lo, uint64_t hi, Dwarf_Die *
 	rs->n++;
 }
 
-/* Index the functions with code below PARENT. Only the containers that
- * can hold function definitions are entered (namespaces, types, modules):
- * the bodies of functions are left for the lookup, which is what keeps
- * building the index cheap on large binaries. */
-static void index_children(struct rangeset *rs, Dwarf_Die *parent, uint32_t unit, int depth)
+struct add_ctx {
+	struct rangeset *rs;
+	Dwarf_Die *die;
+	uint32_t unit;
+};
+
+static int add_cb(void *arg, uint64_t lo, uint64_t hi)
+{
+	struct add_ctx *a = arg;
+	add_range(a->rs, lo, hi, a->die, a->unit);
+	return 0;
+}
+
+/* Add the address ranges of DIE, a DIE of unit U (number UNIT), to RS. A
+ * split unit read from a package has its addresses resolved by dwp.c:
+ * libdw cannot link it to its skeleton. */
+static void add_die_ranges(struct rangeset *rs, struct dwunit *u, Dwarf_Die *die, uint32_t unit)
+{
+	if (u->dwp) {
+		struct add_ctx a = {.rs = rs, .die = die, .unit = unit};
+		dwp_unit_ranges(u->dwp, die, add_cb, &a);
+		return;
+	}
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off = 0;
+	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0)
+		add_range(rs, lo, hi, die, unit);
+}
+
+static int unit_haspc(struct dwunit *u, Dwarf_Die *die, uint64_t addr)
+{
+	if (u->dwp)
+		return dwp_unit_haspc(u->dwp, die, addr);
+	return dwarf_haspc(die, addr);
+}
+
+/* Index the functions with code below PARENT, in unit U (number UNIT).
+ * Only the containers that can hold function definitions are entered
+ * (namespaces, types, modules): the bodies of functions are left for the
+ * lookup, which is what keeps building the index cheap on large binaries. */
+static void index_children(struct rangeset *rs, struct dwunit *u, Dwarf_Die *parent,
+			   uint32_t unit, int depth)
 {
 	Dwarf_Die c;
 	if (depth > 64 || dwarf_child(parent, &c) != 0)
 		return;
 	do {
 		switch (dwarf_tag(&c)) {
-		case DW_TAG_subprogram: {
-			Dwarf_Addr base, lo, hi;
-			ptrdiff_t off = 0;
-			while ((off = dwarf_ranges(&c, off, &base, &lo, &hi)) > 0)
-				add_range(rs, lo, hi, &c, unit);
+		case DW_TAG_subprogram:
+			add_die_ranges(rs, u, &c, unit);
 			break;
-		}
 		case DW_TAG_namespace:
 		case DW_TAG_module:
 		case DW_TAG_class_type:
 		case DW_TAG_structure_type:
 		case DW_TAG_union_type:
 		case DW_TAG_interface_type:
-			index_children(rs, &c, unit, depth + 1);
+			index_children(rs, u, &c, unit, depth + 1);
 			break;
 		default:
 			break;
@@ -145,19 +187,46 @@ struct sd_dwindex *dwindex_new(Dwarf *dw)
 	return idx;
 }
 
+void dwindex_add_dwp(struct sd_dwindex *idx, const char *path)
+{
+	idx->dwp_paths = sd_xrealloc(idx->dwp_paths, (idx->ndwp_paths + 1) * sizeof(char *));
+	idx->dwp_paths[idx->ndwp_paths++] = sd_xstrdup(path);
+}
+
+const char *dwindex_dwp(const struct sd_dwindex *idx)
+{
+	return idx && idx->dwp ? dwp_path(idx->dwp) : NULL;
+}
+
+/* The split unit of skeleton U from the package, opened on first need. */
+static struct dwp_unit *unit_from_dwp(struct sd_dwindex *idx, struct dwunit *u)
+{
+	if (idx->dwp_state == 0) {
+		idx->dwp_state = -1;
+		for (size_t i = 0; i < idx->ndwp_paths && !idx->dwp; i++)
+			idx->dwp = dwp_open(idx->dwp_paths[i], NULL);
+		if (idx->dwp)
+			idx->dwp_state = 1;
+	}
+	return idx->dwp ? dwp_unit_open(idx->dwp, u->cu) : NULL;
+}
+
 /* The functions of unit UI, indexed on first use. A skeleton's functions
- * are in its split unit, which libdw finds through DW_AT_dwo_name and
- * DW_AT_comp_dir (or the directory of the file) as gdb does. */
+ * are in its split unit, found as gdb finds it: in the .dwo file named by
+ * DW_AT_dwo_name and DW_AT_comp_dir (or the directory of the file), which
+ * libdw opens itself, else by its DWO id in the package. */
 static void unit_index(struct sd_dwindex *idx, uint32_t ui, struct rangeset *into)
 {
 	struct dwunit *u = &idx->u[ui];
-	if (u->type == DW_UT_skeleton) {
+	if (u->type == DW_UT_skeleton && !u->dwp) {
 		Dwarf_Die sub;
 		if (dwarf_cu_info(u->cu, NULL, NULL, NULL, &sub, NULL, NULL, NULL) == 0 &&
 		    dwarf_tag(&sub) == DW_TAG_compile_unit)
 			u->cudie = sub;
+		else if ((u->dwp = unit_from_dwp(idx, u)))
+			u->cudie = dwp_unit_cudie(u->dwp);
 	}
-	index_children(into, &u->cudie, ui, 0);
+	index_children(into, u, &u->cudie, ui, 0);
 }
 
 static void unit_ready(struct sd_dwindex *idx, uint32_t ui)
@@ -174,8 +243,14 @@ void dwindex_free(struct sd_dwindex *idx)
 {
 	if (!idx)
 		return;
-	for (size_t i = 0; i < idx->nu; i++)
+	for (size_t i = 0; i < idx->nu; i++) {
 		free(idx->u[i].funcs.r);
+		dwp_unit_free(idx->u[i].dwp);
+	}
+	for (size_t i = 0; i < idx->ndwp_paths; i++)
+		free(idx->dwp_paths[i]);
+	free(idx->dwp_paths);
+	dwp_free(idx->dwp);
 	free(idx->units.r);
 	free(idx->loose.r);
 	free(idx->u);
@@ -262,7 +337,8 @@ static int has_pc_attrs(Dwarf_Die *die)
 /* Descend from DIE to the innermost inlined subroutine holding ADDR,
  * appending each inlined subroutine on the way to CHAIN (outermost
  * first). Blocks without addresses of their own are looked into. */
-static void descend(Dwarf_Die *die, uint64_t addr, Dwarf_Die *chain, int *n, int max, int depth)
+static void descend(struct dwunit *u, Dwarf_Die *die, uint64_t addr, Dwarf_Die *chain, int *n,
+		    int max, int depth)
 {
 	Dwarf_Die c;
 	if (depth > 256 || dwarf_child(die, &c) != 0)
@@ -270,24 +346,24 @@ static void descend(Dwarf_Die *die, uint64_t addr, Dwarf_Die *chain, int *n, int
 	do {
 		int tag = dwarf_tag(&c);
 		if (tag == DW_TAG_inlined_subroutine) {
-			if (dwarf_haspc(&c, addr) <= 0)
+			if (unit_haspc(u, &c, addr) <= 0)
 				continue;
 			if (*n < max)
 				chain[(*n)++] = c;
-			descend(&c, addr, chain, n, max, depth + 1);
+			descend(u, &c, addr, chain, n, max, depth + 1);
 			return;
 		}
 		if (!is_block_tag(tag))
 			continue;
 		if (has_pc_attrs(&c)) {
-			if (dwarf_haspc(&c, addr) > 0) {
-				descend(&c, addr, chain, n, max, depth + 1);
+			if (unit_haspc(u, &c, addr) > 0) {
+				descend(u, &c, addr, chain, n, max, depth + 1);
 				return;
 			}
 			continue;
 		}
 		int before = *n;
-		descend(&c, addr, chain, n, max, depth + 1);
+		descend(u, &c, addr, chain, n, max, depth + 1);
 		if (*n != before)
 			return;
 	} while (dwarf_siblingof(&c, &c) == 0);
@@ -460,9 +536,11 @@ static void line_at(struct dwunit *u, uint64_t addr, const char **file, int *lin
 	*file = dwarf_linesrc(ln, NULL, NULL);
 }
 
-/* File and line an inlined subroutine DIE was called from, in the file
- * table of the unit holding it. */
-static void call_site(Dwarf_Die *die, const char **file, int *line)
+/* File and line an inlined subroutine DIE of unit U was called from, in
+ * the file table of the unit holding it; a split unit with no line table
+ * of its own (clang's) uses its skeleton's, which libdw finds itself only
+ * for a split unit it linked to its skeleton (from a .dwo file). */
+static void call_site(struct dwunit *u, Dwarf_Die *die, const char **file, int *line)
 {
 	Dwarf_Attribute a;
 	Dwarf_Word v;
@@ -475,7 +553,9 @@ static void call_site(Dwarf_Die *die, const char **file, int *line)
 		Dwarf_Files *files;
 		size_t nfiles;
 		if (dwarf_diecu(die, &cudie, NULL, NULL) &&
-		    dwarf_getsrcfiles(&cudie, &files, &nfiles) == 0 && v < nfiles)
+		    (dwarf_getsrcfiles(&cudie, &files, &nfiles) == 0 ||
+		     (u->dwp && dwarf_getsrcfiles(&u->linecu, &files, &nfiles) == 0)) &&
+		    v < nfiles)
 			*file = dwarf_filesrc(files, v, NULL, NULL);
 	}
 }
@@ -492,7 +572,7 @@ int dwindex_lookup(struct sd_dwindex *idx, uint64_t addr, int no_source, struct 
 	Dwarf_Die chain[MAXCHAIN];
 	int n = 0;
 	chain[n++] = r->die;
-	descend(&chain[0], addr, chain, &n, MAXCHAIN, 0);
+	descend(&idx->u[r->unit], &chain[0], addr, chain, &n, MAXCHAIN, 0);
 	/* CHAIN is outermost first; OUT is innermost first. */
 	const char *file = NULL;
 	int line = 0;
@@ -505,7 +585,7 @@ int dwindex_lookup(struct sd_dwindex *idx, uint64_t addr, int no_source, struct 
 		out[k].line = line;
 		out[k].inlined = i > 0;
 		if (!no_source && i > 0)
-			call_site(&chain[i], &file, &line);
+			call_site(&idx->u[r->unit], &chain[i], &file, &line);
 	}
 	return k;
 }

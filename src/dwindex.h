@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // A per-module address-range index over DWARF: every function with code in
-// every unit (DWARF 4 and 5, split units in .dwo files, LTO and partial
-// units) sorted by address, built once, so that an address finds its
-// function and inline chain without libdw's .debug_aranges lookup.
+// every unit (DWARF 4 and 5, split units in .dwo files or a .dwp package,
+// LTO and partial units) sorted by address, built once, so that an address
+// finds its function and inline chain without libdw's .debug_aranges
+// lookup.
 #ifndef SD_DWINDEX_H
 #define SD_DWINDEX_H
 
@@ -27,6 +28,14 @@ struct dwindex_frame {
 struct sd_dwindex *dwindex_new(Dwarf *dw);
 /* NULL does nothing. */
 void dwindex_free(struct sd_dwindex *idx);
+
+/* Add PATH (copied) to the places a DWARF package (.dwp) may be: when a
+ * skeleton unit's .dwo file is not found, the first candidate that opens
+ * as a package is read, once, and the split unit is taken from it by its
+ * DWO id. */
+void dwindex_add_dwp(struct sd_dwindex *idx, const char *path);
+/* The path of the package read, or NULL (none needed, or none found). */
+const char *dwindex_dwp(const struct sd_dwindex *idx);
 
 /* Resolve ADDR (a DWARF address: runtime minus the module's bias). Fills
  * at most MAX frames of OUT, innermost first, and returns how many (0:

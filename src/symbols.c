@@ -354,6 +354,48 @@ static const struct modsym *symbol_at(const struct modindex *x, uint64_t addr)
 	return NULL;
 }
 
+/* Where a module's DWARF package may be, in the order gdb looks: beside
+ * the separate debug file (named after the executable, or after the debug
+ * file), beside the file itself (PATH.dwp, inside the target's root), then
+ * in the debug-file directory by name, the target's and ours. */
+static void add_dwp_paths(struct sd_symbols *s, Dwfl_Module *dm, struct sd_dwindex *idx)
+{
+	const char *mainfile = NULL, *debugfile = NULL, *base = NULL;
+	dwfl_module_info(dm, NULL, NULL, NULL, NULL, NULL, &mainfile, &debugfile);
+	for (size_t i = 0; i < s->space->nmods && !base; i++)
+		if (s->space->mods[i].dwmod == dm)
+			base = s->space->mods[i].name;
+	if (!base && mainfile)
+		base = strrchr(mainfile, '/') ? strrchr(mainfile, '/') + 1 : mainfile;
+	if (!base || !base[0])
+		return;
+	struct strbuf p;
+	strbuf_init(&p);
+	if (debugfile && (!mainfile || strcmp(debugfile, mainfile) != 0)) {
+		const char *slash = strrchr(debugfile, '/');
+		if (slash) {
+			strbuf_add(&p, debugfile, (size_t)(slash - debugfile) + 1);
+			strbuf_addf(&p, "%s.dwp", base);
+			dwindex_add_dwp(idx, p.buf);
+			strbuf_release(&p);
+		}
+		strbuf_addf(&p, "%s.dwp", debugfile);
+		dwindex_add_dwp(idx, p.buf);
+		strbuf_release(&p);
+	}
+	if (mainfile) {
+		strbuf_addf(&p, "%s.dwp", mainfile);
+		dwindex_add_dwp(idx, p.buf);
+		strbuf_release(&p);
+	}
+	strbuf_addf(&p, "/proc/%d/root/usr/lib/debug/%s.dwp", (int)s->space->pid, base);
+	dwindex_add_dwp(idx, p.buf);
+	strbuf_release(&p);
+	strbuf_addf(&p, "/usr/lib/debug/%s.dwp", base);
+	dwindex_add_dwp(idx, p.buf);
+	strbuf_release(&p);
+}
+
 static struct modindex *module_index(struct sd_symbols *s, Dwfl_Module *dm)
 {
 	for (size_t i = 0; i < s->nmi; i++)
@@ -371,8 +413,10 @@ static struct modindex *module_index(struct sd_symbols *s, Dwfl_Module *dm)
 	x->end = end;
 	Dwarf_Addr bias = 0;
 	Dwarf *dw = dwfl_module_getdwarf(dm, &bias);
-	if (dw)
+	if (dw) {
 		x->idx = dwindex_new(dw);
+		add_dwp_paths(s, dm, x->idx);
+	}
 	x->bias = bias;
 	index_symbols(x);
 	return x;

@@ -563,9 +563,11 @@ static int debug_frame_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t 
 		return 0;
 	/* Code that switches stacks (Go's mcall and systemstack) leaves
 	 * under its CFA whatever the other stack holds there, which may even
-	 * point into code. */
+	 * point into code. A signal handler (Go's sigtramp) returns into the
+	 * signal return trampoline, which no call precedes. */
 	if (!after_call(c->u->space, nv[DWCFI_RA], 1) &&
-	    !planted_return(c->u->space, nv[DWCFI_RA])) {
+	    !planted_return(c->u->space, nv[DWCFI_RA]) &&
+	    !is_sigreturn(c->u->space, nv[DWCFI_RA])) {
 		c->bad_ra = nv[DWCFI_RA];
 		c->bad_ra_cfi = 1;
 		return -UNW_EBADFRAME;

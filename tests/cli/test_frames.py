@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # Frames as gdb shows them, on every toolchain production binaries come
-# from: fx-frames built with gcc, clang (DWARF 5), gcc split DWARF, gcc LTO,
-# gcc + dwz, and fx-frames-rs built with rustc -O -g; Go's fx-go against
+# from: fx-frames built with gcc, clang (DWARF 5), gcc split DWARF (.dwo
+# files, and .dwp packages of DWARF 4 and 5 made by binutils' dwp and
+# llvm-dwp), gcc LTO, gcc + dwz, and fx-frames-rs built with rustc -O -g; Go's fx-go against
 # gdb and `go tool addr2line`. gdb is the oracle (eu-stack asks
 # libdw the same questions we used to, so it fails where we failed): for
 # every thread, the frames gdb places in the fixture's own source appear in
@@ -10,6 +11,7 @@
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -25,11 +27,16 @@ THREAD_RE = re.compile(r"^Thread \d+ \((?:.*\()?LWP (\d+)")
 FRAME_RE = re.compile(r"^#(\d+)\s+(0x[0-9a-f]+ in )?(.+?) \(.* at (\S+):(\d+)$")
 
 
-def gdb_frames(pid):
+def gdb_frames(pid, gdb_dir=None):
     """{tid: [(function, file basename, line, starts), ...]} from gdb,
-    STARTS true on the innermost frame of the frames sharing one pc."""
-    p = subprocess.run(["gdb", "-batch", "-nx", "-p", str(pid),
-                        "-ex", "thread apply all bt"],
+    STARTS true on the innermost frame of the frames sharing one pc. With
+    GDB_DIR, gdb reads the copy of the executable there and looks for its
+    .dwo files there (its debug-file directory)."""
+    args = ["gdb", "-batch", "-nx"]
+    if gdb_dir:
+        exe = os.path.join(gdb_dir, os.path.basename(os.readlink("/proc/%d/exe" % pid)))
+        args += ["-iex", "set debug-file-directory %s:/usr/lib/debug" % gdb_dir, exe]
+    p = subprocess.run(args + ["-p", str(pid), "-ex", "thread apply all bt"],
                        capture_output=True, text=True, timeout=300)
     out, tid = {}, None
     for line in p.stdout.splitlines():
@@ -100,12 +107,12 @@ def ours(pid):
     return out
 
 
-def compare_with_gdb(fixture, sources, blocked, workers):
+def compare_with_gdb(fixture, sources, blocked, workers, gdb_dir=None):
     """Dump FIXTURE with us, then with gdb; compare the frames in SOURCES."""
     with start(fixture, blocked=blocked) as fx:
         mine = ours(fx.pid)
         sdtest.assert_running(fx.pid)
-        theirs = gdb_frames(fx.pid)
+        theirs = gdb_frames(fx.pid, gdb_dir)
         sdtest.assert_running(fx.pid)
         eq(sorted(mine), sorted(theirs), "thread sets differ")
         names = fx.tids_by_name()
@@ -142,6 +149,45 @@ def test_split_dwarf():
     # The functions come from the .dwo files: the skeleton has no names.
     fns = [f[0] for f in mine[names["queue"][0]]]
     ok(any("shop::detail::settle" in f for f in fns), fns)
+
+
+def compare_dwp(fixture, gdb_reads_package):
+    """FIXTURE's split units are in its package (FIXTURE.dwp) and nowhere
+    else we look: compared with gdb reading the package, or, where gdb
+    cannot (it crashes on DWARF 5 packages), with gdb reading the very .dwo
+    files that were packed, set aside in FIXTURE.gdb/."""
+    exe = path_of(fixture)
+    ok(os.path.isfile(exe + ".dwp"), "%s.dwp is missing" % exe)
+    for d in (os.path.dirname(exe), exe + ".build"):
+        eq([f for f in os.listdir(d) if f.endswith(".dwo")], [],
+           "%s: .dwo files beside the package's build: they, not the package, would be read" % d)
+    gdb_dir = None if gdb_reads_package else exe + ".gdb"
+    mine, names = compare_with_gdb(fixture, CXX_SOURCES, 4, ("ledger", "lambda", "queue"),
+                                   gdb_dir)
+    # The functions come from the package: the skeletons have no names.
+    fns = [f[0] for f in mine[names["queue"][0]]]
+    ok(any("shop::detail::settle" in f for f in fns), fns)
+
+
+def test_dwp_gnu_dwarf4():
+    """gcc -gdwarf-4 -gsplit-dwarf packed by binutils' dwp (index version 2,
+    DW_AT_GNU_dwo_id, DW_FORM_GNU_addr_index, ranges in the executable's
+    .debug_ranges from DW_AT_GNU_ranges_base)."""
+    compare_dwp("fx-frames-dwp4", True)
+
+
+def test_dwp_llvm_dwarf4():
+    compare_dwp("fx-frames-dwp4-llvm", True)
+
+
+def test_dwp_llvm_dwarf5():
+    """gcc DWARF 5 packed by llvm-dwp (index version 5, dwo id in the unit
+    header, DW_FORM_addrx, rnglistx in the package's .debug_rnglists.dwo)."""
+    compare_dwp("fx-frames-dwp5", False)
+
+
+def test_dwp_clang_dwarf5():
+    compare_dwp("fx-frames-dwp5-clang", False)
 
 
 def test_lto():
@@ -261,6 +307,117 @@ def test_go_under_load():
         sdtest.assert_running(fx.pid)
     ok(seen_block >= 3, "crypto/sha256.block seen on %d stacks only" % seen_block)
     ok(seen_futexsleep, "no runtime.futexsleep")
+
+
+# Where a Go stack ends: a goroutine's root, a thread's root, and the
+# functions that switch to the g0 stack (what lies beyond them is the other
+# stack's). gdb walks on past them into stale words and past the thread's
+# start (runtime/cgo(.text), ??): its frames are cut at the first one.
+GO_ROOTS = ("runtime.goexit", "runtime.mstart", "runtime.rt0_go", "runtime.mcall",
+            "runtime.systemstack", "runtime.morestack")
+GDB_ANY_FRAME_RE = re.compile(r"^#\d+\s+(?:(0x[0-9a-f]+) in )?(<signal handler called>|\S+)")
+
+
+def gdb_stacks(pid):
+    """{tid: [(pc, function), ...]} of every frame gdb shows, the pc of
+    frame #0 included (gdb prints it only when asked)."""
+    p = subprocess.run(["gdb", "-batch", "-nx", "-p", str(pid),
+                        "-ex", "set print frame-info location-and-address",
+                        "-ex", "thread apply all bt"],
+                       capture_output=True, text=True, timeout=300)
+    out, tid = {}, None
+    for line in p.stdout.splitlines():
+        m = THREAD_RE.match(line)
+        if m:
+            tid = int(m.group(1))
+            out[tid] = []
+            continue
+        m = GDB_ANY_FRAME_RE.match(line)
+        if m and tid is not None:
+            out[tid].append((int(m.group(1), 16) if m.group(1) else None, m.group(2)))
+    ok(out, "gdb showed no threads: %s" % p.stderr[-2000:])
+    return out
+
+
+def go_frames(functions):
+    """The Go functions of a stack up to its first root: signal frames
+    (gdb's "<signal handler called>", our trampoline frame) and frames
+    without a Go name (C, the vdso, gdb's ??) left out."""
+    out = []
+    for f in functions:
+        if f and "." in f and not f.startswith("<"):
+            out.append(f)
+            if f in GO_ROOTS:
+                break
+    return out
+
+
+def cpu_ticks(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def test_go_under_load_matches_gdb():
+    """fx-go under load (its clients hashing through the server's handler),
+    compared with gdb thread by thread on the same state: the fixture is
+    stopped (SIGSTOP) while it works, dumped by us, then by gdb, then let
+    go; the innermost pc of every thread is the same in both, which shows
+    they read the same registers. In every thread gdb unwinds to a root,
+    our stack ends in the same root (runtime.goexit, runtime.mstart, or a
+    switch to the g0 stack), with the same Go frames on the way (so the
+    handler below crypto/sha256's assembly, runtime.futexsleep, and the
+    frames past a signal handler the thread was in, where gdb shows
+    them). Several rounds, until enough hashing threads were seen."""
+    rounds = compared = handler = futexsleep = 0
+    with start("fx-go", "load") as fx:
+        try:
+            while rounds < 40 and (rounds < 4 or handler < 3 or not futexsleep):
+                # Loaded: it has worked since it was let go last.
+                t0 = cpu_ticks(fx.pid)
+                fx.wait_state(lambda st: cpu_ticks(fx.pid) >= t0 + 20, timeout=300)
+                os.kill(fx.pid, signal.SIGSTOP)
+                fx.wait_state(lambda st: st and all(s.state == "T" for s in st.values()),
+                              timeout=300)
+                r = sdtest.run("--format", "json", fx.pid)
+                theirs = gdb_stacks(fx.pid)
+                os.kill(fx.pid, signal.SIGCONT)
+                rounds += 1
+                eq(r.rc, 0, r)
+                mine = {t["tid"]: t for t in r.json()["threads"]}
+                eq(sorted(mine), sorted(theirs), "thread sets differ")
+                for tid, g in theirs.items():
+                    t = mine[tid]
+                    ok(t["frames"] and g, "round %d thread %d: %r %r" % (rounds, tid, t, g))
+                    eq(int(t["frames"][0]["addr"], 16), g[0][0],
+                       "round %d thread %d: not the same state\nours: %r\ngdb: %r"
+                       % (rounds, tid, t["frames"], g))
+                    gf = go_frames([f for _, f in g])
+                    if not gf or gf[-1] not in GO_ROOTS:
+                        continue  # gdb did not unwind it to a root
+                    fns = [f["function"] for f in t["frames"] if not f.get("signal_frame")]
+                    of = go_frames(fns)
+                    why = "round %d thread %d\nours: %r\ngdb:  %r" % (rounds, tid, fns, gf)
+                    eq(t["unwind_stop"], None, why)
+                    eq(fns[-1], gf[-1], "not the same root: " + why)
+                    if "main.handleHash" in gf and "crypto/sha256.block" in gf:
+                        ok("main.handleHash" in of[of.index("crypto/sha256.block"):], why)
+                        handler += 1
+                    if "runtime.futexsleep" in gf:
+                        contains(of, "runtime.futexsleep", why)
+                        futexsleep += 1
+                    eq(of, gf, "Go frames differ: " + why)
+                    compared += 1
+        finally:
+            try:
+                os.kill(fx.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        sdtest.assert_running(fx.pid)
+    print("  %d rounds, %d threads compared, %d in the handler below crypto/sha256, "
+          "%d in runtime.futexsleep" % (rounds, compared, handler, futexsleep))
+    ok(handler >= 3, "the handler below crypto/sha256.block in %d stacks only" % handler)
+    ok(futexsleep, "no runtime.futexsleep in %d rounds" % rounds)
 
 
 def jit_frames(*args):
