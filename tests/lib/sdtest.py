@@ -35,6 +35,11 @@ UNPRIVILEGED = os.environ.get("STACKDUMP_TEST_UNPRIVILEGED") == "1"
 
 ASSERTIONS = 0
 
+# Every test sees the debug files as they are on the machine: a debug
+# cache the machine's user made (~/.cache/stackdump/debug) would outlive
+# a test that hides them. test_debugcache.py names its own caches.
+os.environ["STACKDUMP_DEBUG_CACHE"] = "off"
+
 
 class Skipped(Exception):
     """Raised by need() when the run asked for skips and a privilege is
