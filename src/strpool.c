@@ -1,22 +1,36 @@
 // SPDX-License-Identifier: MIT
-// Interned strings in an open-addressing hash set.
+// Interned strings in a set over the hash map: entries are the pool's
+// copies.
 #include "strpool.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "hashmap.h"
 #include "util.h"
 
 struct strpool {
-	char **slots;
-	size_t cap, n;
+	struct hashmap set; /* of char *, each a heap copy */
 };
+
+/* A string looked up: N bytes at S, not necessarily NUL-terminated. */
+struct strkey {
+	const char *s;
+	size_t n;
+};
+
+static int str_eq(const void *entry, const void *key, void *arg)
+{
+	(void)arg;
+	const char *e = *(char *const *)entry;
+	const struct strkey *k = key;
+	return strlen(e) == k->n && !memcmp(e, k->s, k->n);
+}
 
 struct strpool *strpool_new(void)
 {
 	struct strpool *sp = sd_xcalloc(1, sizeof(*sp));
-	sp->cap = 256;
-	sp->slots = sd_xcalloc(sp->cap, sizeof(char *));
+	hashmap_init(&sp->set, sizeof(char *), str_eq, NULL);
 	return sp;
 }
 
@@ -24,48 +38,27 @@ void strpool_free(struct strpool *sp)
 {
 	if (!sp)
 		return;
-	for (size_t i = 0; i < sp->cap; i++)
-		free(sp->slots[i]);
-	free(sp->slots);
+	size_t pos = 0;
+	for (char **s; (s = hashmap_next(&sp->set, &pos));)
+		free(*s);
+	hashmap_release(&sp->set);
 	free(sp);
-}
-
-static void rehash(struct strpool *sp)
-{
-	size_t ncap = sp->cap * 2;
-	char **ns = sd_xcalloc(ncap, sizeof(char *));
-	for (size_t i = 0; i < sp->cap; i++) {
-		char *s = sp->slots[i];
-		if (!s)
-			continue;
-		size_t h = sd_hash(s, strlen(s), 0) & (ncap - 1);
-		while (ns[h])
-			h = (h + 1) & (ncap - 1);
-		ns[h] = s;
-	}
-	free(sp->slots);
-	sp->slots = ns;
-	sp->cap = ncap;
 }
 
 const char *strpool_intern_n(struct strpool *sp, const char *s, size_t n)
 {
 	if (!s)
 		return NULL;
-	if ((sp->n + 1) * 2 > sp->cap)
-		rehash(sp);
-	size_t h = sd_hash(s, n, 0) & (sp->cap - 1);
-	while (sp->slots[h]) {
-		if (strlen(sp->slots[h]) == n && !memcmp(sp->slots[h], s, n))
-			return sp->slots[h];
-		h = (h + 1) & (sp->cap - 1);
+	struct strkey k = {s, n};
+	int found;
+	char **slot = hashmap_put(&sp->set, sd_hash(s, n, 0), &k, &found);
+	if (!found) {
+		char *c = sd_xmalloc(n + 1);
+		memcpy(c, s, n);
+		c[n] = '\0';
+		*slot = c;
 	}
-	char *c = sd_xmalloc(n + 1);
-	memcpy(c, s, n);
-	c[n] = '\0';
-	sp->slots[h] = c;
-	sp->n++;
-	return c;
+	return *slot;
 }
 
 const char *strpool_intern(struct strpool *sp, const char *s)
