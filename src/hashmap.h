@@ -16,11 +16,11 @@ typedef int (*hashmap_eq_fn)(const void *entry, const void *key, void *arg);
  * to: whatever an entry holds (strings, arrays) is the caller's, to free
  * by iterating before hashmap_release. Fields are private. */
 struct hashmap {
-	size_t esize;            /* bytes per entry */
-	size_t cap, n;           /* slots (0 or a power of two), entries */
-	unsigned shift;          /* 64 - log2(cap): a hash's first slot */
-	uint64_t *hashes;        /* per slot: its entry's hash, 0 when empty */
-	unsigned char *entries;  /* cap entries of esize bytes */
+	size_t esize;		/* bytes per entry */
+	size_t cap, n;		/* slots (0 or a power of two), entries */
+	unsigned shift;		/* 64 - log2(cap): a hash's first slot */
+	uint64_t *hashes;	/* per slot: its entry's hash, 0 when empty */
+	unsigned char *entries; /* cap entries of esize bytes */
 	hashmap_eq_fn eq;
 	void *arg;
 };

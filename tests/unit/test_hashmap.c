@@ -248,12 +248,12 @@ static void test_strpool(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_many_keys),
-		cmocka_unit_test(test_collisions),
-		cmocka_unit_test(test_growth_keeps_entries),
-		cmocka_unit_test(test_iteration),
-		cmocka_unit_test(test_keys_of_another_type),
-		cmocka_unit_test(test_strpool),
+	    cmocka_unit_test(test_many_keys),
+	    cmocka_unit_test(test_collisions),
+	    cmocka_unit_test(test_growth_keeps_entries),
+	    cmocka_unit_test(test_iteration),
+	    cmocka_unit_test(test_keys_of_another_type),
+	    cmocka_unit_test(test_strpool),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
