@@ -17,6 +17,7 @@
 #include "debugcache.h"
 #include "demangle.h"
 #include "dwindex.h"
+#include "hashmap.h"
 #include "space.h"
 
 /* One function of a resolved address: the innermost first. */
@@ -29,8 +30,9 @@ struct symentry {
 	uint64_t symoff;
 };
 
+/* A resolved address in the cache; the key is (elf, addr, mode). */
 struct symcache_slot {
-	const struct sd_elf *elf; /* NULL: empty slot */
+	const struct sd_elf *elf;
 	uint64_t addr;            /* file-relative, adjusted pc */
 	unsigned mode;
 	struct symentry *v;
@@ -78,8 +80,7 @@ struct sd_symbols {
 	struct modindex *mi;
 	size_t nmi;
 	struct strpool *pool;
-	struct symcache_slot *slots;
-	size_t cap, used;
+	struct hashmap cache; /* of struct symcache_slot */
 	uint64_t lookups, hits;
 	unsigned synced_generation;
 };
@@ -142,32 +143,32 @@ static const Dwfl_Callbacks callbacks = {
 	.debuginfo_path = &debuginfo_path,
 };
 
+static int cache_eq(const void *entry, const void *key, void *arg)
+{
+	(void)arg;
+	const struct symcache_slot *c = entry, *k = key;
+	return c->elf == k->elf && c->addr == k->addr && c->mode == k->mode;
+}
+
 struct sd_symbols *symbols_new(struct sd_space *sp)
 {
 	struct sd_symbols *s = sd_xcalloc(1, sizeof(*s));
 	s->space = sp;
 	s->pool = strpool_new();
 	s->dwfl = dwfl_begin(&callbacks);
-	s->cap = 1024;
-	s->slots = sd_xcalloc(s->cap, sizeof(*s->slots));
+	hashmap_init(&s->cache, sizeof(struct symcache_slot), cache_eq, NULL);
 	s->synced_generation = ~0u;
 	return s;
-}
-
-static void cache_clear(struct sd_symbols *s)
-{
-	for (size_t i = 0; i < s->cap; i++)
-		free(s->slots[i].v);
-	memset(s->slots, 0, s->cap * sizeof(*s->slots));
-	s->used = 0;
 }
 
 void symbols_free(struct sd_symbols *s)
 {
 	if (!s)
 		return;
-	cache_clear(s);
-	free(s->slots);
+	size_t pos = 0;
+	for (struct symcache_slot *c; (c = hashmap_next(&s->cache, &pos));)
+		free(c->v);
+	hashmap_release(&s->cache);
 	for (size_t i = 0; i < s->nmi; i++) {
 		dwindex_free(s->mi[i].idx);
 		free(s->mi[i].syms);
@@ -554,35 +555,9 @@ static unsigned resolve(struct sd_symbols *s, Dwfl_Module *dm, uint64_t addr, in
 static struct symcache_slot *cache_find(struct sd_symbols *s, const struct sd_elf *elf,
 					uint64_t addr, unsigned mode, int *found)
 {
-	if ((s->used + 1) * 2 > s->cap) {
-		size_t ncap = s->cap * 2;
-		struct symcache_slot *ns = sd_xcalloc(ncap, sizeof(*ns));
-		for (size_t i = 0; i < s->cap; i++) {
-			struct symcache_slot *o = &s->slots[i];
-			if (!o->elf)
-				continue;
-			uint64_t key[3] = {(uintptr_t)o->elf, o->addr, o->mode};
-			size_t h = sd_hash(key, sizeof(key), 0) & (ncap - 1);
-			while (ns[h].elf)
-				h = (h + 1) & (ncap - 1);
-			ns[h] = *o;
-		}
-		free(s->slots);
-		s->slots = ns;
-		s->cap = ncap;
-	}
 	uint64_t key[3] = {(uintptr_t)elf, addr, mode};
-	size_t h = sd_hash(key, sizeof(key), 0) & (s->cap - 1);
-	while (s->slots[h].elf) {
-		struct symcache_slot *c = &s->slots[h];
-		if (c->elf == elf && c->addr == addr && c->mode == mode) {
-			*found = 1;
-			return c;
-		}
-		h = (h + 1) & (s->cap - 1);
-	}
-	*found = 0;
-	return &s->slots[h];
+	struct symcache_slot k = {.elf = elf, .addr = addr, .mode = mode};
+	return hashmap_put(&s->cache, sd_hash(key, sizeof(key), 0), &k, found);
 }
 
 static int cmp_perfmap(const void *a, const void *b)
@@ -736,7 +711,6 @@ void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_th
 				slot->addr = adj - m->bias;
 				slot->mode = mode;
 				slot->n = resolve(s, m->dwmod, adj, no_inline, no_source, &slot->v);
-				s->used++;
 			}
 			ents = slot->v;
 			nents = slot->n;
