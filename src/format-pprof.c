@@ -9,6 +9,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "hashmap.h"
 #include "profile.h"
 #include "profile.pb-c.h"
 
@@ -23,64 +24,44 @@ typedef Perftools__Profiles__ValueType PbValueType;
 
 /* A string-keyed map to small integers (string table, functions,
  * locations). Keys are heap copies. */
-struct smap {
-	char **keys;
-	uint64_t *vals;
-	size_t cap, n;
+struct smap_entry {
+	char *key;
+	uint64_t val;
 };
 
-static void smap_release(struct smap *m)
+static int smap_eq(const void *entry, const void *key, void *arg)
 {
-	for (size_t i = 0; i < m->cap; i++)
-		free(m->keys[i]);
-	free(m->keys);
-	free(m->vals);
+	(void)arg;
+	return !strcmp(((const struct smap_entry *)entry)->key, key);
 }
 
-static void smap_grow(struct smap *m)
+static void smap_init(struct hashmap *m)
 {
-	size_t ncap = m->cap ? m->cap * 2 : 256;
-	char **nk = sd_xcalloc(ncap, sizeof(*nk));
-	uint64_t *nv = sd_xcalloc(ncap, sizeof(*nv));
-	for (size_t i = 0; i < m->cap; i++) {
-		if (!m->keys[i])
-			continue;
-		size_t h = sd_hash(m->keys[i], strlen(m->keys[i]), 0) & (ncap - 1);
-		while (nk[h])
-			h = (h + 1) & (ncap - 1);
-		nk[h] = m->keys[i];
-		nv[h] = m->vals[i];
-	}
-	free(m->keys);
-	free(m->vals);
-	m->keys = nk;
-	m->vals = nv;
-	m->cap = ncap;
+	hashmap_init(m, sizeof(struct smap_entry), smap_eq, NULL);
+}
+
+static void smap_release(struct hashmap *m)
+{
+	size_t pos = 0;
+	for (struct smap_entry *e; (e = hashmap_next(m, &pos));)
+		free(e->key);
+	hashmap_release(m);
 }
 
 /* The value of KEY; when absent, *FOUND is 0 and VAL is stored. */
-static uint64_t smap_get(struct smap *m, const char *key, uint64_t val, int *found)
+static uint64_t smap_get(struct hashmap *m, const char *key, uint64_t val, int *found)
 {
-	if ((m->n + 1) * 2 > m->cap)
-		smap_grow(m);
-	size_t h = sd_hash(key, strlen(key), 0) & (m->cap - 1);
-	while (m->keys[h]) {
-		if (!strcmp(m->keys[h], key)) {
-			*found = 1;
-			return m->vals[h];
-		}
-		h = (h + 1) & (m->cap - 1);
+	struct smap_entry *e = hashmap_put(m, sd_hash(key, strlen(key), 0), key, found);
+	if (!*found) {
+		e->key = sd_xstrdup(key);
+		e->val = val;
 	}
-	*found = 0;
-	m->keys[h] = sd_xstrdup(key);
-	m->vals[h] = val;
-	m->n++;
-	return val;
+	return e->val;
 }
 
 struct pb {
 	PbProfile prof;
-	struct smap strs, funcs, locs;
+	struct hashmap strs, funcs, locs; /* of struct smap_entry */
 	char **strtab;
 	size_t nstr, strcap;
 	PbFunction **funcv;
@@ -306,6 +287,9 @@ int format_profile_pprof(struct sd_profile *p, uint8_t **out, size_t *len, struc
 	profile_sort(p);
 	struct pb b;
 	memset(&b, 0, sizeof(b));
+	smap_init(&b.strs);
+	smap_init(&b.funcs);
+	smap_init(&b.locs);
 	perftools__profiles__profile__init(&b.prof);
 	/* Entry 0 of the string table is always "". */
 	int found;
