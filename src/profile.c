@@ -18,16 +18,39 @@
 #include "target.h"
 
 /* A raw stack seen before: its addresses (with the flags that change how
- * they symbolize) in one target at one module generation. */
+ * they symbolize) in one target at one module generation. The key is (t,
+ * modsig, words). */
 struct rawslot {
-	const struct sd_target *t; /* NULL: empty slot */
+	const struct sd_target *t;
 	uint64_t modsig;           /* the target's modules when it was seen */
-	uint64_t hash;
 	uint64_t *words;
 	size_t n;
 	ssize_t stack;
 	int idle_frames; /* IDLE_* bits: the frames look like an idle wait */
 };
+
+static int raw_eq(const void *entry, const void *key, void *arg)
+{
+	(void)arg;
+	const struct rawslot *r = entry, *k = key;
+	return r->t == k->t && r->modsig == k->modsig && r->n == k->n &&
+	       !memcmp(r->words, k->words, k->n * sizeof(*k->words));
+}
+
+/* A merged stack looked up by its key words. */
+struct stackkey {
+	const uint64_t *key;
+	size_t nkey;
+};
+
+/* The stacks index holds indices into p->stacks (ARG is the profile). */
+static int stack_eq(const void *entry, const void *key, void *arg)
+{
+	const struct sd_profile *p = arg;
+	const struct sd_pstack *st = &p->stacks[*(const size_t *)entry];
+	const struct stackkey *k = key;
+	return st->nkey == k->nkey && !memcmp(st->key, k->key, k->nkey * sizeof(*k->key));
+}
 
 void profile_opts_init(struct sd_profile_opts *o)
 {
@@ -40,6 +63,8 @@ struct sd_profile *profile_new(const struct sd_profile_opts *o)
 	if (o)
 		p->opts = *o;
 	p->pool = strpool_new();
+	hashmap_init(&p->raw, sizeof(struct rawslot), raw_eq, NULL);
+	hashmap_init(&p->index, sizeof(size_t), stack_eq, p);
 	return p;
 }
 
@@ -61,11 +86,12 @@ void profile_free(struct sd_profile *p)
 	for (size_t i = 0; i < p->nlocks; i++)
 		free(p->locks[i].holders);
 	free(p->locks);
-	for (size_t i = 0; i < p->rawcap; i++)
-		free(p->raw[i].words);
-	free(p->raw);
+	size_t pos = 0;
+	for (struct rawslot *r; (r = hashmap_next(&p->raw, &pos));)
+		free(r->words);
+	hashmap_release(&p->raw);
 	free(p->sigs);
-	free(p->index);
+	hashmap_release(&p->index);
 	strpool_free(p->pool);
 	free(p);
 }
@@ -272,21 +298,13 @@ static void stack_key(struct sd_profile *p, const struct sd_pframe *f, size_t n,
 	*nkey = n * per;
 }
 
+/* Index every stack again (their places changed). */
 static void index_rebuild(struct sd_profile *p)
 {
-	size_t cap = 64;
-	while (cap < p->nstacks * 2 + 2)
-		cap *= 2;
-	free(p->index);
-	p->index = sd_xmalloc(cap * sizeof(*p->index));
-	for (size_t i = 0; i < cap; i++)
-		p->index[i] = (size_t)-1;
-	p->icap = cap;
+	hashmap_release(&p->index);
 	for (size_t i = 0; i < p->nstacks; i++) {
-		size_t h = p->stacks[i].key_hash & (cap - 1);
-		while (p->index[h] != (size_t)-1)
-			h = (h + 1) & (cap - 1);
-		p->index[h] = i;
+		struct stackkey k = {p->stacks[i].key, p->stacks[i].nkey};
+		*(size_t *)hashmap_put(&p->index, p->stacks[i].key_hash, &k, NULL) = i;
 	}
 }
 
@@ -297,19 +315,16 @@ static ssize_t stack_get(struct sd_profile *p, struct sd_pframe *f, size_t n, pi
 	uint64_t *key;
 	size_t nkey;
 	stack_key(p, f, n, &key, &nkey);
+	/* The hash also orders stacks of equal counts (cmp_stack). */
 	uint64_t h = sd_hash(key, nkey * sizeof(*key), n);
-	if ((p->nstacks + 1) * 2 > p->icap)
-		index_rebuild(p);
-	size_t slot = h & (p->icap - 1);
-	while (p->index[slot] != (size_t)-1) {
-		struct sd_pstack *st = &p->stacks[p->index[slot]];
-		if (st->key_hash == h && st->nkey == nkey &&
-		    !memcmp(st->key, key, nkey * sizeof(*key))) {
-			free(key);
-			return (ssize_t)p->index[slot];
-		}
-		slot = (slot + 1) & (p->icap - 1);
+	struct stackkey k = {key, nkey};
+	int found;
+	size_t *slot = hashmap_put(&p->index, h, &k, &found);
+	if (found) {
+		free(key);
+		return (ssize_t)*slot;
 	}
+	*slot = p->nstacks;
 	sd_grow(&p->stacks, &p->scap, p->nstacks + 1, sizeof(*p->stacks));
 	struct sd_pstack *st = &p->stacks[p->nstacks];
 	memset(st, 0, sizeof(*st));
@@ -320,7 +335,6 @@ static ssize_t stack_get(struct sd_profile *p, struct sd_pframe *f, size_t n, pi
 	st->nkey = nkey;
 	st->key_hash = h;
 	st->pid = pid;
-	p->index[slot] = p->nstacks;
 	p->sorted = 0;
 	return (ssize_t)p->nstacks++;
 }
@@ -410,24 +424,6 @@ ssize_t profile_add_stack(struct sd_profile *p, const struct sd_pframe *frames, 
 
 /* ---- raw stacks ---- */
 
-static void raw_grow(struct sd_profile *p)
-{
-	size_t ncap = p->rawcap ? p->rawcap * 2 : 1024;
-	struct rawslot *ns = sd_xcalloc(ncap, sizeof(*ns));
-	for (size_t i = 0; i < p->rawcap; i++) {
-		struct rawslot *o = &p->raw[i];
-		if (!o->t)
-			continue;
-		size_t h = o->hash & (ncap - 1);
-		while (ns[h].t)
-			h = (h + 1) & (ncap - 1);
-		ns[h] = *o;
-	}
-	free(p->raw);
-	p->raw = ns;
-	p->rawcap = ncap;
-}
-
 /* Symbolize the raw frames of TH into merged stack of P. */
 static ssize_t symbolize_stack(struct sd_profile *p, struct sd_target *t, struct sd_snapshot *s,
 			       const struct sd_thread *th, int *idle)
@@ -499,28 +495,18 @@ static ssize_t raw_lookup(struct sd_profile *p, struct sd_target *t, struct sd_s
 		       ((uint64_t)(th->frames[i].flags & (SD_FRAME_EXACT | SD_FRAME_SIGNAL)) << 60);
 	uint64_t h = sd_hash(w, n * sizeof(*w), (uint64_t)(uintptr_t)t ^ sig);
 	p->raw_lookups++;
-	if ((p->rawused + 1) * 2 > p->rawcap)
-		raw_grow(p);
-	size_t slot = h & (p->rawcap - 1);
-	while (p->raw[slot].t) {
-		struct rawslot *r = &p->raw[slot];
-		if (r->hash == h && r->t == t && r->modsig == sig && r->n == n &&
-		    !memcmp(r->words, w, n * sizeof(*w))) {
-			p->raw_hits++;
-			free(w);
-			*idle = r->idle_frames;
-			return r->stack;
-		}
-		slot = (slot + 1) & (p->rawcap - 1);
+	struct rawslot k = {.t = t, .modsig = sig, .words = w, .n = n};
+	int found;
+	struct rawslot *r = hashmap_put(&p->raw, h, &k, &found);
+	if (found) {
+		p->raw_hits++;
+		free(w);
+		*idle = r->idle_frames;
+		return r->stack;
 	}
-	struct rawslot *r = &p->raw[slot];
-	r->t = t;
-	r->modsig = sig;
-	r->hash = h;
-	r->words = w;
-	r->n = n;
+	*r = k;
+	/* Symbolizing puts nothing in p->raw: R stays where it is. */
 	r->stack = symbolize_stack(p, t, s, th, &r->idle_frames);
-	p->rawused++;
 	*idle = r->idle_frames;
 	return r->stack;
 }
@@ -793,9 +779,10 @@ void profile_sort(struct sd_profile *p)
 		p->stacks[i] = o[i].st;
 		map[o[i].old] = (ssize_t)i;
 	}
-	for (size_t i = 0; i < p->rawcap; i++)
-		if (p->raw[i].t && p->raw[i].stack >= 0)
-			p->raw[i].stack = map[p->raw[i].stack];
+	size_t pos = 0;
+	for (struct rawslot *r; (r = hashmap_next(&p->raw, &pos));)
+		if (r->stack >= 0)
+			r->stack = map[r->stack];
 	for (size_t i = 0; i < p->nlocks; i++)
 		for (size_t k = 0; k < p->locks[i].nholders; k++)
 			if (p->locks[i].holders[k].stack >= 0)

@@ -10,13 +10,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "hashmap.h"
 #include "jsonw.h"
 #include "snapshot.h"
 #include "strpool.h"
 #include "util.h"
 
 struct sd_target;
-struct rawslot;
 
 /* The signature of a target's modules at one module generation. */
 struct sd_pmodsig {
@@ -150,13 +150,11 @@ struct sd_profile {
 	uint64_t total_a;       /* diff: samples of the first profile */
 
 	/* caches: raw stacks seen before and their stack index */
-	struct rawslot *raw;
-	size_t rawcap, rawused;
+	struct hashmap raw;     /* of struct rawslot (profile.c) */
 	uint64_t raw_lookups, raw_hits;
 	struct sd_pmodsig *sigs;    /* per target: its modules' signature */
 	size_t nsigs, sigcap;
-	size_t *index;          /* hash of stacks by key */
-	size_t icap;
+	struct hashmap index;   /* stacks by key: indices into stacks */
 	int sorted;             /* stacks are in count order */
 };
 

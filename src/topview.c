@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hashmap.h"
 #include "locks.h"
 
 static int top_cmp_func(const void *a, const void *b)
@@ -66,16 +67,20 @@ int top_state_rank(const struct sd_thread *x, int idle)
 	return 4;
 }
 
+/* Functions are compared by their pool pointer. */
+static int func_eq(const void *entry, const void *key, void *arg)
+{
+	(void)arg;
+	return ((const struct top_func *)entry)->name == key;
+}
+
 /* Functions of P by own samples, into a heap array. IDLE[i] counts the
  * idle samples of stack i (NULL: count none apart). */
 struct top_func *top_functions(struct sd_profile *p, const uint64_t *idle, size_t nidle,
 			       size_t *nout)
 {
-	size_t cap = 64;
-	while (cap < p->nstacks * 4 + 16)
-		cap *= 2;
-	struct top_func *h = sd_xcalloc(cap, sizeof(*h));
-	size_t n = 0;
+	struct hashmap funcs;
+	hashmap_init(&funcs, sizeof(struct top_func), func_eq, NULL);
 	for (size_t i = 0; i < p->nstacks; i++) {
 		const struct sd_pstack *st = &p->stacks[i];
 		uint64_t count = st->count - (idle && i < nidle ? idle[i] : 0);
@@ -83,30 +88,26 @@ struct top_func *top_functions(struct sd_profile *p, const uint64_t *idle, size_
 			continue;
 		for (size_t k = 0; k < st->nframes; k++) {
 			const char *name = st->frames[k].name;
-			size_t s = ((uintptr_t)name >> 4) & (cap - 1);
-			while (h[s].name && h[s].name != name)
-				s = (s + 1) & (cap - 1);
-			if (!h[s].name) {
-				if ((n + 1) * 2 > cap)
-					break; /* full enough: leave the rest out */
-				h[s].name = name;
-				h[s].mark = (size_t)-1;
-				n++;
+			int found;
+			struct top_func *f =
+			    hashmap_put(&funcs, sd_hash(&name, sizeof(name), 0), name, &found);
+			if (!found) {
+				f->name = name;
+				f->mark = (size_t)-1;
 			}
 			if (k == 0)
-				h[s].own += count;
-			if (h[s].mark != i) { /* recursion counts once */
-				h[s].total += count;
-				h[s].mark = i;
+				f->own += count;
+			if (f->mark != i) { /* recursion counts once */
+				f->total += count;
+				f->mark = i;
 			}
 		}
 	}
+	size_t n = hashmap_count(&funcs), k = 0, pos = 0;
 	struct top_func *v = sd_xmalloc((n ? n : 1) * sizeof(*v));
-	size_t k = 0;
-	for (size_t i = 0; i < cap; i++)
-		if (h[i].name)
-			v[k++] = h[i];
-	free(h);
+	for (struct top_func *f; (f = hashmap_next(&funcs, &pos));)
+		v[k++] = *f;
+	hashmap_release(&funcs);
 	sd_sort(v, k, sizeof(*v), top_cmp_func);
 	*nout = k;
 	return v;

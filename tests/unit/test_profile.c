@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -14,6 +15,7 @@
 #include <cmocka.h>
 
 #include "profile.h"
+#include "topview.h"
 #include "profile.pb-c.h"
 
 static struct sd_pframe fr(const char *fn, uint64_t off)
@@ -419,6 +421,78 @@ static void test_svg_and_text(void **state)
 	profile_free(p);
 }
 
+/* After profile_sort moved the stacks, a stack seen again is found at its
+ * new index (the stacks index was rebuilt), and a new one is added. */
+static void test_index_after_sort(void **state)
+{
+	(void)state;
+	struct sd_profile *p = profile_new(NULL);
+	char names[40][16];
+	for (int i = 0; i < 40; i++) {
+		snprintf(names[i], sizeof(names[i]), "fn%d", i);
+		struct sd_pframe f[] = {fr(names[i], 1), fr("root", 2)};
+		profile_add_stack(p, f, 2, (uint64_t)i + 1, 0, 1, 2, "t", NULL);
+	}
+	profile_sort(p);
+	assert_int_equal(p->nstacks, 40);
+	assert_string_equal(p->stacks[0].frames[0].name, "fn39");
+	for (int i = 0; i < 40; i++) {
+		struct sd_pframe f[] = {fr(names[i], 1), fr("root", 2)};
+		ssize_t k = profile_add_stack(p, f, 2, 1, 0, 1, 2, "t", NULL);
+		assert_int_equal(k, 39 - i);
+		assert_string_equal(p->stacks[k].frames[0].name, names[i]);
+		assert_int_equal(p->stacks[k].count, (uint64_t)i + 2);
+	}
+	struct sd_pframe g[] = {fr("other", 1), fr("root", 2)};
+	assert_int_equal(profile_add_stack(p, g, 2, 1, 0, 1, 2, "t", NULL), 40);
+	assert_int_equal(p->nstacks, 41);
+	profile_free(p);
+}
+
+/* top's functions: every function of deep stacks, own and total samples,
+ * recursion counted once per stack. */
+static void test_top_functions(void **state)
+{
+	(void)state;
+	struct sd_profile *p = profile_new(NULL);
+	enum { DEPTH = 60 };
+	char names[2][DEPTH][16];
+	struct sd_pframe f[DEPTH];
+	for (int s = 0; s < 2; s++) {
+		for (int i = 0; i < DEPTH - 1; i++) {
+			snprintf(names[s][i], sizeof(names[s][i]), "s%d_f%d", s, i);
+			f[i] = fr(names[s][i], (uint64_t)i);
+		}
+		f[DEPTH - 1] = fr("main", 0);
+		profile_add_stack(p, f, DEPTH, s ? 5 : 3, 0, 1, 2, "t", NULL);
+	}
+	/* A recursive stack: rec, rec, main. */
+	struct sd_pframe r[] = {fr("rec", 1), fr("rec", 2), fr("main", 0)};
+	profile_add_stack(p, r, 3, 2, 0, 1, 2, "t", NULL);
+	size_t n;
+	struct top_func *v = top_functions(p, NULL, 0, &n);
+	assert_int_equal(n, 2 * (DEPTH - 1) + 2);
+	uint64_t own = 0;
+	for (size_t i = 0; i < n; i++) {
+		own += v[i].own;
+		if (!strcmp(v[i].name, "main")) {
+			assert_int_equal(v[i].own, 0);
+			assert_int_equal(v[i].total, 10);
+		} else if (!strcmp(v[i].name, "rec")) {
+			assert_int_equal(v[i].own, 2);
+			assert_int_equal(v[i].total, 2);
+		} else {
+			assert_int_equal(v[i].total, v[i].name[1] == '1' ? 5 : 3);
+		}
+	}
+	assert_int_equal(own, 10);
+	/* Most own samples first. */
+	assert_string_equal(v[0].name, "s1_f0");
+	assert_int_equal(v[0].own, 5);
+	free(v);
+	profile_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -431,6 +505,8 @@ int main(void)
 	    cmocka_unit_test(test_diff),
 	    cmocka_unit_test(test_pprof),
 	    cmocka_unit_test(test_svg_and_text),
+	    cmocka_unit_test(test_index_after_sort),
+	    cmocka_unit_test(test_top_functions),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
