@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hashmap.h"
+
 static int same_str(const char *a, const char *b)
 {
 	if (a == b)
@@ -49,7 +51,7 @@ static int same_thread(const struct sd_thread *a, const struct sd_thread *b)
 	return 1;
 }
 
-/* A cheap hash of what same_thread compares, to skip most comparisons. */
+/* A cheap hash of what same_thread compares. */
 static uint64_t thread_key(const struct sd_thread *th)
 {
 	uint64_t h = 1469598103934665603ull;
@@ -69,11 +71,23 @@ static uint64_t thread_key(const struct sd_thread *th)
 }
 
 struct slot {
-	uint64_t key;
 	size_t first; /* order of the group's first thread */
 	struct sd_group g;
 	size_t cap;
 };
+
+/* The groups by what their threads show: the index of the group's slot
+ * and of its first thread, compared with a thread by same_thread (ARG is
+ * the snapshot). */
+struct group_entry {
+	size_t first, slot;
+};
+
+static int group_eq(const void *entry, const void *key, void *arg)
+{
+	const struct sd_snapshot *s = arg;
+	return same_thread(&s->threads[((const struct group_entry *)entry)->first], key);
+}
 
 static int cmp_slot(const void *a, const void *b)
 {
@@ -87,23 +101,24 @@ void group_snapshot(const struct sd_snapshot *s, struct sd_grouping *g)
 {
 	struct slot *slots = NULL;
 	size_t nslots = 0, cap = 0;
+	struct hashmap groups;
+	hashmap_init(&groups, sizeof(struct group_entry), group_eq, (void *)s);
 	for (size_t i = 0; i < s->nthreads; i++) {
 		const struct sd_thread *th = &s->threads[i];
-		uint64_t key = thread_key(th);
-		struct slot *hit = NULL;
-		for (size_t k = 0; k < nslots && !hit; k++)
-			if (slots[k].key == key && same_thread(&s->threads[slots[k].g.idx[0]], th))
-				hit = &slots[k];
-		if (!hit) {
+		int found;
+		struct group_entry *e = hashmap_put(&groups, thread_key(th), th, &found);
+		if (!found) {
 			sd_grow(&slots, &cap, nslots + 1, sizeof(*slots));
-			hit = &slots[nslots++];
-			memset(hit, 0, sizeof(*hit));
-			hit->key = key;
-			hit->first = i;
+			memset(&slots[nslots], 0, sizeof(*slots));
+			slots[nslots].first = i;
+			e->first = i;
+			e->slot = nslots++;
 		}
+		struct slot *hit = &slots[e->slot];
 		sd_grow(&hit->g.idx, &hit->cap, hit->g.n + 1, sizeof(*hit->g.idx));
 		hit->g.idx[hit->g.n++] = i;
 	}
+	hashmap_release(&groups);
 	sd_sort(slots, nslots, sizeof(*slots), cmp_slot);
 	g->v = nslots ? sd_xcalloc(nslots, sizeof(*g->v)) : NULL;
 	g->n = nslots;
