@@ -118,7 +118,7 @@ static int selected(const struct sd_thread *th, const pid_t *sel, size_t nsel, c
 /* In the shell after `load`: the loaded snapshot, as it was saved. */
 static int dump_loaded(struct cmd_ctx *ctx, const pid_t *sel, size_t nsel, const char *glob)
 {
-	const struct sd_snapshot *l = ctx->session->loaded;
+	const struct sd_snapshot *l = ctx->target.loaded;
 	struct sd_snapshot view = *l;
 	view.threads = sd_xcalloc(l->nthreads + 1, sizeof(*view.threads));
 	view.nthreads = 0;
@@ -145,9 +145,7 @@ static int dump_loaded(struct cmd_ctx *ctx, const pid_t *sel, size_t nsel, const
 /* In the shell: dump [TID|GLOB|all] on the current target. */
 static int dump_shell(struct cmd_ctx *ctx, int argc, char **argv, struct sd_snap_opts *o)
 {
-	struct sd_target *t = ctx->session->loaded ? NULL : cmd_current_target(ctx);
-	if (!t && !ctx->session->loaded)
-		return EXIT_FAIL;
+	struct sd_target *t = ctx->target.t;
 	pid_t *sel = NULL;
 	size_t nsel = 0;
 	for (int i = 0; i < argc; i++) {
@@ -161,7 +159,7 @@ static int dump_shell(struct cmd_ctx *ctx, int argc, char **argv, struct sd_snap
 			o->name_glob = argv[i];
 		}
 	}
-	if (ctx->session->loaded) {
+	if (ctx->target.loaded) {
 		int rc = dump_loaded(ctx, sel, nsel, o->name_glob);
 		free(sel);
 		return rc;
@@ -194,44 +192,37 @@ static int dump_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	if (cmd_snap_opts(ctx, &o, &tids) < 0)
 		return EXIT_USAGE;
 	int rc;
-	/* In the shell with a target or a loaded snapshot, arguments select
-	 * threads. */
-	if (ctx->in_shell && ctx->session && (ctx->session->ntargets || ctx->session->loaded)) {
+	/* In the shell the target is the current one or the loaded snapshot,
+	 * and arguments select threads. */
+	if (ctx->target.from_shell || ctx->target.loaded) {
 		rc = dump_shell(ctx, argc, argv, &o);
 		free(tids);
 		return rc;
 	}
-	if (argc == 0) {
-		cmd_error(ctx, "dump: missing argument (PID...)\nusage: stackdump dump [options] PID...");
-		free(tids);
-		return EXIT_USAGE;
-	}
+	/* Each process named (the table opened those it could). */
 	struct dump_json dj = {0};
 	int json = cmd_is(ctx, DUMP_FORMAT, "json");
-	int ok = 0, failed = 0, partial = 0;
-	for (int i = 0; i < argc && !cmd_interrupted; i++) {
-		pid_t pid = cmd_resolve_pid(ctx, argv[i]);
-		if (pid <= 0) {
-			failed++;
-			continue;
-		}
+	int ok = 0, failed = (int)ctx->target.failed, partial = 0;
+	for (size_t i = 0; i < ctx->target.nprocs && !cmd_interrupted; i++) {
+		struct cmd_proc *pr = &ctx->target.procs[i];
 		struct sd_error err = {0};
-		struct sd_target *t = target_new(pid, &err);
-		struct sd_snapshot *s = t ? target_snapshot(t, &o, &err) : NULL;
+		struct sd_snapshot *s = target_snapshot(pr->t, &o, &err);
 		if (!s) {
 			cmd_error(ctx, "%s", err.msg);
-			target_free(t);
 			failed++;
-			continue;
+		} else {
+			if (!json && i > 0)
+				cmd_print(ctx, "\n");
+			emit(ctx, pr->t, s, json ? &dj : NULL);
+			if (s->partial)
+				partial++;
+			ok++;
+			snapshot_free(s);
 		}
-		if (!json && i > 0)
-			cmd_print(ctx, "\n");
-		emit(ctx, t, s, json ? &dj : NULL);
-		if (s->partial)
-			partial++;
-		ok++;
-		snapshot_free(s);
-		target_free(t);
+		/* Done with it: its images and debug info need not stay open
+		 * while the others are dumped. */
+		target_free(pr->t);
+		pr->t = NULL;
 	}
 	print_json(ctx, &dj);
 	free(tids);
@@ -264,5 +255,9 @@ const struct cmd_entry cmd_dump_entry = {
 	.min_args = 0,
 	.max_args = -1,
 	.arg_complete = CMPL_PID,
+	.flags = CMD_NEEDS_TARGET | CMD_TARGET_ATTACH | CMD_TARGET_LOADED | CMD_TARGET_MANY |
+		 CMD_TARGET_SHELL_ARGS,
+	.target_missing = "missing argument (PID...)\nusage: stackdump dump [options] PID...",
+	.check = cmd_snap_check,
 	.exec = dump_exec,
 };

@@ -52,8 +52,7 @@ static const struct cmd_option profile_options[] = {
 		     "10s", "e.g. 30s, 2m; 0 runs until Ctrl-C"),
     [PROF_COUNT] = OPT_COUNT("count", 'c', "N", "stop after N samples", 1, 100000000, NULL,
 			     "a number of samples, at least 1"),
-    [PROF_PID_OF] =
-	OPT_STRING("pid-of", 0, "NAME", "every process named NAME, aggregated", CMPL_PID),
+    [PROF_PID_OF] = OPT_PID_OF(0, "every process named NAME, aggregated"),
     [PROF_ENGINE] = OPT_CHOICE("engine", 'e', "ENGINE",
 			       "auto (perf events where permitted, else ptrace), perf or ptrace "
 			       "(default auto)",
@@ -94,7 +93,6 @@ static const struct cmd_option profile_options[] = {
 struct ptarget {
 	struct sd_target *t;
 	struct sd_sampler *smp;
-	int owned;   /* ours to free (not the shell's) */
 	int gone;    /* exited or failed: not sampled any more */
 };
 
@@ -132,11 +130,56 @@ static void report_verbose(struct cmd_ctx *ctx, struct sd_profile *p, struct pta
 	strbuf_release(&sb);
 }
 
+/* Checks between options, before the processes are resolved. */
+static int profile_check(struct cmd_ctx *ctx)
+{
+	if (cmd_snap_check(ctx) < 0)
+		return -1;
+	if (cmd_has(ctx, PROF_RATE) && cmd_has(ctx, PROF_INTERVAL)) {
+		cmd_error(ctx, "profile: give --rate or --interval, not both");
+		return -1;
+	}
+	if (cmd_has(ctx, PROF_ON_CPU) && cmd_has(ctx, PROF_OFF_CPU)) {
+		cmd_error(ctx, "profile: --on-cpu and --off-cpu exclude each other");
+		return -1;
+	}
+	const char *format = cmd_str(ctx, PROF_FORMAT);
+	int locks = cmd_has(ctx, PROF_LOCKS);
+	if (locks && cmd_is(ctx, PROF_ENGINE, "perf")) {
+		cmd_error(ctx, "profile: --locks needs --engine ptrace (lock words are read while "
+			       "the threads are stopped)");
+		return -1;
+	}
+	if (locks && strcmp(format, "top") && strcmp(format, "tree") && strcmp(format, "json")) {
+		cmd_error(ctx, "profile: --locks gives a text or JSON report, not %s", format);
+		return -1;
+	}
+	const char *outpath = cmd_str(ctx, PROF_OUTPUT);
+	if (!strcmp(format, "pprof") && !outpath && isatty(fileno(ctx->out))) {
+		cmd_error(ctx, "profile: pprof output is binary: write it with -o FILE (or redirect "
+			       "stdout)");
+		return -1;
+	}
+	/* A flame graph is for a browser: refused on a terminal before any
+	 * sampling, like pprof, rather than XML on the screen after it. */
+	if (!strcmp(format, "svg") && !outpath && isatty(fileno(ctx->out))) {
+		cmd_error(ctx, "profile: an SVG flame graph is for a browser: write it with -o "
+			       "FILE.svg (or redirect stdout)");
+		return -1;
+	}
+	if (cmd_has(ctx, PROF_IDLE) && cmd_has(ctx, PROF_NO_IDLE)) {
+		cmd_error(ctx, "profile: --idle and --no-idle exclude each other");
+		return -1;
+	}
+	return 0;
+}
+
 static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 {
+	(void)argc;
+	(void)argv;
 	struct sd_snap_opts so;
-	pid_t *tids = NULL, *pids = NULL;
-	size_t npids = 0, nt = 0;
+	pid_t *tids = NULL;
 	struct ptarget *tv = NULL;
 	struct sd_profile *prof = NULL;
 	FILE *out = NULL;
@@ -148,100 +191,36 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	so.reuse = 1; /* a thread that did not run since the last sample is not read */
 	so.light_discover = 2; /* a sample reads nothing per thread from /proc */
 
-	/* Rate and stop conditions. */
+	/* Rate and stop conditions (checked by profile_check). */
 	double rate = cmd_real(ctx, PROF_RATE);
 	uint64_t interval_us, duration_us = cmd_num(ctx, PROF_DURATION),
 			      count = cmd_num(ctx, PROF_COUNT);
-	if (cmd_has(ctx, PROF_RATE) && cmd_has(ctx, PROF_INTERVAL)) {
-		cmd_error(ctx, "profile: give --rate or --interval, not both");
-		rc = EXIT_USAGE;
-		goto out;
-	}
 	interval_us = (uint64_t)(1e6 / rate);
 	if (cmd_has(ctx, PROF_INTERVAL))
 		interval_us = cmd_num(ctx, PROF_INTERVAL);
 	if (count && !cmd_has(ctx, PROF_DURATION))
 		duration_us = 0;
-	if (cmd_has(ctx, PROF_ON_CPU) && cmd_has(ctx, PROF_OFF_CPU)) {
-		cmd_error(ctx, "profile: --on-cpu and --off-cpu exclude each other");
-		rc = EXIT_USAGE;
-		goto out;
-	}
 	const char *format = cmd_str(ctx, PROF_FORMAT);
 	int locks = cmd_has(ctx, PROF_LOCKS);
 	struct sd_sampler_opts smo = {.engine = SD_ENGINE_AUTO};
 	sd_engine_parse(cmd_str(ctx, PROF_ENGINE), &smo.engine); /* a checked choice */
 	smo.ring_kb = (size_t)(cmd_num(ctx, PROF_PERF_BUFFER) / 1024);
-	if (locks && smo.engine == SD_ENGINE_PERF) {
-		cmd_error(ctx, "profile: --locks needs --engine ptrace (lock words are read while "
-			       "the threads are stopped)");
-		rc = EXIT_USAGE;
-		goto out;
-	}
 	/* Lock words must be read at the instant of the stack: ptrace. */
 	if (locks)
 		smo.engine = SD_ENGINE_PTRACE;
-	if (locks && strcmp(format, "top") && strcmp(format, "tree") && strcmp(format, "json")) {
-		cmd_error(ctx, "profile: --locks gives a text or JSON report, not %s", format);
-		rc = EXIT_USAGE;
-		goto out;
-	}
 	struct sd_prender ro = {.limit = (int)cmd_num(ctx, PROF_LIMIT),
 				.min_percent = cmd_real(ctx, PROF_MIN_PERCENT),
 				.color = ctx->color};
 	ro.title = cmd_str(ctx, PROF_TITLE);
 	const char *outpath = cmd_str(ctx, PROF_OUTPUT);
-	if (!strcmp(format, "pprof") && !outpath && isatty(fileno(ctx->out))) {
-		cmd_error(ctx, "profile: pprof output is binary: write it with -o FILE (or redirect "
-			       "stdout)");
-		rc = EXIT_USAGE;
-		goto out;
-	}
-	/* A flame graph is for a browser: refused on a terminal before any
-	 * sampling, like pprof, rather than XML on the screen after it. */
-	if (!strcmp(format, "svg") && !outpath && isatty(fileno(ctx->out))) {
-		cmd_error(ctx, "profile: an SVG flame graph is for a browser: write it with -o "
-			       "FILE.svg (or redirect stdout)");
-		rc = EXIT_USAGE;
-		goto out;
-	}
-	if (cmd_has(ctx, PROF_IDLE) && cmd_has(ctx, PROF_NO_IDLE)) {
-		cmd_error(ctx, "profile: --idle and --no-idle exclude each other");
-		rc = EXIT_USAGE;
-		goto out;
-	}
 
-	/* Processes: PIDs or names, and every process named by --pid-of. */
-	if (cmd_resolve_pids(ctx, argc, argv, cmd_str(ctx, PROF_PID_OF), &pids, &npids) < 0) {
-		rc = EXIT_FAIL;
-		goto out;
-	}
-	tv = sd_xcalloc(npids + 1, sizeof(*tv));
-	if (!npids) {
-		if (!(ctx->in_shell && ctx->session && ctx->session->ntargets)) {
-			cmd_error(ctx, "profile: missing argument (PID|NAME... or --pid-of NAME)\n"
-				       "usage: stackdump profile [options] PID|NAME...");
-			rc = EXIT_USAGE;
-			goto out;
-		}
-		tv[nt].t = cmd_current_target(ctx);
-		tv[nt++].owned = 0;
-	}
-	for (size_t i = 0; i < npids; i++) {
-		struct sd_error err = {0};
-		struct sd_target *t = target_new(pids[i], &err);
-		if (!t) {
-			cmd_error(ctx, "%s", err.msg);
-			continue;
-		}
-		tv[nt].t = t;
-		tv[nt++].owned = 1;
-	}
-	if (!nt) {
-		rc = EXIT_FAIL;
-		goto out;
-	}
-	int partial = nt < npids;
+	/* Processes: PIDs or names, every process named by --pid-of, or the
+	 * shell's current target (resolved by the table). */
+	size_t nt = ctx->target.nprocs;
+	tv = sd_xcalloc(nt + 1, sizeof(*tv));
+	for (size_t i = 0; i < nt; i++)
+		tv[i].t = ctx->target.procs[i].t;
+	int partial = ctx->target.failed > 0;
 
 	if (outpath) {
 		out = fopen(outpath, "wb");
@@ -459,13 +438,9 @@ out:
 	if (out)
 		fclose(out);
 	profile_free(prof);
-	for (size_t i = 0; i < nt; i++) {
+	for (size_t i = 0; i < nt; i++)
 		sampler_free(tv[i].smp);
-		if (tv[i].owned)
-			target_free(tv[i].t);
-	}
 	free(tv);
-	free(pids);
 	free(tids);
 	return rc;
 }
@@ -490,5 +465,9 @@ const struct cmd_entry cmd_profile_entry = {
 	.min_args = 0,
 	.max_args = -1,
 	.arg_complete = CMPL_PID,
+	.flags = CMD_NEEDS_TARGET | CMD_TARGET_ATTACH | CMD_TARGET_MANY | CMD_TARGET_SET,
+	.target_missing = "missing argument (PID|NAME... or --pid-of NAME)\nusage: stackdump "
+			  "profile [options] PID|NAME...",
+	.check = profile_check,
 	.exec = profile_exec,
 };

@@ -29,8 +29,7 @@ enum {
 
 static const struct cmd_option record_options[] = {
     CMD_SNAPSHOT_OPTIONS,
-    [REC_PID_OF] = OPT_STRING("pid-of", 'p', "NAME",
-			      "the process called NAME (comm or executable name)", CMPL_PID),
+    [REC_PID_OF] = OPT_PID_OF('p', "the process called NAME (comm or executable name)"),
     [REC_EVERY] = OPT_DURATION(
 	"every", 'e',
 	"a snapshot every DURATION (with --when: how often conditions are checked, default 1s)",
@@ -111,7 +110,9 @@ static void rec_saved(void *arg, const struct sd_recorder_saved *s)
 	strbuf_release(&line);
 }
 
-static int parse_options(struct rec *r, int argc, char **argv, pid_t **tids)
+/* The options of a recording into R (and TIDS, a heap array to free).
+ * Returns 0, or -1 after a usage error. */
+static int parse_options(struct rec *r, pid_t **tids)
 {
 	struct cmd_ctx *ctx = r->ctx;
 	const char *v;
@@ -163,42 +164,37 @@ static int parse_options(struct rec *r, int argc, char **argv, pid_t **tids)
 	r->o.follow = cmd_has(ctx, REC_FOLLOW);
 	r->quiet = cmd_has(ctx, REC_QUIET);
 	r->o.verbose = cmd_has(ctx, REC_VERBOSE);
-
-	const char *name = cmd_str(ctx, REC_PID_OF);
-	if (name && argc > 0) {
-		cmd_error(ctx, "record: give a PID or --pid-of NAME, not both");
-		return -1;
-	}
-	if (!name && argc == 0 && ctx->in_shell && ctx->session && ctx->session->ntargets) {
-		/* In the shell: the current target. */
-		r->pid = ctx->session->targets[ctx->session->current]->pid;
-		return 0;
-	}
-	if (!name && argc == 0) {
-		cmd_error(ctx, "record: missing target: PID, NAME or --pid-of NAME\nusage: "
-			       "stackdump record [options] PID|--pid-of NAME --every DURATION --out "
-			       "DIR");
-		return -1;
-	}
-	pid_t pid = cmd_resolve_pid(ctx, name ? name : argv[0]);
-	if (pid <= 0)
-		return -2;
-	r->pid = pid;
 	return 0;
 }
 
-static int record_exec(struct cmd_ctx *ctx, int argc, char **argv)
+/* The options are checked before the process is resolved. */
+static int record_check(struct cmd_ctx *ctx)
 {
 	struct rec r;
 	memset(&r, 0, sizeof(r));
 	r.ctx = ctx;
 	pid_t *tids = NULL;
-	int pr = parse_options(&r, argc, argv, &tids);
-	if (pr < 0) {
+	int rc = parse_options(&r, &tids);
+	triggers_release(&r.trig);
+	free(tids);
+	return rc;
+}
+
+static int record_exec(struct cmd_ctx *ctx, int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	struct rec r;
+	memset(&r, 0, sizeof(r));
+	r.ctx = ctx;
+	pid_t *tids = NULL;
+	if (parse_options(&r, &tids) < 0) {
 		triggers_release(&r.trig);
 		free(tids);
-		return pr == -2 ? EXIT_FAIL : EXIT_USAGE;
+		return EXIT_USAGE;
 	}
+	/* PID, NAME, --pid-of NAME or the shell's current target. */
+	r.pid = ctx->target.pid;
 
 	/* Signals wait while a snapshot is taken and written, and are taken
 	 * only while sleeping: a Ctrl-C, SIGTERM or SIGUSR1 never cuts a
@@ -275,5 +271,9 @@ const struct cmd_entry cmd_record_entry = {
 	.min_args = 0,
 	.max_args = 1,
 	.arg_complete = CMPL_PID,
+	.flags = CMD_NEEDS_TARGET,
+	.target_missing = "missing target: PID, NAME or --pid-of NAME\nusage: stackdump record "
+			  "[options] PID|--pid-of NAME --every DURATION --out DIR",
+	.check = record_check,
 	.exec = record_exec,
 };

@@ -626,44 +626,147 @@ void cmd_ctx_release(struct cmd_ctx *ctx)
 	ctx->posv = NULL;
 }
 
+/* Add PID to CTX->target's processes, opened with CMD_TARGET_ATTACH.
+ * Returns 0, or -1 after an error message. */
+static int target_add(struct cmd_ctx *ctx, const struct cmd_entry *e, pid_t pid)
+{
+	struct cmd_target *tg = &ctx->target;
+	struct cmd_proc pr = {.pid = pid};
+	if (e->flags & CMD_TARGET_ATTACH) {
+		struct sd_error err = {0};
+		pr.t = target_new(pid, &err);
+		if (!pr.t) {
+			cmd_error(ctx, "%s", err.msg);
+			return -1;
+		}
+	}
+	tg->procs = sd_xrealloc(tg->procs, (tg->nprocs + 1) * sizeof(*tg->procs));
+	tg->procs[tg->nprocs++] = pr;
+	tg->owned = 1;
+	return 0;
+}
+
+/* Append PID to *PIDS (*N of them) unless ONCE and it is there. */
+static void add_pid(pid_t **pids, size_t *n, size_t *cap, pid_t pid, int once)
+{
+	for (size_t i = 0; once && i < *n; i++)
+		if ((*pids)[i] == pid)
+			return;
+	sd_grow(pids, cap, *n + 1, sizeof(**pids));
+	(*pids)[(*n)++] = pid;
+}
+
+/* The processes of a CMD_TARGET_MANY command: ARGV (PIDs or unique names)
+ * and every one named PID_OF (may be NULL), into CTX->target. Returns 0
+ * or an exit code after printing an error. */
+static int resolve_many(struct cmd_ctx *ctx, const struct cmd_entry *e, int argc, char **argv,
+			const char *pid_of)
+{
+	struct cmd_target *tg = &ctx->target;
+	int set = (e->flags & CMD_TARGET_SET) != 0;
+	pid_t *pids = NULL;
+	size_t n = 0, cap = 0;
+	int rc = EXIT_FAIL;
+	for (int i = 0; i < argc; i++) {
+		pid_t pid = cmd_resolve_pid(ctx, argv[i]);
+		if (pid > 0)
+			add_pid(&pids, &n, &cap, pid, set);
+		else if (set)
+			goto out;
+		else
+			tg->failed++;
+	}
+	if (pid_of) {
+		pid_t *found;
+		size_t nf = procfs_pids_by_name(pid_of, &found);
+		for (size_t i = 0; i < nf; i++)
+			add_pid(&pids, &n, &cap, found[i], set);
+		free(found);
+		if (!nf) {
+			cmd_error(ctx, "no process named '%s'", pid_of);
+			if (set)
+				goto out;
+			tg->failed++;
+		}
+	}
+	/* One that cannot be opened is left out: the others are taken. */
+	for (size_t i = 0; i < n; i++)
+		if (target_add(ctx, e, pids[i]) < 0)
+			tg->failed++;
+	if (tg->nprocs)
+		rc = 0;
+out:
+	free(pids);
+	return rc;
+}
+
+/* The option of E that names the target processes (OPT_PID_OF), or -1. */
+static int pid_of_option(const struct cmd_entry *e)
+{
+	for (int i = 0; e->options && e->options[i].name; i++)
+		if (e->options[i].pid_of)
+			return i;
+	return -1;
+}
+
 /* Resolve the target of a CMD_NEEDS_TARGET command into CTX->target: the
- * PID|NAME in ARGV[0] (ARGC positional arguments), or in the shell the
- * loaded snapshot or the current target. Returns 0 or an exit code after
- * printing an error. */
+ * PID|NAME in ARGV[0] (ARGC positional arguments; with CMD_TARGET_MANY
+ * each one) or the --pid-of option, or in the shell the loaded snapshot or
+ * the current target. Returns 0 or an exit code after printing an error. */
 static int resolve_target(struct cmd_ctx *ctx, const struct cmd_entry *e, int argc, char **argv)
 {
 	struct cmd_target *tg = &ctx->target;
 	struct cmd_session *s = ctx->session;
-	if (argc >= 1) {
-		tg->pid = cmd_resolve_pid(ctx, argv[0]);
-		if (tg->pid <= 0)
-			return EXIT_FAIL;
-		if (e->flags & CMD_TARGET_ATTACH) {
-			struct sd_error err = {0};
-			tg->t = target_new(tg->pid, &err);
-			if (!tg->t) {
-				cmd_error(ctx, "%s", err.msg);
-				return EXIT_FAIL;
-			}
-			tg->owned = 1;
+	int loaded = ctx->in_shell && s && s->loaded && (e->flags & CMD_TARGET_LOADED);
+	int current = ctx->in_shell && s && s->ntargets;
+	if ((e->flags & CMD_TARGET_SHELL_ARGS) && (loaded || current))
+		argc = 0;
+	int po = pid_of_option(e);
+	const char *pid_of = po >= 0 ? cmd_str(ctx, po) : NULL;
+	if (argc >= 1 || pid_of) {
+		if (e->flags & CMD_TARGET_MANY)
+			return resolve_many(ctx, e, argc, argv, pid_of);
+		if (argc >= 1 && pid_of) {
+			cmd_error(ctx, "%s: give a PID or --%s NAME, not both", e->name,
+				  e->options[po].name);
+			return EXIT_USAGE;
 		}
-		return 0;
-	}
-	if (!ctx->in_shell) {
-		cmd_error(ctx, "%s: missing argument (PID|NAME)\nusage: stackdump %s [options] PID|NAME",
-			  e->name, e->name);
-		return EXIT_USAGE;
-	}
-	if ((e->flags & CMD_TARGET_LOADED) && s && s->loaded) {
+		pid_t pid = cmd_resolve_pid(ctx, argc >= 1 ? argv[0] : pid_of);
+		if (pid <= 0 || target_add(ctx, e, pid) < 0)
+			return EXIT_FAIL;
+	} else if (loaded) {
 		tg->loaded = s->loaded;
 		return 0;
-	}
-	tg->t = cmd_current_target(ctx);
-	if (!tg->t)
+	} else if (current) {
+		struct sd_target *t = s->targets[s->current];
+		tg->procs = sd_xcalloc(1, sizeof(*tg->procs));
+		tg->procs[0] = (struct cmd_proc){.pid = t->pid, .t = t};
+		tg->nprocs = 1;
+		tg->from_shell = 1;
+	} else if (!ctx->in_shell || e->target_missing) {
+		if (e->target_missing)
+			cmd_error(ctx, "%s: %s", e->name, e->target_missing);
+		else
+			cmd_error(ctx,
+				  "%s: missing argument (PID|NAME)\nusage: stackdump %s [options] "
+				  "PID|NAME",
+				  e->name, e->name);
+		return EXIT_USAGE;
+	} else {
+		cmd_current_target(ctx); /* says that there is none */
 		return EXIT_FAIL;
-	tg->pid = tg->t->pid;
-	tg->from_shell = 1;
+	}
+	tg->pid = tg->procs[0].pid;
+	tg->t = tg->procs[0].t;
 	return 0;
+}
+
+/* Free what resolve_target left in TG. */
+static void target_release(struct cmd_target *tg)
+{
+	for (size_t i = 0; tg->owned && i < tg->nprocs; i++)
+		target_free(tg->procs[i].t);
+	free(tg->procs);
 }
 
 int cmd_run(struct cmd_ctx *ctx, const struct cmd_entry *e, int argc, char **argv)
@@ -693,8 +796,7 @@ int cmd_run(struct cmd_ctx *ctx, const struct cmd_entry *e, int argc, char **arg
 		;
 	else
 		rc = e->exec(ctx, argc - 1, argv + 1);
-	if (ctx->target.owned)
-		target_free(ctx->target.t);
+	target_release(&ctx->target);
 	free(ctx->posv);
 	ctx->posv = saved_posv;
 	ctx->entry = saved_entry;
@@ -735,42 +837,6 @@ pid_t cmd_resolve_pid(struct cmd_ctx *ctx, const char *arg)
 	pid_t r = pids[0];
 	free(pids);
 	return r;
-}
-
-/* Append PID to *PIDS (*N of them) unless it is there. */
-static void add_pid(pid_t **pids, size_t *n, size_t *cap, pid_t pid)
-{
-	for (size_t i = 0; i < *n; i++)
-		if ((*pids)[i] == pid)
-			return;
-	sd_grow(pids, cap, *n + 1, sizeof(**pids));
-	(*pids)[(*n)++] = pid;
-}
-
-int cmd_resolve_pids(struct cmd_ctx *ctx, int argc, char **argv, const char *pid_of, pid_t **pids,
-		     size_t *n)
-{
-	size_t cap = 0;
-	*pids = NULL;
-	*n = 0;
-	for (int i = 0; i < argc; i++) {
-		pid_t pid = cmd_resolve_pid(ctx, argv[i]);
-		if (pid <= 0)
-			return -1;
-		add_pid(pids, n, &cap, pid);
-	}
-	if (pid_of) {
-		pid_t *found;
-		size_t nf = procfs_pids_by_name(pid_of, &found);
-		for (size_t i = 0; i < nf; i++)
-			add_pid(pids, n, &cap, found[i]);
-		free(found);
-		if (!nf) {
-			cmd_error(ctx, "no process named '%s'", pid_of);
-			return -1;
-		}
-	}
-	return 0;
 }
 
 int cmd_snap_opts(struct cmd_ctx *ctx, struct sd_snap_opts *o, pid_t **tids)
@@ -826,6 +892,15 @@ int cmd_snap_opts(struct cmd_ctx *ctx, struct sd_snap_opts *o, pid_t **tids)
 		*tids = arr;
 	}
 	return 0;
+}
+
+int cmd_snap_check(struct cmd_ctx *ctx)
+{
+	struct sd_snap_opts o;
+	pid_t *tids;
+	int r = cmd_snap_opts(ctx, &o, &tids);
+	free(tids);
+	return r;
 }
 
 struct sd_target *cmd_current_target(struct cmd_ctx *ctx)

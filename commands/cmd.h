@@ -73,6 +73,8 @@ struct cmd_option {
 	const char *def;        /* default, written as on the command line; NULL: none */
 	enum cmd_setting_id setting;
 	const char *hint;       /* what a valid value looks like (in errors); NULL: derived */
+	int pid_of;             /* names the target processes, as PID|NAME arguments do
+				   (--pid-of NAME; see CMD_NEEDS_TARGET) */
 };
 
 /* Declaring options. Each command names its options by an enum and fills
@@ -111,6 +113,14 @@ struct cmd_option {
 		.name = (n), .short_name = (s), .arg = (a), .help = (h), .complete = CMPL_CHOICES, \
 		.choices = (ch), .type = CMD_OPT_CHOICE, .def = (d)                                \
 	}
+/* --pid-of NAME: the target of a CMD_NEEDS_TARGET command by its name,
+ * instead of a PID|NAME argument (a CMD_TARGET_MANY command: every process
+ * of that name). */
+#define OPT_PID_OF(s, h)                                                                           \
+	{                                                                                          \
+		.name = "pid-of", .short_name = (s), .arg = "NAME", .help = (h),                   \
+		.complete = CMPL_PID, .type = CMD_OPT_STRING, .pid_of = 1                          \
+	}
 /* --format: a choice the shell's `set format` stands in for. */
 #define OPT_FORMAT(h, ch, d)                                                                       \
 	{                                                                                          \
@@ -120,12 +130,22 @@ struct cmd_option {
 	}
 
 enum {
-	CMD_NEEDS_TARGET = 1 << 0, /* one PID|NAME, or in the shell the current target;
-				      cmd_run resolves it into ctx->target */
+	CMD_NEEDS_TARGET = 1 << 0, /* one PID|NAME (or the --pid-of option), or in the shell
+				      the current target; cmd_run resolves it into
+				      ctx->target, after the check and before exec */
 	CMD_SHELL_ONLY = 1 << 1,
 	CMD_CLI_ONLY = 1 << 2,
 	CMD_TARGET_ATTACH = 1 << 3, /* with NEEDS_TARGET: open an sd_target (not only a PID) */
 	CMD_TARGET_LOADED = 1 << 4, /* with NEEDS_TARGET: a loaded snapshot serves in the shell */
+	CMD_TARGET_MANY = 1 << 5,   /* with NEEDS_TARGET: PID|NAME..., each a process of
+				       ctx->target; one that cannot be resolved or opened is
+				       said and left out (counted in failed); none left fails */
+	CMD_TARGET_SET = 1 << 6,    /* with MANY: the processes are one set, taken together
+				       (profile): each once, and a name that matches no
+				       process fails the command instead of being left out */
+	CMD_TARGET_SHELL_ARGS = 1 << 7, /* with NEEDS_TARGET: in the shell, with a current
+				       target or loaded snapshot to serve, the arguments are
+				       the command's own (dump's TIDs), not processes */
 };
 
 #define CMD_MAX_OPTS 32
@@ -142,6 +162,11 @@ struct cmd_entry {
 	int min_args, max_args;   /* max -1: unlimited */
 	enum cmd_complete arg_complete;
 	unsigned flags;
+	/* With CMD_NEEDS_TARGET: the error when no target is given (after
+	 * "NAME: "), also in the shell without a current target; NULL:
+	 * "missing argument (PID|NAME)" with the usage line, and in the shell
+	 * "no target: attach to a process first". */
+	const char *target_missing;
 	/* Checks between options, after parsing and before the target is
 	 * resolved: 0, or -1 after a usage error. May be NULL. */
 	int (*check)(struct cmd_ctx *ctx);
@@ -177,13 +202,26 @@ struct cmd_optval {
 	double real;     /* CMD_OPT_REAL */
 };
 
-/* The target of a CMD_NEEDS_TARGET command, resolved by cmd_run. */
+/* One process of a CMD_NEEDS_TARGET command. */
+struct cmd_proc {
+	pid_t pid;
+	struct sd_target *t; /* with CMD_TARGET_ATTACH (or the shell's), else NULL */
+};
+
+/* The target of a CMD_NEEDS_TARGET command, resolved by cmd_run and
+ * released by it after exec. */
 struct cmd_target {
-	pid_t pid;                        /* 0 when a loaded snapshot serves */
-	struct sd_target *t;              /* with CMD_TARGET_ATTACH, else NULL */
+	pid_t pid;                        /* procs[0]'s; 0 when a loaded snapshot serves */
+	struct sd_target *t;              /* procs[0]'s */
 	const struct sd_snapshot *loaded; /* the shell's loaded snapshot, or NULL */
 	int from_shell;                   /* the shell's current target (not an argument) */
-	int owned;                        /* t is ours to free after exec */
+	int owned;                        /* the sd_targets are ours: freed after exec (a
+					     command done with one early may free it and set
+					     it NULL) */
+	struct cmd_proc *procs;           /* the processes in order: one, or with
+					     CMD_TARGET_MANY those that could be used */
+	size_t nprocs;
+	size_t failed;                    /* MANY: processes named but left out (each said) */
 };
 
 struct cmd_ctx {
@@ -277,17 +315,15 @@ void cmd_help_shell(struct strbuf *sb);
 
 /* Resolve a PID or a process name (unique) into a PID; prints errors. */
 pid_t cmd_resolve_pid(struct cmd_ctx *ctx, const char *arg);
-/* The processes ARGV (PIDs or unique names) and every one named PID_OF
- * (may be NULL), each once, into a heap array *PIDS of *N (to free, also
- * on error). Returns 0, or -1 after an error message. */
-int cmd_resolve_pids(struct cmd_ctx *ctx, int argc, char **argv, const char *pid_of, pid_t **pids,
-		     size_t *n);
 
 /* Shared snapshot options: fill O from the standard dump options present in
  * CTX (max-frames, no-inline, no-source, tid, name, per-thread,
  * stack-bytes, timeout). Returns 0 or -1 after a usage error. TIDS is a
  * heap array to free. */
 int cmd_snap_opts(struct cmd_ctx *ctx, struct sd_snap_opts *o, pid_t **tids);
+/* A check (cmd_entry.check) for commands that take snapshots: the shared
+ * snapshot options are valid. 0, or -1 after a usage error. */
+int cmd_snap_check(struct cmd_ctx *ctx);
 
 /* The session's current target, or NULL after an error message. */
 struct sd_target *cmd_current_target(struct cmd_ctx *ctx);
