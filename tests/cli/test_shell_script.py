@@ -100,6 +100,40 @@ def test_c_runs_commands_on_a_target():
         sdtest.assert_running(fx.pid)
 
 
+def test_commands_on_a_process_take_the_current_target():
+    # Every command that looks at a process declares it in the table, which
+    # resolves the shell's current target for it.
+    table = commands()
+    for name in ("dump", "profile", "record", "locks", "threads", "top"):
+        sdtest.ok(table[name]["needs_target"], name)
+    for name in ("attach", "diff", "load", "report", "ps", "save"):
+        sdtest.ok(not table[name]["needs_target"], name)
+    rec = os.path.join(TMP, "rec-current")
+    with start("fx-mutex", "normal", "1", parked=1) as fx:
+        r = sh("attach %d\nprofile -c 2 -r 20 -q -f folded\n"
+               "record --every 100ms --count 2 --out %s -q\n" % (fx.pid, rec))
+        sdtest.eq(r.rc, 0, r)
+        sdtest.contains(r.out, "waiter_main")
+        snaps = [f for f in os.listdir(rec) if f.startswith("snap-")]
+        sdtest.eq(len(snaps), 2, snaps)
+        with open(os.path.join(rec, snaps[0])) as f:
+            sdtest.eq(json.load(f)["pid"], fx.pid)
+        # In the shell, dump's arguments select threads of the target.
+        r = sh("attach %d\ndump waiter-1\n" % fx.pid)
+        sdtest.eq(r.rc, 0, r)
+        sdtest.contains(r.out, "1 of 3 threads")
+        sdtest.matches(r.out, r'Thread %d "waiter-1"' % fx.tid("waiter-1"))
+        sdtest.assert_running(fx.pid)
+    # Without a target, each says what it misses.
+    for line, msg in (("dump", "dump: missing argument (PID...)"),
+                      ("profile -c 1", "profile: missing argument (PID|NAME... or --pid-of"),
+                      ("record --every 1s --out %s" % rec, "record: missing target"),
+                      ("locks", "no target: attach to a process first")):
+        r = sh(line + "\n")
+        sdtest.eq(r.rc, 2 if line == "locks" else 64, r)
+        sdtest.contains(r.err, msg)
+
+
 def test_exit_status_is_the_last_commands():
     with start("fx-mutex", "normal", "1", parked=1) as fx:
         sdtest.eq(sdtest.run("-c", "threads; no-such-command", fx.pid).rc, 64)
