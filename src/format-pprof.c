@@ -29,15 +29,14 @@ struct smap_entry {
 	uint64_t val;
 };
 
-static int smap_eq(const void *entry, const void *key, void *arg)
+static int smap_eq(const void *entry, const void *key)
 {
-	(void)arg;
 	return !strcmp(((const struct smap_entry *)entry)->key, key);
 }
 
 static void smap_init(struct hashmap *m)
 {
-	hashmap_init(m, sizeof(struct smap_entry), smap_eq, NULL);
+	hashmap_init(m, sizeof(struct smap_entry));
 }
 
 static void smap_release(struct hashmap *m)
@@ -51,7 +50,7 @@ static void smap_release(struct hashmap *m)
 /* The value of KEY; when absent, *FOUND is 0 and VAL is stored. */
 static uint64_t smap_get(struct hashmap *m, const char *key, uint64_t val, int *found)
 {
-	struct smap_entry *e = hashmap_put(m, sd_hash(key, strlen(key), 0), key, found);
+	struct smap_entry *e = hashmap_put(m, sd_hash(key, strlen(key), 0), key, smap_eq, found);
 	if (!*found) {
 		e->key = sd_xstrdup(key);
 		e->val = val;

@@ -77,16 +77,20 @@ struct slot {
 };
 
 /* The groups by what their threads show: the index of the group's slot
- * and of its first thread, compared with a thread by same_thread (ARG is
- * the snapshot). */
+ * and of its first thread, compared with a thread by same_thread. */
 struct group_entry {
 	size_t first, slot;
 };
 
-static int group_eq(const void *entry, const void *key, void *arg)
+struct group_key {
+	const struct sd_snapshot *s;
+	const struct sd_thread *th;
+};
+
+static int group_eq(const void *entry, const void *key)
 {
-	const struct sd_snapshot *s = arg;
-	return same_thread(&s->threads[((const struct group_entry *)entry)->first], key);
+	const struct group_key *k = key;
+	return same_thread(&k->s->threads[((const struct group_entry *)entry)->first], k->th);
 }
 
 static int cmp_slot(const void *a, const void *b)
@@ -102,11 +106,12 @@ void group_snapshot(const struct sd_snapshot *s, struct sd_grouping *g)
 	struct slot *slots = NULL;
 	size_t nslots = 0, cap = 0;
 	struct hashmap groups;
-	hashmap_init(&groups, sizeof(struct group_entry), group_eq, (void *)s);
+	hashmap_init(&groups, sizeof(struct group_entry));
 	for (size_t i = 0; i < s->nthreads; i++) {
 		const struct sd_thread *th = &s->threads[i];
+		struct group_key k = {s, th};
 		int found;
-		struct group_entry *e = hashmap_put(&groups, thread_key(th), th, &found);
+		struct group_entry *e = hashmap_put(&groups, thread_key(th), &k, group_eq, &found);
 		if (!found) {
 			sd_grow(&slots, &cap, nslots + 1, sizeof(*slots));
 			memset(&slots[nslots], 0, sizeof(*slots));

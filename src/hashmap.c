@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The hash map (hashmap.h): linear probing over a power-of-two table kept
-// at most half full, with each slot's hash kept beside it so that growing
-// needs no rehashing by the caller and most mismatches cost no EQ call.
+// The hash map (hashmap.h): what is not on the lookup path, which the
+// header keeps inline: setting up, growing, iterating and freeing.
 #include "hashmap.h"
 
 #include <stdlib.h>
@@ -12,12 +11,10 @@
 /* First table: small maps (a snapshot's few hundred names) stay small. */
 #define HASHMAP_MIN_CAP 16
 
-void hashmap_init(struct hashmap *m, size_t esize, hashmap_eq_fn eq, void *arg)
+void hashmap_init(struct hashmap *m, size_t esize)
 {
 	memset(m, 0, sizeof(*m));
 	m->esize = esize;
-	m->eq = eq;
-	m->arg = arg;
 }
 
 void hashmap_release(struct hashmap *m)
@@ -30,28 +27,10 @@ void hashmap_release(struct hashmap *m)
 	m->shift = 0;
 }
 
-/* 0 marks an empty slot: a hash of 0 is stored as 1. */
-static uint64_t stored(uint64_t hash)
-{
-	return hash ? hash : 1;
-}
-
-/* The first slot of HASH. Callers' hashes are FNV-1a, whose low bits mix
- * poorly (and pointers' low bits are zero): the top bits of a Fibonacci
- * product depend on every bit of the hash. */
-static size_t first_slot(const struct hashmap *m, uint64_t hash)
-{
-	return (size_t)((hash * 0x9e3779b97f4a7c15ull) >> m->shift);
-}
-
-static void *entry_at(const struct hashmap *m, size_t i)
-{
-	return m->entries + i * m->esize;
-}
-
-static void resize(struct hashmap *m, size_t ncap)
+void hashmap_grow(struct hashmap *m)
 {
 	struct hashmap old = *m;
+	size_t ncap = m->cap ? m->cap * 2 : HASHMAP_MIN_CAP;
 	unsigned bits = 0;
 	while (((size_t)1 << bits) < ncap)
 		bits++;
@@ -59,57 +38,20 @@ static void resize(struct hashmap *m, size_t ncap)
 	m->shift = 64 - bits;
 	m->hashes = sd_xcalloc(m->cap, sizeof(*m->hashes));
 	m->entries = sd_xcalloc(m->cap, m->esize);
+	/* Entries move by their kept hash: no EQ is needed, every one is
+	 * distinct. */
 	for (size_t i = 0; i < old.cap; i++) {
-		if (!old.hashes[i])
+		uint64_t h = old.hashes[i];
+		if (!h)
 			continue;
-		size_t s = first_slot(m, old.hashes[i]);
+		size_t s = hashmap_first(m, h);
 		while (m->hashes[s])
 			s = (s + 1) & (m->cap - 1);
-		m->hashes[s] = old.hashes[i];
-		memcpy(entry_at(m, s), entry_at(&old, i), m->esize);
+		m->hashes[s] = h;
+		memcpy(m->entries + s * m->esize, old.entries + i * old.esize, m->esize);
 	}
 	free(old.hashes);
 	free(old.entries);
-}
-
-/* The slot of KEY, or the empty slot where it would go. */
-static size_t probe(const struct hashmap *m, uint64_t h, const void *key)
-{
-	size_t s = first_slot(m, h);
-	while (m->hashes[s]) {
-		if (m->hashes[s] == h && m->eq(entry_at(m, s), key, m->arg))
-			return s;
-		s = (s + 1) & (m->cap - 1);
-	}
-	return s;
-}
-
-void *hashmap_find(const struct hashmap *m, uint64_t hash, const void *key)
-{
-	if (!m->n)
-		return NULL;
-	size_t s = probe(m, stored(hash), key);
-	return m->hashes[s] ? entry_at(m, s) : NULL;
-}
-
-void *hashmap_put(struct hashmap *m, uint64_t hash, const void *key, int *found)
-{
-	uint64_t h = stored(hash);
-	/* Grow before probing, so that the slot found is where the entry
-	 * stays: at most half full keeps probe runs short. */
-	if ((m->n + 1) * 2 > m->cap)
-		resize(m, m->cap ? m->cap * 2 : HASHMAP_MIN_CAP);
-	size_t s = probe(m, h, key);
-	if (m->hashes[s]) {
-		if (found)
-			*found = 1;
-		return entry_at(m, s);
-	}
-	m->hashes[s] = h;
-	m->n++;
-	if (found)
-		*found = 0;
-	return entry_at(m, s);
 }
 
 void *hashmap_next(const struct hashmap *m, size_t *pos)
@@ -117,7 +59,7 @@ void *hashmap_next(const struct hashmap *m, size_t *pos)
 	while (*pos < m->cap) {
 		size_t i = (*pos)++;
 		if (m->hashes[i])
-			return entry_at(m, i);
+			return m->entries + i * m->esize;
 	}
 	return NULL;
 }

@@ -29,26 +29,25 @@ struct rawslot {
 	int idle_frames; /* IDLE_* bits: the frames look like an idle wait */
 };
 
-static int raw_eq(const void *entry, const void *key, void *arg)
+static int raw_eq(const void *entry, const void *key)
 {
-	(void)arg;
 	const struct rawslot *r = entry, *k = key;
 	return r->t == k->t && r->modsig == k->modsig && r->n == k->n &&
 	       !memcmp(r->words, k->words, k->n * sizeof(*k->words));
 }
 
-/* A merged stack looked up by its key words. */
+/* A merged stack looked up by its key words; the stacks index holds
+ * indices into p->stacks. */
 struct stackkey {
+	const struct sd_profile *p;
 	const uint64_t *key;
 	size_t nkey;
 };
 
-/* The stacks index holds indices into p->stacks (ARG is the profile). */
-static int stack_eq(const void *entry, const void *key, void *arg)
+static int stack_eq(const void *entry, const void *key)
 {
-	const struct sd_profile *p = arg;
-	const struct sd_pstack *st = &p->stacks[*(const size_t *)entry];
 	const struct stackkey *k = key;
+	const struct sd_pstack *st = &k->p->stacks[*(const size_t *)entry];
 	return st->nkey == k->nkey && !memcmp(st->key, k->key, k->nkey * sizeof(*k->key));
 }
 
@@ -63,8 +62,8 @@ struct sd_profile *profile_new(const struct sd_profile_opts *o)
 	if (o)
 		p->opts = *o;
 	p->pool = strpool_new();
-	hashmap_init(&p->raw, sizeof(struct rawslot), raw_eq, NULL);
-	hashmap_init(&p->index, sizeof(size_t), stack_eq, p);
+	hashmap_init(&p->raw, sizeof(struct rawslot));
+	hashmap_init(&p->index, sizeof(size_t));
 	return p;
 }
 
@@ -303,8 +302,8 @@ static void index_rebuild(struct sd_profile *p)
 {
 	hashmap_release(&p->index);
 	for (size_t i = 0; i < p->nstacks; i++) {
-		struct stackkey k = {p->stacks[i].key, p->stacks[i].nkey};
-		*(size_t *)hashmap_put(&p->index, p->stacks[i].key_hash, &k, NULL) = i;
+		struct stackkey k = {p, p->stacks[i].key, p->stacks[i].nkey};
+		*(size_t *)hashmap_put(&p->index, p->stacks[i].key_hash, &k, stack_eq, NULL) = i;
 	}
 }
 
@@ -317,9 +316,9 @@ static ssize_t stack_get(struct sd_profile *p, struct sd_pframe *f, size_t n, pi
 	stack_key(p, f, n, &key, &nkey);
 	/* The hash also orders stacks of equal counts (cmp_stack). */
 	uint64_t h = sd_hash(key, nkey * sizeof(*key), n);
-	struct stackkey k = {key, nkey};
+	struct stackkey k = {p, key, nkey};
 	int found;
-	size_t *slot = hashmap_put(&p->index, h, &k, &found);
+	size_t *slot = hashmap_put(&p->index, h, &k, stack_eq, &found);
 	if (found) {
 		free(key);
 		return (ssize_t)*slot;
@@ -497,7 +496,7 @@ static ssize_t raw_lookup(struct sd_profile *p, struct sd_target *t, struct sd_s
 	p->raw_lookups++;
 	struct rawslot k = {.t = t, .modsig = sig, .words = w, .n = n};
 	int found;
-	struct rawslot *r = hashmap_put(&p->raw, h, &k, &found);
+	struct rawslot *r = hashmap_put(&p->raw, h, &k, raw_eq, &found);
 	if (found) {
 		p->raw_hits++;
 		free(w);

@@ -19,9 +19,8 @@ struct strkey {
 	size_t n;
 };
 
-static int str_eq(const void *entry, const void *key, void *arg)
+static int str_eq(const void *entry, const void *key)
 {
-	(void)arg;
 	const char *e = *(char *const *)entry;
 	const struct strkey *k = key;
 	return strlen(e) == k->n && !memcmp(e, k->s, k->n);
@@ -30,7 +29,7 @@ static int str_eq(const void *entry, const void *key, void *arg)
 struct strpool *strpool_new(void)
 {
 	struct strpool *sp = sd_xcalloc(1, sizeof(*sp));
-	hashmap_init(&sp->set, sizeof(char *), str_eq, NULL);
+	hashmap_init(&sp->set, sizeof(char *));
 	return sp;
 }
 
@@ -51,7 +50,7 @@ const char *strpool_intern_n(struct strpool *sp, const char *s, size_t n)
 		return NULL;
 	struct strkey k = {s, n};
 	int found;
-	char **slot = hashmap_put(&sp->set, sd_hash(s, n, 0), &k, &found);
+	char **slot = hashmap_put(&sp->set, sd_hash(s, n, 0), &k, str_eq, &found);
 	if (!found) {
 		char *c = sd_xmalloc(n + 1);
 		memcpy(c, s, n);

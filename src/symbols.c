@@ -143,9 +143,8 @@ static const Dwfl_Callbacks callbacks = {
 	.debuginfo_path = &debuginfo_path,
 };
 
-static int cache_eq(const void *entry, const void *key, void *arg)
+static int cache_eq(const void *entry, const void *key)
 {
-	(void)arg;
 	const struct symcache_slot *c = entry, *k = key;
 	return c->elf == k->elf && c->addr == k->addr && c->mode == k->mode;
 }
@@ -156,7 +155,7 @@ struct sd_symbols *symbols_new(struct sd_space *sp)
 	s->space = sp;
 	s->pool = strpool_new();
 	s->dwfl = dwfl_begin(&callbacks);
-	hashmap_init(&s->cache, sizeof(struct symcache_slot), cache_eq, NULL);
+	hashmap_init(&s->cache, sizeof(struct symcache_slot));
 	s->synced_generation = ~0u;
 	return s;
 }
@@ -557,7 +556,7 @@ static struct symcache_slot *cache_find(struct sd_symbols *s, const struct sd_el
 {
 	uint64_t key[3] = {(uintptr_t)elf, addr, mode};
 	struct symcache_slot k = {.elf = elf, .addr = addr, .mode = mode};
-	return hashmap_put(&s->cache, sd_hash(key, sizeof(key), 0), &k, found);
+	return hashmap_put(&s->cache, sd_hash(key, sizeof(key), 0), &k, cache_eq, found);
 }
 
 static int cmp_perfmap(const void *a, const void *b)

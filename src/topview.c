@@ -68,9 +68,8 @@ int top_state_rank(const struct sd_thread *x, int idle)
 }
 
 /* Functions are compared by their pool pointer. */
-static int func_eq(const void *entry, const void *key, void *arg)
+static int func_eq(const void *entry, const void *key)
 {
-	(void)arg;
 	return ((const struct top_func *)entry)->name == key;
 }
 
@@ -80,7 +79,7 @@ struct top_func *top_functions(struct sd_profile *p, const uint64_t *idle, size_
 			       size_t *nout)
 {
 	struct hashmap funcs;
-	hashmap_init(&funcs, sizeof(struct top_func), func_eq, NULL);
+	hashmap_init(&funcs, sizeof(struct top_func));
 	for (size_t i = 0; i < p->nstacks; i++) {
 		const struct sd_pstack *st = &p->stacks[i];
 		uint64_t count = st->count - (idle && i < nidle ? idle[i] : 0);
@@ -89,8 +88,8 @@ struct top_func *top_functions(struct sd_profile *p, const uint64_t *idle, size_
 		for (size_t k = 0; k < st->nframes; k++) {
 			const char *name = st->frames[k].name;
 			int found;
-			struct top_func *f =
-			    hashmap_put(&funcs, sd_hash(&name, sizeof(name), 0), name, &found);
+			struct top_func *f = hashmap_put(&funcs, sd_hash(&name, sizeof(name), 0),
+							 name, func_eq, &found);
 			if (!found) {
 				f->name = name;
 				f->mark = (size_t)-1;

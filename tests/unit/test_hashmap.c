@@ -20,9 +20,8 @@ struct kv {
 	uint64_t val;
 };
 
-static int kv_eq(const void *entry, const void *key, void *arg)
+static int kv_eq(const void *entry, const void *key)
 {
-	(void)arg;
 	return ((const struct kv *)entry)->key == *(const uint64_t *)key;
 }
 
@@ -36,7 +35,7 @@ static void fill_and_check(struct hashmap *m, size_t n, uint64_t (*hash)(uint64_
 {
 	for (uint64_t k = 0; k < n; k++) {
 		int found = -1;
-		struct kv *e = hashmap_put(m, hash(k), &k, &found);
+		struct kv *e = hashmap_put(m, hash(k), &k, kv_eq, &found);
 		assert_int_equal(found, 0);
 		assert_int_equal(e->key, 0); /* a new entry is zero-filled */
 		assert_int_equal(e->val, 0);
@@ -45,25 +44,25 @@ static void fill_and_check(struct hashmap *m, size_t n, uint64_t (*hash)(uint64_
 		assert_int_equal(hashmap_count(m), k + 1);
 	}
 	for (uint64_t k = 0; k < n; k++) {
-		struct kv *e = hashmap_find(m, hash(k), &k);
+		struct kv *e = hashmap_find(m, hash(k), &k, kv_eq);
 		assert_non_null(e);
 		assert_int_equal(e->key, k);
 		assert_int_equal(e->val, k * 3 + 1);
 	}
 	for (uint64_t k = n; k < n + 100; k++)
-		assert_null(hashmap_find(m, hash(k), &k));
+		assert_null(hashmap_find(m, hash(k), &k, kv_eq));
 }
 
 static void test_many_keys(void **state)
 {
 	(void)state;
 	struct hashmap m;
-	hashmap_init(&m, sizeof(struct kv), kv_eq, NULL);
+	hashmap_init(&m, sizeof(struct kv));
 	fill_and_check(&m, 100000, key_hash);
 	/* Putting a key again finds it, untouched, and adds nothing. */
 	for (uint64_t k = 0; k < 100000; k += 7) {
 		int found = 0;
-		struct kv *e = hashmap_put(&m, key_hash(k), &k, &found);
+		struct kv *e = hashmap_put(&m, key_hash(k), &k, kv_eq, &found);
 		assert_int_equal(found, 1);
 		assert_int_equal(e->val, k * 3 + 1);
 	}
@@ -96,7 +95,7 @@ static void test_collisions(void **state)
 	uint64_t (*hashes[])(uint64_t) = {constant_zero, constant_hash, two_hashes};
 	for (size_t i = 0; i < sizeof(hashes) / sizeof(hashes[0]); i++) {
 		struct hashmap m;
-		hashmap_init(&m, sizeof(struct kv), kv_eq, NULL);
+		hashmap_init(&m, sizeof(struct kv));
 		fill_and_check(&m, 2000, hashes[i]);
 		assert_int_equal(hashmap_count(&m), 2000);
 		hashmap_release(&m);
@@ -107,11 +106,11 @@ static void test_growth_keeps_entries(void **state)
 {
 	(void)state;
 	struct hashmap m;
-	hashmap_init(&m, sizeof(struct kv), kv_eq, NULL);
+	hashmap_init(&m, sizeof(struct kv));
 	assert_int_equal(m.cap, 0); /* nothing before the first put */
 	size_t grew = 0, last = 0;
 	for (uint64_t k = 0; k < 5000; k++) {
-		struct kv *e = hashmap_put(&m, key_hash(k), &k, NULL);
+		struct kv *e = hashmap_put(&m, key_hash(k), &k, kv_eq, NULL);
 		e->key = k;
 		e->val = ~k;
 		if (m.cap != last) {
@@ -124,7 +123,7 @@ static void test_growth_keeps_entries(void **state)
 		/* Every key put so far survives each growth. */
 		if (m.cap == hashmap_count(&m) * 2 || k % 997 == 0)
 			for (uint64_t j = 0; j <= k; j++) {
-				struct kv *x = hashmap_find(&m, key_hash(j), &j);
+				struct kv *x = hashmap_find(&m, key_hash(j), &j, kv_eq);
 				assert_non_null(x);
 				assert_int_equal(x->val, ~j);
 			}
@@ -133,7 +132,7 @@ static void test_growth_keeps_entries(void **state)
 	/* Released, the map is empty and usable again. */
 	hashmap_release(&m);
 	uint64_t k = 3;
-	assert_null(hashmap_find(&m, key_hash(k), &k));
+	assert_null(hashmap_find(&m, key_hash(k), &k, kv_eq));
 	size_t pos = 0;
 	assert_null(hashmap_next(&m, &pos));
 	fill_and_check(&m, 100, key_hash);
@@ -144,7 +143,7 @@ static void test_iteration(void **state)
 {
 	(void)state;
 	struct hashmap m;
-	hashmap_init(&m, sizeof(struct kv), kv_eq, NULL);
+	hashmap_init(&m, sizeof(struct kv));
 	size_t pos = 0;
 	assert_null(hashmap_next(&m, &pos));
 	const size_t n = 3000;
@@ -163,7 +162,7 @@ static void test_iteration(void **state)
 	assert_int_equal(count, hashmap_count(&m));
 	for (uint64_t k = 0; k < n; k++) {
 		assert_int_equal(seen[k], 1);
-		struct kv *e = hashmap_find(&m, two_hashes(k), &k);
+		struct kv *e = hashmap_find(&m, two_hashes(k), &k, kv_eq);
 		assert_non_null(e);
 		assert_int_equal(e->val, 7);
 	}
@@ -171,17 +170,19 @@ static void test_iteration(void **state)
 	hashmap_release(&m);
 }
 
-/* Entries own strings; keys are (bytes, length) that need no NUL. */
+/* Entries own strings; keys are (bytes, length) that need no NUL, and
+ * count the tests made with them. */
 struct skey {
 	const char *s;
 	size_t n;
+	int *calls;
 };
 
-static int str_eq(const void *entry, const void *key, void *arg)
+static int str_eq(const void *entry, const void *key)
 {
 	const char *e = *(char *const *)entry;
 	const struct skey *k = key;
-	(*(int *)arg)++;
+	(*k->calls)++;
 	return strlen(e) == k->n && !memcmp(e, k->s, k->n);
 }
 
@@ -190,27 +191,27 @@ static void test_keys_of_another_type(void **state)
 	(void)state;
 	int calls = 0;
 	struct hashmap m;
-	hashmap_init(&m, sizeof(char *), str_eq, &calls);
+	hashmap_init(&m, sizeof(char *));
 	char buf[32];
 	for (int i = 0; i < 1000; i++) {
 		int n = snprintf(buf, sizeof(buf), "name-%d", i);
-		struct skey k = {buf, (size_t)n};
+		struct skey k = {buf, (size_t)n, &calls};
 		int found;
-		char **e = hashmap_put(&m, sd_hash(buf, (size_t)n, 0), &k, &found);
+		char **e = hashmap_put(&m, sd_hash(buf, (size_t)n, 0), &k, str_eq, &found);
 		assert_int_equal(found, 0);
 		*e = sd_xstrdup(buf);
 	}
 	/* A prefix of the bytes, not NUL-terminated: "name-12" in "name-123". */
-	struct skey k = {"name-123", 7};
-	char **e = hashmap_find(&m, sd_hash(k.s, k.n, 0), &k);
+	struct skey k = {"name-123", 7, &calls};
+	char **e = hashmap_find(&m, sd_hash(k.s, k.n, 0), &k, str_eq);
 	assert_non_null(e);
 	assert_string_equal(*e, "name-12");
 	/* EQ runs only on entries of the same hash: about once per find. */
 	calls = 0;
 	for (int i = 0; i < 1000; i++) {
 		int n = snprintf(buf, sizeof(buf), "name-%d", i);
-		struct skey q = {buf, (size_t)n};
-		assert_non_null(hashmap_find(&m, sd_hash(buf, (size_t)n, 0), &q));
+		struct skey q = {buf, (size_t)n, &calls};
+		assert_non_null(hashmap_find(&m, sd_hash(buf, (size_t)n, 0), &q, str_eq));
 	}
 	assert_true(calls >= 1000 && calls < 1010);
 	size_t pos = 0;
