@@ -37,6 +37,7 @@ static int smap_eq(const void *entry, const void *key)
 static void smap_init(struct hashmap *m)
 {
 	hashmap_init(m, sizeof(struct smap_entry));
+	hashmap_reserve(m, 128);
 }
 
 static void smap_release(struct hashmap *m)

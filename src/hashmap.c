@@ -27,10 +27,10 @@ void hashmap_release(struct hashmap *m)
 	m->shift = 0;
 }
 
-void hashmap_grow(struct hashmap *m)
+/* Move every entry into a table of at least NCAP slots. */
+static void resize(struct hashmap *m, size_t ncap)
 {
 	struct hashmap old = *m;
-	size_t ncap = m->cap ? m->cap * 2 : HASHMAP_MIN_CAP;
 	unsigned bits = 0;
 	while (((size_t)1 << bits) < ncap)
 		bits++;
@@ -52,6 +52,17 @@ void hashmap_grow(struct hashmap *m)
 	}
 	free(old.hashes);
 	free(old.entries);
+}
+
+void hashmap_grow(struct hashmap *m)
+{
+	resize(m, m->cap ? m->cap * 2 : HASHMAP_MIN_CAP);
+}
+
+void hashmap_reserve(struct hashmap *m, size_t n)
+{
+	if (n * 2 > m->cap)
+		resize(m, n * 2 < HASHMAP_MIN_CAP ? HASHMAP_MIN_CAP : n * 2);
 }
 
 void *hashmap_next(const struct hashmap *m, size_t *pos)

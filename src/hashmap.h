@@ -33,6 +33,9 @@ void hashmap_init(struct hashmap *m, size_t esize);
 /* Free the slots; M is left empty and may be used again. Entries' own
  * memory is not touched. */
 void hashmap_release(struct hashmap *m);
+/* Make room for N entries in all without growing (a map that will hold
+ * hundreds skips the small tables). */
+void hashmap_reserve(struct hashmap *m, size_t n);
 
 /* Iteration, in no particular order: start with *POS = 0; each call gives
  * the next entry, NULL after the last. Entries may be changed in place

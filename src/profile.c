@@ -63,6 +63,7 @@ struct sd_profile *profile_new(const struct sd_profile_opts *o)
 		p->opts = *o;
 	p->pool = strpool_new();
 	hashmap_init(&p->raw, sizeof(struct rawslot));
+	hashmap_reserve(&p->raw, 512);
 	hashmap_init(&p->index, sizeof(size_t));
 	return p;
 }
@@ -301,6 +302,7 @@ static void stack_key(struct sd_profile *p, const struct sd_pframe *f, size_t n,
 static void index_rebuild(struct sd_profile *p)
 {
 	hashmap_release(&p->index);
+	hashmap_reserve(&p->index, p->nstacks);
 	for (size_t i = 0; i < p->nstacks; i++) {
 		struct stackkey k = {p, p->stacks[i].key, p->stacks[i].nkey};
 		*(size_t *)hashmap_put(&p->index, p->stacks[i].key_hash, &k, stack_eq, NULL) = i;

@@ -156,6 +156,7 @@ struct sd_symbols *symbols_new(struct sd_space *sp)
 	s->pool = strpool_new();
 	s->dwfl = dwfl_begin(&callbacks);
 	hashmap_init(&s->cache, sizeof(struct symcache_slot));
+	hashmap_reserve(&s->cache, 512);
 	s->synced_generation = ~0u;
 	return s;
 }

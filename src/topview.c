@@ -80,6 +80,7 @@ struct top_func *top_functions(struct sd_profile *p, const uint64_t *idle, size_
 {
 	struct hashmap funcs;
 	hashmap_init(&funcs, sizeof(struct top_func));
+	hashmap_reserve(&funcs, p->nstacks * 2 + 8);
 	for (size_t i = 0; i < p->nstacks; i++) {
 		const struct sd_pstack *st = &p->stacks[i];
 		uint64_t count = st->count - (idle && i < nidle ? idle[i] : 0);

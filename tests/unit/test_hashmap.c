@@ -137,6 +137,17 @@ static void test_growth_keeps_entries(void **state)
 	assert_null(hashmap_next(&m, &pos));
 	fill_and_check(&m, 100, key_hash);
 	hashmap_release(&m);
+	/* Reserved, a map takes that many entries (and up to half its table)
+	 * without growing. */
+	hashmap_reserve(&m, 1000);
+	size_t reserved = m.cap;
+	assert_true(reserved >= 2000);
+	fill_and_check(&m, reserved / 2, key_hash);
+	assert_int_equal(m.cap, reserved);
+	uint64_t more = reserved / 2;
+	hashmap_put(&m, key_hash(more), &more, kv_eq, NULL);
+	assert_true(m.cap > reserved);
+	hashmap_release(&m);
 }
 
 static void test_iteration(void **state)
