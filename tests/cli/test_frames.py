@@ -27,6 +27,24 @@ THREAD_RE = re.compile(r"^Thread \d+ \((?:.*\()?LWP (\d+)")
 FRAME_RE = re.compile(r"^#(\d+)\s+(0x[0-9a-f]+ in )?(.+?) \(.* at (\S+):(\d+)$")
 
 
+def gdb_threads(args, frame_re, frame_of):
+    """Run gdb ARGS ending in "thread apply all bt": {tid: [FRAME_OF(match)
+    for each line FRAME_RE matches]}."""
+    p = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    out, tid = {}, None
+    for line in p.stdout.splitlines():
+        m = THREAD_RE.match(line)
+        if m:
+            tid = int(m.group(1))
+            out[tid] = []
+            continue
+        m = frame_re.match(line)
+        if m and tid is not None:
+            out[tid].append(frame_of(m))
+    ok(out, "gdb showed no threads: %s" % p.stderr[-2000:])
+    return out
+
+
 def gdb_frames(pid, gdb_dir=None):
     """{tid: [(function, file basename, line, starts), ...]} from gdb,
     STARTS true on the innermost frame of the frames sharing one pc. With
@@ -36,24 +54,11 @@ def gdb_frames(pid, gdb_dir=None):
     if gdb_dir:
         exe = os.path.join(gdb_dir, os.path.basename(os.readlink("/proc/%d/exe" % pid)))
         args += ["-iex", "set debug-file-directory %s:/usr/lib/debug" % gdb_dir, exe]
-    p = subprocess.run(args + ["-p", str(pid), "-ex", "thread apply all bt"],
-                       capture_output=True, text=True, timeout=300)
-    out, tid = {}, None
-    for line in p.stdout.splitlines():
-        m = THREAD_RE.match(line)
-        if m:
-            tid = int(m.group(1))
-            out[tid] = []
-            continue
-        m = FRAME_RE.match(line)
-        if m and tid is not None:
-            # Below #0, a frame printed without its pc shares the pc of the
-            # frame below (the frame below is inlined into it).
-            starts = m.group(1) == "0" or bool(m.group(2))
-            out[tid].append((m.group(3), os.path.basename(m.group(4)),
-                             int(m.group(5)), starts))
-    ok(out, "gdb showed no threads: %s" % p.stderr[-2000:])
-    return out
+    # Below #0, a frame printed without its pc shares the pc of the frame
+    # below (the frame below is inlined into it).
+    return gdb_threads(args + ["-p", str(pid), "-ex", "thread apply all bt"], FRAME_RE,
+                       lambda m: (m.group(3), os.path.basename(m.group(4)), int(m.group(5)),
+                                  m.group(1) == "0" or bool(m.group(2))))
 
 
 def strip_tail(name, open_ch, close_ch):
@@ -321,22 +326,10 @@ GDB_ANY_FRAME_RE = re.compile(r"^#\d+\s+(?:(0x[0-9a-f]+) in )?(<signal handler c
 def gdb_stacks(pid):
     """{tid: [(pc, function), ...]} of every frame gdb shows, the pc of
     frame #0 included (gdb prints it only when asked)."""
-    p = subprocess.run(["gdb", "-batch", "-nx", "-p", str(pid),
+    return gdb_threads(["gdb", "-batch", "-nx", "-p", str(pid),
                         "-ex", "set print frame-info location-and-address",
-                        "-ex", "thread apply all bt"],
-                       capture_output=True, text=True, timeout=300)
-    out, tid = {}, None
-    for line in p.stdout.splitlines():
-        m = THREAD_RE.match(line)
-        if m:
-            tid = int(m.group(1))
-            out[tid] = []
-            continue
-        m = GDB_ANY_FRAME_RE.match(line)
-        if m and tid is not None:
-            out[tid].append((int(m.group(1), 16) if m.group(1) else None, m.group(2)))
-    ok(out, "gdb showed no threads: %s" % p.stderr[-2000:])
-    return out
+                        "-ex", "thread apply all bt"], GDB_ANY_FRAME_RE,
+                       lambda m: (int(m.group(1), 16) if m.group(1) else None, m.group(2)))
 
 
 def go_frames(functions):
