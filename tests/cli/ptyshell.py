@@ -103,19 +103,28 @@ class PtyShell:
         os.write(self.fd, keys.encode())
 
     def sendline(self, line):
-        """Type LINE and Enter as a person does: a key, then its echo.
-        (Written to the pty at once, a line lost a character or two now
-        and then while the host was busy with other tests; the cause is
-        not found yet.)"""
-        for c in line:
-            before = len(self.raw)
-            self.send(c)
-            # Wait for the echo (at most a second; the expect after the
-            # line is what judges).
-            deadline = time.monotonic() + 1.0
-            while len(self.raw) == before and time.monotonic() < deadline:
-                if not self._read(0.05):
-                    break
+        """Type LINE and Enter as a person does: a key, then its echo;
+        Enter once the whole line shows. (Written to the pty at once, and
+        now and then even a key at a time, a line lost a character or two
+        while the host was busy with other tests: the cause is not found.
+        The line is then cleared with Ctrl-U and typed again, up to three
+        times, and the test judges what follows.)"""
+        for _ in range(3):
+            start = len(self.raw)
+            for c in line:
+                before = len(self.raw)
+                self.send(c)
+                # Wait for the echo (at most a second; the expect after
+                # the line is what judges).
+                deadline = time.monotonic() + 1.0
+                while len(self.raw) == before and time.monotonic() < deadline:
+                    if not self._read(0.05):
+                        break
+            shown = strip(self.raw[start:].decode("utf-8", "replace"))
+            if line in shown:
+                break
+            self.send("\x15")  # Ctrl-U: discard the line, type it again
+            self._read(0.2)
         self.send("\r")
 
     def expect(self, pattern, guard=HANG_GUARD):
