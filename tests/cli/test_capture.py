@@ -208,8 +208,11 @@ def test_profile_sees_a_sleeper_move():
             ok(m, err)
             ok(first > 0 and second > 0, "%s: flip in wait_first %d, wait_second %d times"
                % (proof, first, second))
-            # flip in exactly one of the two at every tick.
-            eq(first + second, int(m.group(1)), counts)
+            # flip at every tick: in one of the two waits, or (a tick or
+            # two) caught between them, writing its answer.
+            flip = sum(n for s, n in counts.items() if "flip_main" in s)
+            eq(flip, int(m.group(1)), counts)
+            ok(flip - first - second <= 2, counts)
 
 
 def test_saturated_host():
