@@ -310,7 +310,9 @@ int snap_freeze_stage(struct snapctx *cx, const pid_t *known, size_t nknown, uns
 					    (int)cx->t->pid);
 		return r;
 	}
-	struct sd_thread **batch = sd_xmalloc((s->nthreads + 1) * sizeof(*batch));
+	/* Indices first: a thread that appeared during the freeze is added
+	 * to the snapshot here, which may move every thread. */
+	size_t *copy = sd_xmalloc((fz.n + 1) * sizeof(*copy));
 	size_t nb = 0;
 	for (size_t k = 0; k < fz.n; k++) {
 		struct sd_tracee *tr = &fz.v[k];
@@ -321,9 +323,13 @@ int snap_freeze_stage(struct snapctx *cx, const pid_t *known, size_t nknown, uns
 		if (tr->state == SD_TRACEE_STOPPED && !cx->p[i].copy_now && !th->have_regs &&
 		    th->status == SD_THREAD_OK && cx->stage == STAGE_MAIN)
 			capture_on_stop(tr, cx); /* stopped after the wait's callback */
-		if (cx->p[i].copy_now && th->status == SD_THREAD_OK)
-			batch[nb++] = th;
+		if (cx->p[i].copy_now && s->threads[i].status == SD_THREAD_OK)
+			copy[nb++] = i;
 	}
+	struct sd_thread **batch = sd_xmalloc((nb + 1) * sizeof(*batch));
+	for (size_t k = 0; k < nb; k++)
+		batch[k] = &s->threads[copy[k]];
+	free(copy);
 	uint64_t m0 = sd_now_ns();
 	budget_copies(cx, batch, nb);
 	capture_memory(cx->t->pid, s, batch, nb, &s->stack_bytes);
