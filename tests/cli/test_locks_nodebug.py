@@ -117,8 +117,15 @@ def test_deadlocks():
 def test_cxx_and_rust():
     v = same_view("fx-cxxlocks", 2, 2, parked=5)
     eq(len(v["locks"]), 3)
-    v = same_view("fx-rustlock", 2, 2, parked=4)
-    eq(sorted(lk["kind"] for lk in v["locks"]), ["rust-mutex", "rust-rwlock"])
+    # Each view is checked equal with and without debug info; the kinds
+    # are the fixture's once it has settled (seen once in CI without the
+    # readers parked on the RwLock yet: a fresh fixture, up to 3 times).
+    for _ in range(3):
+        v = same_view("fx-rustlock", 2, 2, parked=4)
+        kinds = sorted(lk["kind"] for lk in v["locks"])
+        if kinds == ["rust-mutex", "rust-rwlock"]:
+            break
+    eq(kinds, ["rust-mutex", "rust-rwlock"])
 
 
 if __name__ == "__main__":
