@@ -67,6 +67,19 @@ static void thr_state(struct sd_perf *p, struct pthr *th)
 	}
 }
 
+/* TH keeps the frames (and where they stop) unwound into ST, as of its
+ * current generation. */
+static void keep_frames(struct pthr *th, const struct sd_thread *st)
+{
+	free(th->frames);
+	th->frames = sd_xmalloc((st->nframes ? st->nframes : 1) * sizeof(*th->frames));
+	if (st->nframes)
+		memcpy(th->frames, st->frames, st->nframes * sizeof(*th->frames));
+	th->nframes = st->nframes;
+	set_str(&th->unwind_stop, st->unwind_stop);
+	th->frames_gen = th->gen;
+}
+
 /* Unwind TH's latest sample through a thread of S, and keep the frames. */
 static void thr_unwind(struct sd_perf *p, struct sd_snapshot *s, struct sd_thread *st,
 		       struct pthr *th, unsigned max_frames)
@@ -121,13 +134,7 @@ static void thr_unwind(struct sd_perf *p, struct sd_snapshot *s, struct sd_threa
 	st->stack = NULL;
 	st->stack_len = 0;
 	st->stack_in_arena = 0;
-	free(th->frames);
-	th->frames = sd_xmalloc((st->nframes ? st->nframes : 1) * sizeof(*th->frames));
-	if (st->nframes)
-		memcpy(th->frames, st->frames, st->nframes * sizeof(*th->frames));
-	th->nframes = st->nframes;
-	set_str(&th->unwind_stop, st->unwind_stop);
-	th->frames_gen = th->gen;
+	keep_frames(th, st);
 	p->st.unwinds++;
 }
 
@@ -170,13 +177,7 @@ static int seed(struct sd_perf *p, const struct sd_snap_opts *so, uint64_t *paus
 		th->time = now;
 		th->gen++;
 		th->regs = st->regs;
-		free(th->frames);
-		th->frames = sd_xmalloc((st->nframes ? st->nframes : 1) * sizeof(*th->frames));
-		if (st->nframes)
-			memcpy(th->frames, st->frames, st->nframes * sizeof(*th->frames));
-		th->nframes = st->nframes;
-		set_str(&th->unwind_stop, st->unwind_stop);
-		th->frames_gen = th->gen;
+		keep_frames(th, st);
 		th->state_gen = th->gen;
 		th->state = st->state;
 		th->running = st->running;
