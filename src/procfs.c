@@ -148,6 +148,17 @@ const struct sd_map *procfs_maps_find(const struct sd_maps *maps, uint64_t addr)
 	return NULL;
 }
 
+/* Where field N (1-based, as proc(5) counts: 3 is the state) of a stat
+ * line starts, or NULL. The comm (field 2) may hold spaces and
+ * parentheses: the fields after it start after the last ')'. */
+static const char *stat_field(const char *text, int n)
+{
+	const char *q = strrchr(text, ')');
+	for (int field = 3; field <= n && q; field++)
+		q = strchr(q + 1, ' ');
+	return q ? q + 1 : NULL;
+}
+
 int procfs_parse_stat(const char *text, char *state, pid_t *ppid,
 		      unsigned long *flags, uint64_t *utime, uint64_t *stime,
 		      int *cpu)
@@ -169,12 +180,9 @@ int procfs_parse_stat(const char *text, char *state, pid_t *ppid,
 		       &fl, &ut, &stt);
 	if (n < 2)
 		return -EINVAL;
-	const char *q = p;
-	for (int field = 3; field < 39 && q; field++) {
-		q = strchr(q + 1, ' ');
-	}
+	const char *q = stat_field(text, 39);
 	if (q)
-		c = atoi(q + 1);
+		c = atoi(q);
 	if (state)
 		*state = st;
 	if (ppid)
@@ -231,11 +239,8 @@ int procfs_proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long *flags,
 	}
 	int r = procfs_parse_stat(text, state, ppid, flags, NULL, NULL, NULL);
 	if (r == 0 && nthreads) {
-		/* Field 20, num_threads: the 18th space after the ')'. */
-		const char *q = strrchr(text, ')');
-		for (int field = 3; field <= 20 && q; field++)
-			q = strchr(q + 1, ' ');
-		*nthreads = q ? strtol(q + 1, NULL, 10) : -1;
+		const char *q = stat_field(text, 20); /* num_threads */
+		*nthreads = q ? strtol(q, NULL, 10) : -1;
 	}
 	free(text);
 	if (r < 0)
