@@ -405,6 +405,18 @@ void snap_asleep_stage(struct snapctx *cx, int only_late)
 	free(batch);
 }
 
+/* Stop TID alone (SEIZE+INTERRUPT), waiting up to --timeout, into TR:
+ * 0, -ESRCH when it is gone, else -ETIMEDOUT. */
+static int stop_alone(struct snapctx *cx, struct sd_tracee *tr, pid_t tid)
+{
+	struct sd_error e1 = {0};
+	memset(tr, 0, sizeof(*tr));
+	tr->tid = tid;
+	if (ptrace_freeze_one(tr, cx->o->timeout_ms, &e1) == 0)
+		return 0;
+	return e1.code == ESRCH ? -ESRCH : -ETIMEDOUT;
+}
+
 /* Threads that did not stop within the budget, once the others run
  * again: one that /proc shows asleep now (gone into D) is read like a
  * sleeper; one that is runnable (a starved CPU) is waited for alone, up
@@ -442,12 +454,7 @@ void snap_late_stage(struct snapctx *cx)
 		if (r == -ESRCH && !ptrace_is_straggler(th->tid)) {
 			/* Not ours any more (it stopped as it was let go, and
 			 * was detached then): stop it alone, once more. */
-			struct sd_error e1 = {0};
-			memset(&tr, 0, sizeof(tr));
-			tr.tid = th->tid;
-			r = ptrace_freeze_one(&tr, cx->o->timeout_ms, &e1) == 0 ? 0
-			    : e1.code == ESRCH					 ? -ESRCH
-										 : -ETIMEDOUT;
+			r = stop_alone(cx, &tr, th->tid);
 		}
 		if (r == 0) {
 			if (capture_regs(th, &cx->t->space.maps, cx->o->max_stack) == 0) {
@@ -519,10 +526,7 @@ static void regstop_alone(struct snapctx *cx, struct sd_thread *th, struct tplan
 		if (procfs_task_state(cx->tc, cx->taskdir, cx->t->pid, th->tid, &st) == 0 &&
 		    st.state == 'D')
 			return;
-		struct sd_error e1 = {0};
-		r = ptrace_freeze_one(&tr, cx->o->timeout_ms, &e1) == 0 ? 0
-		    : e1.code == ESRCH				       ? -ESRCH
-									       : -ETIMEDOUT;
+		r = stop_alone(cx, &tr, th->tid);
 	}
 	if (r == 0) {
 		capture_on_stop(&tr, cx);
