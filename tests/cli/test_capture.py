@@ -5,6 +5,7 @@
 # a thread in D is never interrupted and never left in a ptrace stop; a
 # thread that did not stop in time is detached when it does; a saturated
 # host; lock views and profiles equal to the all-frozen mode's.
+import contextlib
 import json
 import os
 import re
@@ -268,43 +269,51 @@ class StateWatch:
         return self.seen
 
 
-def test_d_state_thread_never_interrupted():
+@contextlib.contextmanager
+def vforker_in_d():
+    """fx-vfork with its "vforker" thread in D (a vfork parent until a
+    byte is written to the FIFO): yields the fixture and the FIFO."""
     with tempfile.TemporaryDirectory() as d:
         fifo = os.path.join(d, "fifo")
         os.mkfifo(fifo)
         with start("fx-vfork", fifo) as fx:
             wait_thread_state(fx.pid, "vforker", "D")
-            tid = fx.tid("vforker")
-            watch = StateWatch(fx.pid, tid)
-            doc = dump_json(fx.pid)
-            g = by_name(doc)
-            v = g["vforker"][0]
-            eq(v["state"], "D")
-            eq(v["capture"], "asleep")
-            # __vfork keeps its return address in rdi, which /proc gives;
-            # in_vfork's frame needs rbp (a frame-pointer build), which
-            # only a stop gives, and a D thread is never stopped.
-            ok(names(v)[0].endswith("vfork") and names(v)[1] == "in_vfork", names(v))
-            ok("vforker_main" in names(v) or "uninterruptible" in (v["unwind_stop"] or ""),
-               "%r, %r" % (names(v), v["unwind_stop"]))
-            eq(g["spinner"][0]["capture"], "frozen")
-            eq(g["sleeper"][0]["capture"], "asleep")
-            # record every 0.5 s takes all its snapshots while the thread
-            # is in D and after it wakes (mid-recording).
-            with tempfile.TemporaryDirectory() as out:
-                timer = threading.Timer(1.2, release, [fifo])
-                timer.start()
-                r = sdtest.run("record", "--every", "0.5s", "--count", 6, "--out", out, fx.pid,
-                               timeout=120)
-                timer.join()
-                eq(r.rc, 0, r.err)
-                eq(len(r.out.strip().splitlines()), 6, "snapshots: %s; %s" % (r.out, r.err))
-                sdtest.contains(r.err, "stopped: --count reached")
-            seen = watch.stop()
-            ok("D" in seen, "the watcher never saw the vfork parent in D")
-            ok("t" not in seen, "the D thread was put in a ptrace stop: %r" % set(seen))
-            wait_thread_state(fx.pid, "vforker", "S")
-            sdtest.assert_running(fx.pid)
+            yield fx, fifo
+
+
+def test_d_state_thread_never_interrupted():
+    with vforker_in_d() as (fx, fifo):
+        tid = fx.tid("vforker")
+        watch = StateWatch(fx.pid, tid)
+        doc = dump_json(fx.pid)
+        g = by_name(doc)
+        v = g["vforker"][0]
+        eq(v["state"], "D")
+        eq(v["capture"], "asleep")
+        # __vfork keeps its return address in rdi, which /proc gives;
+        # in_vfork's frame needs rbp (a frame-pointer build), which
+        # only a stop gives, and a D thread is never stopped.
+        ok(names(v)[0].endswith("vfork") and names(v)[1] == "in_vfork", names(v))
+        ok("vforker_main" in names(v) or "uninterruptible" in (v["unwind_stop"] or ""),
+           "%r, %r" % (names(v), v["unwind_stop"]))
+        eq(g["spinner"][0]["capture"], "frozen")
+        eq(g["sleeper"][0]["capture"], "asleep")
+        # record every 0.5 s takes all its snapshots while the thread
+        # is in D and after it wakes (mid-recording).
+        with tempfile.TemporaryDirectory() as out:
+            timer = threading.Timer(1.2, release, [fifo])
+            timer.start()
+            r = sdtest.run("record", "--every", "0.5s", "--count", 6, "--out", out, fx.pid,
+                           timeout=120)
+            timer.join()
+            eq(r.rc, 0, r.err)
+            eq(len(r.out.strip().splitlines()), 6, "snapshots: %s; %s" % (r.out, r.err))
+            sdtest.contains(r.err, "stopped: --count reached")
+        seen = watch.stop()
+        ok("D" in seen, "the watcher never saw the vfork parent in D")
+        ok("t" not in seen, "the D thread was put in a ptrace stop: %r" % set(seen))
+        wait_thread_state(fx.pid, "vforker", "S")
+        sdtest.assert_running(fx.pid)
 
 
 def test_straggler_detached_when_it_stops():
@@ -312,42 +321,38 @@ def test_straggler_detached_when_it_stops():
     # snapshot stands without it, and when the thread wakes the shell,
     # idle at its prompt, detaches it; the next snapshot is not refused
     # ("already traced").
-    with tempfile.TemporaryDirectory() as d:
-        fifo = os.path.join(d, "fifo")
-        os.mkfifo(fifo)
-        with start("fx-vfork", fifo) as fx:
-            wait_thread_state(fx.pid, "vforker", "D")
-            tid = fx.tid("vforker")
-            env = dict(os.environ, NO_COLOR="1", **FROZEN)
-            sh = subprocess.Popen([sdtest.binary()], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True, env=env)
-            try:
-                sh.stdin.write("dump --timeout 100ms %d\n" % fx.pid)
-                sh.stdin.flush()
-                # The first snapshot ends without the D thread, which stays
-                # ours (interrupted, not stopped) until it wakes.
-                first = []
-                while not first or "Thread %d \"vforker\"" % tid not in first[-1]:
-                    line = sh.stdout.readline()
-                    ok(line, "the shell ended early: %r" % first)
-                    first.append(line)
-                contains(first[-1], "did not stop in time")
-                eq(tracer_of(fx.pid, tid), sh.pid)
-                release(fifo)
-                # It stops as soon as it wakes, and the shell, idle at its
-                # prompt, lets it go.
-                wait_state(fx.pid, lambda ts: tracer_of(fx.pid, tid) == 0
-                           and ts.get(tid) is not None and ts[tid].state == "S", timeout=60)
-                sh.stdin.write("dump %d\nquit\n" % fx.pid)
-                sh.stdin.flush()
-                out, _ = sh.communicate(timeout=120)
-            finally:
-                if sh.poll() is None:
-                    sh.kill()
-            ok("already traced" not in out, out[-3000:])
-            eq(out.count("Thread %d \"vforker\"" % tid), 1, out[-3000:])
-            sdtest.assert_running(fx.pid)
+    with vforker_in_d() as (fx, fifo):
+        tid = fx.tid("vforker")
+        env = dict(os.environ, NO_COLOR="1", **FROZEN)
+        sh = subprocess.Popen([sdtest.binary()], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, env=env)
+        try:
+            sh.stdin.write("dump --timeout 100ms %d\n" % fx.pid)
+            sh.stdin.flush()
+            # The first snapshot ends without the D thread, which stays
+            # ours (interrupted, not stopped) until it wakes.
+            first = []
+            while not first or "Thread %d \"vforker\"" % tid not in first[-1]:
+                line = sh.stdout.readline()
+                ok(line, "the shell ended early: %r" % first)
+                first.append(line)
+            contains(first[-1], "did not stop in time")
+            eq(tracer_of(fx.pid, tid), sh.pid)
+            release(fifo)
+            # It stops as soon as it wakes, and the shell, idle at its
+            # prompt, lets it go.
+            wait_state(fx.pid, lambda ts: tracer_of(fx.pid, tid) == 0
+                       and ts.get(tid) is not None and ts[tid].state == "S", timeout=60)
+            sh.stdin.write("dump %d\nquit\n" % fx.pid)
+            sh.stdin.flush()
+            out, _ = sh.communicate(timeout=120)
+        finally:
+            if sh.poll() is None:
+                sh.kill()
+        ok("already traced" not in out, out[-3000:])
+        eq(out.count("Thread %d \"vforker\"" % tid), 1, out[-3000:])
+        sdtest.assert_running(fx.pid)
 
 
 def tracer_of(pid, tid):
