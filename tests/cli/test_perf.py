@@ -11,6 +11,7 @@
 # names the engine; record's default stays ptrace).
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -115,8 +116,16 @@ def test_phases_on_and_off_cpu():
        "phases: %d busy, %d asleep of 60" % (busy, sleep))
     m = [l for l in r.err.splitlines() if l.startswith("perf: ")]
     eq(len(m), 1, r.err)
-    contains(m[0], " 0 lost")
-    ok(" 0 context-switch samples" not in m[0], m[0])
+    # A starved stackdump (ASan, a loaded CI host) can let a ring fill; the
+    # loss must then be the profile's own count, and small beside what the
+    # kernel delivered, the ticks still complete (checked above).
+    mm = re.search(r"perf: (\d+) task-clock and (\d+) context-switch samples, (\d+) lost", m[0])
+    ok(mm, m[0])
+    clock, switches, lost = (int(x) for x in mm.groups())
+    ok(switches > 0, m[0])
+    eq(doc["lost_samples"] <= lost, True, "%d lost in the profile, %d in -v" % (
+        doc["lost_samples"], lost))
+    ok(lost * 4 <= clock, "most task-clock samples lost: " + m[0])
 
 
 def test_thread_born_and_exiting():
