@@ -78,8 +78,7 @@ struct sd_perf {
 	size_t sw_ring_kb; /* switch ring per thread */
 	struct pthr *v;	   /* sorted by tid */
 	size_t n, cap;
-	int *fds; /* for perf_pollfds */
-	size_t nfds, fdcap;
+	int epfd; /* every task-clock event, for "a ring is filling" */
 	uint8_t *scratch; /* a record that wraps around the ring's end */
 	size_t scratch_cap;
 	uint64_t synced_ns; /* when the task list was last read */

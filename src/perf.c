@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -197,6 +198,12 @@ static int thr_open(struct sd_perf *p, struct pthr *th, pid_t tid)
 	if (r == MAP_FAILED)
 		goto fail;
 	th->sw_ring = r;
+	/* Watched for "the ring is filling" through one epoll set: a poll
+	 * of a thousand events at every wakeup cost more than all else. The
+	 * tid finds the thread again (the array moves). */
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)(uint32_t)tid};
+	if (p->epfd >= 0 && epoll_ctl(p->epfd, EPOLL_CTL_ADD, th->fd, &ev) < 0)
+		goto fail;
 	p->st.threads_opened++;
 	th->opened_ns = sd_now_ns();
 	return 0;
@@ -224,14 +231,6 @@ struct pthr *perf_thr_find(struct sd_perf *p, pid_t tid)
 		else
 			hi = mid;
 	}
-	return NULL;
-}
-
-static struct pthr *thr_by_fd(struct sd_perf *p, int fd)
-{
-	for (size_t i = 0; i < p->n; i++)
-		if (p->v[i].fd == fd)
-			return &p->v[i];
 	return NULL;
 }
 
@@ -558,22 +557,28 @@ void perf_drain(struct sd_perf *p)
 		drain_one(p, &p->v[i]);
 }
 
-size_t perf_pollfds(struct sd_perf *p, const int **fds)
+int perf_poll_fd(const struct sd_perf *p)
 {
-	sd_grow(&p->fds, &p->fdcap, p->n + 1, sizeof(*p->fds));
-	p->nfds = 0;
-	for (size_t i = 0; i < p->n; i++)
-		if (p->v[i].fd >= 0)
-			p->fds[p->nfds++] = p->v[i].fd;
-	*fds = p->fds;
-	return p->nfds;
+	return p->n && p->epfd >= 0 ? p->epfd : -1;
 }
 
-void perf_drain_fd(struct sd_perf *p, int fd)
+void perf_drain_ready(struct sd_perf *p)
 {
-	struct pthr *th = thr_by_fd(p, fd);
-	if (th)
-		drain_one(p, th);
+	struct epoll_event ev[64];
+	int r;
+	do {
+		r = epoll_wait(p->epfd, ev, 64, 0);
+		for (int i = 0; i < r; i++) {
+			struct pthr *th = perf_thr_find(p, (pid_t)ev[i].data.u64);
+			if (!th)
+				continue;
+			drain_one(p, th);
+			/* The thread exited: its event stays readable (and
+			 * hung up) until the next tick closes it. */
+			if (ev[i].events & (EPOLLHUP | EPOLLERR))
+				epoll_ctl(p->epfd, EPOLL_CTL_DEL, th->fd, NULL);
+		}
+	} while (r == 64);
 }
 
 /* ---- session ---- */
@@ -593,6 +598,7 @@ struct sd_perf *perf_new(struct sd_target *t, const struct sd_perf_opts *o, stru
 {
 	struct sd_perf *p = sd_xcalloc(1, sizeof(*p));
 	p->t = t;
+	p->epfd = epoll_create1(EPOLL_CLOEXEC); /* -1: drained at ticks only */
 	if (o)
 		p->o = *o;
 	if (!p->o.period_ns)
@@ -639,7 +645,8 @@ void perf_free(struct sd_perf *p)
 	for (size_t i = 0; i < p->n; i++)
 		thr_close(p, &p->v[i]);
 	free(p->v);
-	free(p->fds);
+	if (p->epfd >= 0)
+		close(p->epfd);
 	free(p->scratch);
 	free(p);
 }

@@ -59,11 +59,12 @@ void perf_free(struct sd_perf *p);
  * when nothing arrived. */
 void perf_drain(struct sd_perf *p);
 
-/* The file descriptors to poll for "a ring buffer is half full" (one per
- * thread). Valid until the next perf_tick(). Returns their count. */
-size_t perf_pollfds(struct sd_perf *p, const int **fds);
-/* Drain the ring of the thread owning FD (after poll said it is ready). */
-void perf_drain_fd(struct sd_perf *p, int fd);
+/* One descriptor (an epoll set of every thread's task-clock event) that
+ * polls readable when a ring buffer is filling; -1 when there is none. */
+int perf_poll_fd(const struct sd_perf *p);
+/* Drain the rings the poll descriptor says are filling (it polled
+ * readable): cheap, and only those threads are looked at. */
+void perf_drain_ready(struct sd_perf *p);
 
 /* One tick at time AT_NS (CLOCK_MONOTONIC ns; 0: now): drain, pick up
  * new threads and drop those gone, and compose a snapshot of every thread

@@ -110,24 +110,22 @@ struct sd_snapshot *sampler_take_at(struct sd_sampler *s, uint64_t at_ns, struct
 
 void sampler_sleep_until(struct sd_sampler *const *v, size_t n, uint64_t deadline_ns)
 {
-	struct pollfd *pf = NULL;
-	struct sd_perf **owner = NULL;
-	size_t npf = 0, cap = 0, ocap = 0;
+	/* One descriptor per perf sampler (an epoll set of its threads'
+	 * events): woken when a ring is filling, to drain it in time. */
+	struct pollfd *pf = sd_xcalloc(n + 1, sizeof(*pf));
+	struct sd_perf **owner = sd_xcalloc(n + 1, sizeof(*owner));
+	size_t npf = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (!v[i] || !v[i]->perf)
+		int fd = v[i] && v[i]->perf ? perf_poll_fd(v[i]->perf) : -1;
+		if (fd < 0)
 			continue;
-		const int *fds;
-		size_t k = perf_pollfds(v[i]->perf, &fds);
-		sd_grow(&pf, &cap, npf + k + 1, sizeof(*pf));
-		sd_grow(&owner, &ocap, npf + k + 1, sizeof(*owner));
-		for (size_t j = 0; j < k; j++) {
-			pf[npf].fd = fds[j];
-			pf[npf].events = POLLIN;
-			pf[npf].revents = 0;
-			owner[npf++] = v[i]->perf;
-		}
+		pf[npf].fd = fd;
+		pf[npf].events = POLLIN;
+		owner[npf++] = v[i]->perf;
 	}
 	if (!npf) {
+		free(pf);
+		free(owner);
 		struct timespec ts = {(time_t)(deadline_ns / 1000000000ull),
 				      (long)(deadline_ns % 1000000000ull)};
 		/* EINTR (Ctrl-C) returns early. */
@@ -146,13 +144,8 @@ void sampler_sleep_until(struct sd_sampler *const *v, size_t n, uint64_t deadlin
 		if (r == 0)
 			continue;
 		for (size_t i = 0; i < npf; i++) {
-			if (!pf[i].revents)
-				continue;
-			perf_drain_fd(owner[i], pf[i].fd);
-			/* The thread exited: its event stays readable (and
-			 * "hung up") until the next tick closes it. */
-			if (pf[i].revents & (POLLHUP | POLLERR | POLLNVAL))
-				pf[i].fd = -1;
+			if (pf[i].revents)
+				perf_drain_ready(owner[i]);
 			pf[i].revents = 0;
 		}
 	}
