@@ -846,7 +846,8 @@ int cmd_snap_opts(struct cmd_ctx *ctx, struct sd_snap_opts *o, pid_t **tids)
 	/* A diagnostic: "freeze" stops every thread (the all-frozen mode),
 	 * "ctxsw" proves sleepers with context switch counts, as on a kernel
 	 * without schedstat, "schedstat" proves samples' sleepers with
-	 * schedstat, as on a host that refuses perf events. */
+	 * schedstat, as on a host that refuses perf events, "clock" with
+	 * the task clock, as where the switch records' ring is refused. */
 	const char *mode = getenv("STACKDUMP_CAPTURE");
 	if (mode && !strcmp(mode, "freeze"))
 		o->capture = SD_CAPMODE_FREEZE;
@@ -854,6 +855,8 @@ int cmd_snap_opts(struct cmd_ctx *ctx, struct sd_snap_opts *o, pid_t **tids)
 		o->capture = SD_CAPMODE_CTXSW;
 	else if (mode && !strcmp(mode, "schedstat"))
 		o->capture = SD_CAPMODE_SCHEDSTAT;
+	else if (mode && !strcmp(mode, "clock"))
+		o->capture = SD_CAPMODE_CLOCK;
 	if (cmd_has(ctx, SNAP_OPT_MAX_FRAMES))
 		o->max_frames = (unsigned)cmd_num(ctx, SNAP_OPT_MAX_FRAMES);
 	o->no_inline = cmd_has(ctx, SNAP_OPT_NO_INLINE);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -374,10 +375,13 @@ struct procfs_taskcache {
 	struct tcent {
 		pid_t tid;
 		int fd[TF_N]; /* -1: not open */
-		int clock;    /* task clock event, -1: not open */
+		int clock;    /* switch-record or task clock event, -1: not open */
+		void *ring;   /* the switch records' ring (NULL: a task clock) */
 	} *v;
 	size_t n, cap, max;
 	int clock_refused; /* the kernel refused a task clock event */
+	int ring_refused;  /* ... or a switch-record event or its ring */
+	size_t page;
 };
 
 /* Read task file F of TID: through the cache's open descriptor when there
@@ -442,6 +446,7 @@ static struct tcent *tc_entry(struct procfs_taskcache *c, pid_t tid)
 	for (int f = 0; f < TF_N; f++)
 		e->fd[f] = -1;
 	e->clock = -1;
+	e->ring = NULL;
 	c->n++;
 	return e;
 }
@@ -459,14 +464,17 @@ struct procfs_taskcache *procfs_taskcache_new(void)
 	c->max = lim > 512 ? (lim - 256) / (TF_N + 1) : 0;
 	if (c->max > 16384)
 		c->max = 16384;
+	c->page = (size_t)sysconf(_SC_PAGESIZE);
 	return c;
 }
 
-static void tc_close(struct tcent *e)
+static void tc_close(const struct procfs_taskcache *c, struct tcent *e)
 {
 	for (int f = 0; f < TF_N; f++)
 		if (e->fd[f] >= 0)
 			close(e->fd[f]);
+	if (e->ring)
+		munmap(e->ring, 2 * c->page);
 	if (e->clock >= 0)
 		close(e->clock);
 }
@@ -481,7 +489,7 @@ void procfs_taskcache_prune(struct procfs_taskcache *c, const pid_t *tids, size_
 		if (n && bsearch(&c->v[i].tid, tids, n, sizeof(*tids), cmp_pid))
 			c->v[keep++] = c->v[i];
 		else
-			tc_close(&c->v[i]);
+			tc_close(c, &c->v[i]);
 	}
 	c->n = keep;
 }
@@ -491,7 +499,7 @@ void procfs_taskcache_free(struct procfs_taskcache *c)
 	if (!c)
 		return;
 	for (size_t i = 0; i < c->n; i++)
-		tc_close(&c->v[i]);
+		tc_close(c, &c->v[i]);
 	free(c->v);
 	free(c);
 }
@@ -574,11 +582,57 @@ static void task_dirpath(char *dirpath, size_t size, int taskdir, pid_t pid, pid
 		snprintf(dirpath, size, "%d/", (int)tid);
 }
 
-/* The task clock of E's thread: a software counting event, user and
- * kernel time alike, read with one read(2). Opened on first use; a thread
- * gone fails with ESRCH. Returns 0, or a negative errno. */
-static int task_clock(struct procfs_taskcache *c, struct tcent *e, uint64_t *ns)
+/* A ring of E's thread's context-switch records (PERF_RECORD_SWITCH,
+ * 8 bytes each, nothing sampled), written backwards over itself: every
+ * time the thread is scheduled in or out its data_head moves, and reading
+ * it is one load, no system call. Returns 0, -ESRCH for a thread gone, or
+ * another negative errno (refused: the task clock takes its place). */
+static int switch_ring(struct procfs_taskcache *c, struct tcent *e)
 {
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_DUMMY;
+	a.context_switch = 1;
+	a.write_backward = 1; /* overwritten: never full, the head always moves */
+	int fd = (int)syscall(SYS_perf_event_open, &a, e->tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* Locked memory: past perf_event_mlock_kb an unprivileged user's
+	 * mapping is refused. */
+	void *r = mmap(NULL, 2 * c->page, PROT_READ, MAP_SHARED, fd, 0);
+	if (r == MAP_FAILED) {
+		int err = errno;
+		close(fd);
+		return -err;
+	}
+	e->clock = fd;
+	e->ring = r;
+	return 0;
+}
+
+/* The task clock of E's thread: a software counting event, user and
+ * kernel time alike, read with one read(2); or, where the kernel gives
+ * one, the head of its switch-record ring (see switch_ring). Opened on
+ * first use; a thread gone fails with ESRCH. Returns 0, or a negative
+ * errno. */
+static int task_clock(struct procfs_taskcache *c, struct tcent *e, struct sd_counters *out,
+		      int ring)
+{
+	if (e->clock < 0 && ring && !c->ring_refused) {
+		int r = switch_ring(c, e);
+		if (r == -ESRCH)
+			return r;
+		if (r < 0)
+			c->ring_refused = 1;
+	}
+	if (e->ring) {
+		const struct perf_event_mmap_page *mp = e->ring;
+		out->switches = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+		out->from_ring = 1;
+		return 0;
+	}
 	if (e->clock < 0) {
 		struct perf_event_attr a;
 		memset(&a, 0, sizeof(a));
@@ -600,7 +654,8 @@ static int task_clock(struct procfs_taskcache *c, struct tcent *e, uint64_t *ns)
 		e->clock = -1;
 		return -ESRCH;
 	}
-	*ns = v;
+	out->ran_ns = v;
+	out->from_clock = 1;
 	return 0;
 }
 
@@ -611,12 +666,11 @@ int procfs_task_counters(struct procfs_taskcache *c, int taskdir, pid_t pid, pid
 	task_dirpath(dirpath, sizeof(dirpath), taskdir, pid, tid);
 	struct tcent *e = tc_entry(c, tid);
 	memset(out, 0, sizeof(*out));
-	if (src == PROCFS_CNT_CLOCK && e && !c->clock_refused) {
-		int r = task_clock(c, e, &out->ran_ns);
-		if (r == 0) {
-			out->from_clock = 1;
+	if ((src == PROCFS_CNT_CLOCK || src == PROCFS_CNT_TASKCLOCK) && e &&
+	    (!c->clock_refused || e->ring)) {
+		int r = task_clock(c, e, out, src == PROCFS_CNT_CLOCK);
+		if (r == 0)
 			return 0;
-		}
 		/* A thread gone, or the kernel said no: schedstat says
 		 * which. */
 	}

@@ -103,6 +103,11 @@ struct sd_counters {
 	uint64_t switches; /* schedstat: times scheduled in; else vol + nonvol */
 	int from_status;   /* read from status (no schedstat) */
 	int from_clock;    /* read from the task clock event */
+	int from_ring;     /* switches is the head of the thread's ring of
+			    * context-switch records: equal readings mean
+			    * it was not scheduled in or out in between (not
+			    * a time: the thread must be seen off CPU after
+			    * the first reading) */
 };
 
 /* Where procfs_task_counters reads from. */
@@ -110,9 +115,12 @@ enum procfs_counter_src {
 	PROCFS_CNT_SCHEDSTAT = 0, /* schedstat, else status */
 	PROCFS_CNT_STATUS,        /* status even where schedstat exists (what a
 				   * kernel without it gets) */
-	PROCFS_CNT_CLOCK,         /* the task clock (a read of an open perf
-				   * counter: a third of a schedstat read), else
-				   * schedstat; needs a cache to keep it in */
+	PROCFS_CNT_CLOCK,         /* the head of a ring of context-switch
+				   * records (a load, no system call), else the
+				   * task clock (a read of an open perf counter:
+				   * a third of a schedstat read), else
+				   * schedstat; needs a cache to keep them in */
+	PROCFS_CNT_TASKCLOCK,     /* the task clock, else schedstat */
 };
 
 /* Read the counters of TID through cache C (NULL: uncached) relative to

@@ -98,7 +98,8 @@ size_t snap_thread_index(struct snapctx *cx, pid_t tid, int add)
 static int counters_same(const struct sd_counters *a, const struct sd_counters *b)
 {
 	return a->from_status == b->from_status && a->from_clock == b->from_clock &&
-	       a->switches == b->switches && a->ran_ns == b->ran_ns;
+	       a->from_ring == b->from_ring && a->switches == b->switches &&
+	       a->ran_ns == b->ran_ns;
 }
 
 /* The scheduler counters of TID, from the snapshot's source; the first
@@ -107,7 +108,8 @@ static int read_counters(struct snapctx *cx, pid_t tid, struct sd_counters *c)
 {
 	int r = procfs_task_counters(cx->tc, cx->taskdir, cx->t->pid, tid, cx->counters, c);
 	if (r == 0 && !cx->s->proof)
-		cx->s->proof = c->from_clock    ? "the task clock"
+		cx->s->proof = c->from_ring     ? "context-switch records"
+			       : c->from_clock  ? "the task clock"
 			       : c->from_status ? "context switches"
 						: "schedstat";
 	return r;
@@ -220,9 +222,9 @@ static void capture_on_stop(struct sd_tracee *tr, void *arg)
 		int ok = 0;
 		if (capture_regs(&tmp, &cx->t->space.maps, cx->o->max_stack) == 0 &&
 		    read_counters(cx, th->tid, &c) == 0) {
-			/* (A task clock cannot tell the stop's own
-			 * run from the thread's: read again.) */
-			ok = !c.from_clock && c.from_status == tp->c1.from_status &&
+			/* (A task clock or a ring's head cannot tell the
+			 * stop's own run from the thread's: read again.) */
+			ok = !c.from_clock && !c.from_ring && c.from_status == tp->c1.from_status &&
 			     c.switches == tp->c1.switches + 1 && tmp.regs.rsp == th->regs.rsp &&
 			     tmp.regs.rip == th->regs.rip && tmp.regs.orig_rax == th->regs.orig_rax;
 		}

@@ -512,12 +512,14 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 
 	struct snapctx cx = {.t = t, .o = o, .s = s, .taskdir = -1, .pick = {o, t->pid}};
 	cx.auto_mode = !o->per_thread && o->capture != SD_CAPMODE_FREEZE;
-	/* Samples prove their sleepers with the task clock (a third of the
-	 * cost of schedstat, read for every thread at every tick). */
+	/* Samples prove their sleepers with context-switch records or the
+	 * task clock (read for every thread at every tick: a load, or a
+	 * third of the cost of schedstat). */
 	cx.counters = o->capture == SD_CAPMODE_CTXSW	 ? PROCFS_CNT_STATUS
 		      : o->capture == SD_CAPMODE_SCHEDSTAT ? PROCFS_CNT_SCHEDSTAT
-		      : o->light_discover >= 2		 ? PROCFS_CNT_CLOCK
-							 : PROCFS_CNT_SCHEDSTAT;
+		      : o->light_discover < 2		 ? PROCFS_CNT_SCHEDSTAT
+		      : o->capture == SD_CAPMODE_CLOCK	 ? PROCFS_CNT_TASKCLOCK
+							 : PROCFS_CNT_CLOCK;
 	if (!cx.auto_mode)
 		reuse_clear(t);
 

@@ -57,8 +57,11 @@ enum sd_capture_mode {
 			      * place of schedstat (what a kernel without
 			      * schedstat gets) */
 	SD_CAPMODE_SCHEDSTAT, /* as AUTO, samples proven by schedstat in place
-			       * of the task clock (what a host that refuses
-			       * perf events gets) */
+			       * of context-switch records (what a host that
+			       * refuses perf events gets) */
+	SD_CAPMODE_CLOCK,     /* as AUTO, samples proven by the task clock
+			       * (what a host that refuses the records' ring
+			       * gets, e.g. past perf_event_mlock_kb) */
 };
 
 /* The longest a snapshot waits for a running thread to stop, once it has

@@ -171,12 +171,14 @@ def test_profile_reuses_and_stays_true():
 
 
 def test_profile_sees_a_sleeper_move():
-    # Samples prove a sleeper unchanged by its task clock (schedstat where
-    # perf events are refused): fx-wake-nofp's flip sleeps in wait_first, is
-    # woken mid-profile and sleeps on in wait_second. A proof that missed
-    # the wake would count the stale wait_first stack for ever.
-    for env, proof in ((None, "the task clock"), ({"STACKDUMP_CAPTURE": "schedstat"},
-                                                  "schedstat")):
+    # Samples prove a sleeper unchanged by its ring of context-switch
+    # records (the task clock where the ring is refused, schedstat where
+    # perf events are): fx-wake-nofp's flip sleeps in wait_first, is woken
+    # mid-profile and sleeps on in wait_second. A proof that missed the
+    # wake would count the stale wait_first stack for ever.
+    for env, proof in ((None, "context-switch records"),
+                       ({"STACKDUMP_CAPTURE": "clock"}, "the task clock"),
+                       ({"STACKDUMP_CAPTURE": "schedstat"}, "schedstat")):
         with tempfile.TemporaryDirectory() as d:
             wake, ack = os.path.join(d, "wake"), os.path.join(d, "ack")
             os.mkfifo(wake)
