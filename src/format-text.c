@@ -31,7 +31,29 @@ static const char *base(const char *p)
 void format_text_frame(struct strbuf *out, size_t idx, const struct sd_frame *f,
 		       const struct sd_render_opts *o)
 {
-	strbuf_addf(out, "  #%-3zu 0x%016" PRIx64 " ", idx, f->pc);
+	/* "  #%-3zu 0x%016lx ", written by hand: a dump of a thousand
+	 * threads has tens of thousands of these lines. */
+	char pre[48], *w = pre;
+	*w++ = ' ';
+	*w++ = ' ';
+	*w++ = '#';
+	char num[24];
+	int nd = 0;
+	do {
+		num[nd++] = (char)('0' + idx % 10);
+		idx /= 10;
+	} while (idx);
+	for (int k = nd; k-- > 0;)
+		*w++ = num[k];
+	for (int k = nd; k < 3; k++)
+		*w++ = ' ';
+	*w++ = ' ';
+	*w++ = '0';
+	*w++ = 'x';
+	for (int sh = 60; sh >= 0; sh -= 4)
+		*w++ = "0123456789abcdef"[(f->pc >> sh) & 0xf];
+	*w++ = ' ';
+	strbuf_add(out, pre, (size_t)(w - pre));
 	if (f->flags & SD_FRAME_INLINED)
 		strbuf_adds(out, "[inlined] ");
 	/* The program's own frames stand out from the libraries' ones: that
@@ -61,8 +83,15 @@ void format_text_frame(struct strbuf *out, size_t idx, const struct sd_frame *f,
 	if (f->file && !(o && o->no_source)) {
 		strbuf_adds(out, " at ");
 		strbuf_add_escaped(out, base(f->file));
-		if (f->line)
+		if (f->line > 0) {
+			char ln[16], *e = ln + sizeof(ln), *b = e;
+			for (unsigned v = (unsigned)f->line; v; v /= 10)
+				*--b = (char)('0' + v % 10);
+			*--b = ':';
+			strbuf_add(out, b, (size_t)(e - b));
+		} else if (f->line) {
 			strbuf_addf(out, ":%d", f->line);
+		}
 	}
 	if (f->flags & SD_FRAME_SIGNAL)
 		strbuf_adds(out, " <signal handler called>");

@@ -14,6 +14,7 @@
 #include "capture.h"
 #include "ptrace.h"
 #include "snapctx.h"
+#include "symbols.h"
 #include "unwind.h"
 
 int snap_thread_wanted(pid_t tid, void *arg)
@@ -186,6 +187,9 @@ void snap_plan_thread(struct snapctx *cx, size_t i)
 	if (tp->sc.running || !tp->sc.sp || !tp->sc.pc)
 		return;
 	tp->plan = PLAN_ASLEEP;
+	/* Its leaf's debug info is read meanwhile on another CPU. */
+	if (!cx->o->no_symbols)
+		symbols_prefetch(t->sym, tp->sc.pc);
 }
 
 /* The threads not to seize: planned otherwise, and the user's selection. */

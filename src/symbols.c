@@ -8,6 +8,8 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +85,18 @@ struct sd_symbols {
 	struct hashmap cache; /* of struct symcache_slot */
 	uint64_t lookups, hits;
 	unsigned synced_generation;
+	/* Modules whose index a second thread builds (symbols_prefetch):
+	 * while it runs, it alone touches the session. */
+	struct {
+		pthread_t thread;
+		int running;
+		pthread_mutex_t mu;
+		pthread_cond_t cv;
+		Dwfl_Module **q;
+		size_t nq, cap, next;
+		int closed;
+		void *last; /* the module queued last, checked without the lock */
+	} pf;
 };
 
 static char *debuginfo_path;
@@ -158,6 +172,8 @@ struct sd_symbols *symbols_new(struct sd_space *sp)
 	hashmap_init(&s->cache, sizeof(struct symcache_slot));
 	hashmap_reserve(&s->cache, 512);
 	s->synced_generation = ~0u;
+	pthread_mutex_init(&s->pf.mu, NULL);
+	pthread_cond_init(&s->pf.cv, NULL);
 	return s;
 }
 
@@ -165,6 +181,10 @@ void symbols_free(struct sd_symbols *s)
 {
 	if (!s)
 		return;
+	symbols_settle(s);
+	free(s->pf.q);
+	pthread_mutex_destroy(&s->pf.mu);
+	pthread_cond_destroy(&s->pf.cv);
 	size_t pos = 0;
 	for (struct symcache_slot *c; (c = hashmap_next(&s->cache, &pos));)
 		free(c->v);
@@ -184,12 +204,14 @@ void symbols_free(struct sd_symbols *s)
 
 void symbols_stats(const struct sd_symbols *s, uint64_t *lookups, uint64_t *hits)
 {
+	symbols_settle((struct sd_symbols *)s);
 	*lookups = s ? s->lookups : 0;
 	*hits = s ? s->hits : 0;
 }
 
 void symbols_sync(struct sd_symbols *s)
 {
+	symbols_settle(s);
 	struct sd_space *t = s->space;
 	if (!s->dwfl || s->synced_generation == t->generation)
 		return;
@@ -423,6 +445,83 @@ static struct modindex *module_index(struct sd_symbols *s, Dwfl_Module *dm)
 	return x;
 }
 
+/* ---- prefetch ---- */
+
+static void *prefetch_main(void *arg)
+{
+	struct sd_symbols *s = arg;
+	for (;;) {
+		pthread_mutex_lock(&s->pf.mu);
+		while (s->pf.next == s->pf.nq && !s->pf.closed)
+			pthread_cond_wait(&s->pf.cv, &s->pf.mu);
+		if (s->pf.next == s->pf.nq) {
+			pthread_mutex_unlock(&s->pf.mu);
+			return NULL;
+		}
+		Dwfl_Module *dm = s->pf.q[s->pf.next++];
+		pthread_mutex_unlock(&s->pf.mu);
+		module_index(s, dm);
+	}
+}
+
+static int cpus_online(void)
+{
+	static long n;
+	if (!n)
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 1;
+}
+
+void symbols_prefetch(struct sd_symbols *s, uint64_t pc)
+{
+	if (!s || !s->dwfl || s->synced_generation != s->space->generation || !cpus_online())
+		return;
+	struct sd_tmod *m = space_module_at(s->space, pc);
+	if (!m || !m->dwmod || m->dwmod == s->pf.last)
+		return;
+	s->pf.last = m->dwmod;
+	/* Read already (the index is the main thread's while none runs). */
+	for (size_t i = 0; !s->pf.running && i < s->nmi; i++)
+		if (s->mi[i].dm == m->dwmod)
+			return;
+	pthread_mutex_lock(&s->pf.mu);
+	int queued = 0;
+	for (size_t i = 0; i < s->pf.nq && !queued; i++)
+		queued = s->pf.q[i] == m->dwmod;
+	if (!queued) {
+		sd_grow(&s->pf.q, &s->pf.cap, s->pf.nq + 1, sizeof(*s->pf.q));
+		s->pf.q[s->pf.nq++] = m->dwmod;
+		pthread_cond_signal(&s->pf.cv);
+	}
+	pthread_mutex_unlock(&s->pf.mu);
+	if (!queued && !s->pf.running) {
+		/* Without a thread (the system refused one) the module is
+		 * read when first looked up, as without a prefetch. */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old); /* signals stay ours */
+		s->pf.running = pthread_create(&s->pf.thread, NULL, prefetch_main, s) == 0;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (!s->pf.running)
+			s->pf.nq = s->pf.next = 0;
+	}
+}
+
+void symbols_settle(struct sd_symbols *s)
+{
+	if (!s || !s->pf.running)
+		return;
+	pthread_mutex_lock(&s->pf.mu);
+	s->pf.closed = 1;
+	pthread_cond_signal(&s->pf.cv);
+	pthread_mutex_unlock(&s->pf.mu);
+	pthread_join(s->pf.thread, NULL);
+	s->pf.running = 0;
+	s->pf.closed = 0;
+	s->pf.nq = s->pf.next = 0;
+	s->pf.last = NULL;
+}
+
 /* The name and offset of the function symbol holding ADDR in DM. */
 static const char *symbol_name(struct sd_symbols *s, Dwfl_Module *dm, uint64_t addr,
 			       GElf_Off *off)
@@ -654,6 +753,7 @@ static void end_at_stack_root(struct sd_thread *th)
 void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_thread *th,
 		    int no_inline, int no_source)
 {
+	symbols_settle(s);
 	struct sd_space *t = s->space;
 	struct sd_frame *raw = th->frames;
 	size_t nraw = th->nframes;
@@ -746,6 +846,7 @@ void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_th
 const char *symbols_data(struct sd_symbols *s, struct sd_snapshot *snap, uint64_t addr,
 			 uint64_t *off)
 {
+	symbols_settle(s);
 	if (!s->dwfl)
 		return NULL;
 	Dwfl_Module *dm = dwfl_addrmodule(s->dwfl, addr);

@@ -31,6 +31,16 @@ const char *symbols_data(struct sd_symbols *s, struct sd_snapshot *snap, uint64_
 			 uint64_t *off);
 
 
+/* Start reading the debug info of the module holding PC (a stack's
+ * leaf, a frame) on a second CPU while the snapshot goes on: a large
+ * compressed debug file takes tens of ms to inflate. Until the other
+ * symbols_* calls (which wait for it), only this may be called. Nothing
+ * happens on a single CPU, or when the module is being read already. */
+void symbols_prefetch(struct sd_symbols *s, uint64_t pc);
+/* Wait for the reads symbols_prefetch started (before the target's maps
+ * change: they read its modules). */
+void symbols_settle(struct sd_symbols *s);
+
 /* Cache statistics, for -v. */
 void symbols_stats(const struct sd_symbols *s, uint64_t *lookups, uint64_t *hits);
 

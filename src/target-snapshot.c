@@ -366,6 +366,8 @@ static int unwind_stage(struct snapctx *cx, int maps_fresh, uint64_t misses,
 		if (th->kind == SD_CAPTURE_REUSED || th->kind == SD_CAPTURE_KERNEL)
 			continue;
 		unwind_thread(t->unw, s, th, cx->o->max_frames);
+		for (size_t k = 0; k < th->nframes && !cx->o->no_symbols; k++)
+			symbols_prefetch(t->sym, th->frames[k].pc);
 	}
 	if (!maps_fresh && t->space.maps_misses != misses) {
 		if (target_refresh(t, err) < 0)

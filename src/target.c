@@ -385,6 +385,7 @@ static void build_modules(struct sd_target *t)
 
 int target_refresh(struct sd_target *t, struct sd_error *err)
 {
+	symbols_settle(t->sym); /* its reads use the modules about to change */
 	t->maps_ns = sd_now_ns();
 	char path[64], *text;
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)t->pid);

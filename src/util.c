@@ -136,14 +136,22 @@ void strbuf_adds(struct strbuf *sb, const char *s)
 
 void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap)
 {
+	/* Formatted once into the room there is; a second time only when it
+	 * did not fit (most lines fit: the buffer grows by doubling). */
+	strbuf_reserve(sb, 64);
 	va_list cp;
 	va_copy(cp, ap);
-	int n = vsnprintf(NULL, 0, fmt, cp);
+	size_t room = sb->cap - sb->len;
+	int n = vsnprintf(sb->buf + sb->len, room, fmt, cp);
 	va_end(cp);
-	if (n < 0)
+	if (n < 0) {
+		sb->buf[sb->len] = '\0';
 		return;
-	strbuf_reserve(sb, (size_t)n);
-	vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap);
+	}
+	if ((size_t)n >= room) {
+		strbuf_reserve(sb, (size_t)n);
+		vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap);
+	}
 	sb->len += (size_t)n;
 }
 
@@ -200,6 +208,15 @@ void strbuf_add_escapedn(struct strbuf *sb, const char *s, size_t n)
 {
 	const unsigned char *p = (const unsigned char *)s, *end = p + n;
 	while (p < end) {
+		/* A run of printable ASCII goes in at once. */
+		const unsigned char *q = p;
+		while (q < end && *q >= 0x20 && *q < 0x7f && *q != '\\')
+			q++;
+		if (q > p) {
+			strbuf_add(sb, (const char *)p, (size_t)(q - p));
+			p = q;
+			continue;
+		}
 		unsigned char c = *p;
 		if (c == '\\')
 			strbuf_adds(sb, "\\\\");
