@@ -126,7 +126,7 @@ static int make_room(const char *dir, uint64_t need)
 		    !S_ISREG(st.st_mode))
 			continue;
 		sd_grow(&v, &cap, n + 1, sizeof(*v));
-		snprintf(v[n].name, sizeof(v[n].name), "%s", de->d_name);
+		memcpy(v[n].name, de->d_name, l + 1); /* l < sizeof(name): checked */
 		v[n].size = (uint64_t)st.st_size;
 		v[n].used = st.st_mtime;
 		total += v[n].size;
