@@ -79,6 +79,8 @@ struct sd_perf {
 	struct pthr *v;	   /* sorted by tid */
 	size_t n, cap;
 	int epfd; /* every task-clock event, for "a ring is filling" */
+	uint8_t **pool; /* spare sample stack buffers (o.stack_copy bytes) */
+	size_t npool, poolcap;
 	uint8_t *scratch; /* a record that wraps around the ring's end */
 	size_t scratch_cap;
 	uint64_t synced_ns; /* when the task list was last read */
@@ -90,7 +92,7 @@ struct pthr *perf_thr_find(struct sd_perf *p, pid_t tid);
 /* Rescan the task list (see perf.c); 0, or -1 with ERR set. */
 int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *err);
 /* Move TH's queued samples up to time AT into its latest sample. */
-void perf_promote(struct pthr *th, uint64_t at);
+void perf_promote(struct sd_perf *p, struct pthr *th, uint64_t at);
 /* Take the newest switch sample of TH from its overwritten ring. */
 void perf_read_switch(struct sd_perf *p, struct pthr *th);
 

@@ -235,7 +235,7 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 		at_ns = UINT64_MAX;
 	for (size_t i = 0; i < p->n; i++) {
 		perf_read_switch(p, &p->v[i]);
-		perf_promote(&p->v[i], at_ns);
+		perf_promote(p, &p->v[i], at_ns);
 	}
 	int maps_fresh = 0;
 	if (!p->t->space.maps.n || t0 - p->t->maps_ns > 1000000000ull) {

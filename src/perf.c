@@ -129,6 +129,26 @@ static uint64_t thr_lost(const struct sd_perf *p, const struct pthr *th)
 	return v[1];
 }
 
+/* A buffer for a sample's stack copy: from the spares, else new. Every
+ * sample of a busy thread is one: a malloc and free each, at 16 KiB,
+ * made the heap grow and shrink (page faults, zeroed pages). */
+static uint8_t *buf_get(struct sd_perf *p)
+{
+	return p->npool ? p->pool[--p->npool] : sd_xmalloc(p->o.stack_copy ? p->o.stack_copy : 1);
+}
+
+static void buf_put(struct sd_perf *p, uint8_t *b)
+{
+	if (!b)
+		return;
+	if (p->npool < 1024) {
+		sd_grow(&p->pool, &p->poolcap, p->npool + 1, sizeof(*p->pool));
+		p->pool[p->npool++] = b;
+	} else {
+		free(b);
+	}
+}
+
 static void thr_close(struct sd_perf *p, struct pthr *th)
 {
 	p->st.lost += thr_lost(p, th);
@@ -140,9 +160,9 @@ static void thr_close(struct sd_perf *p, struct pthr *th)
 		close(th->fd_sw);
 	if (th->fd >= 0)
 		close(th->fd);
-	free(th->stack);
+	buf_put(p, th->stack);
 	for (size_t i = 0; i < th->npend; i++)
-		free(th->pend[i].stack);
+		buf_put(p, th->pend[i].stack);
 	free(th->pend);
 	free(th->frames);
 	free(th->unwind_stop);
@@ -328,13 +348,13 @@ static void set_regs(struct user_regs_struct *r, const uint64_t *v)
 }
 
 /* Make sample E (taken from the queue) TH's latest, when it is newer. */
-static void make_latest(struct pthr *th, struct psample *e)
+static void make_latest(struct sd_perf *p, struct pthr *th, struct psample *e)
 {
 	if (e->time < th->time) {
-		free(e->stack);
+		buf_put(p, e->stack);
 		return;
 	}
-	free(th->stack);
+	buf_put(p, th->stack);
 	th->stack = e->stack;
 	th->stack_len = th->stack_cap = e->stack_len;
 	th->regs = e->regs;
@@ -346,13 +366,13 @@ static void make_latest(struct pthr *th, struct psample *e)
 /* Move TH's queued samples up to time AT into its latest. A thread that
  * had its events at AT but no sample yet then (asleep since before they
  * were opened) takes its earliest. */
-void perf_promote(struct pthr *th, uint64_t at)
+void perf_promote(struct sd_perf *p, struct pthr *th, uint64_t at)
 {
 	size_t k = 0;
 	while (k < th->npend && th->pend[k].time <= at)
-		make_latest(th, &th->pend[k++]);
+		make_latest(p, th, &th->pend[k++]);
 	if (!k && th->kind == LATEST_NONE && th->npend && th->opened_ns <= at)
-		make_latest(th, &th->pend[k++]);
+		make_latest(p, th, &th->pend[k++]);
 	if (!k)
 		return;
 	memmove(th->pend, th->pend + k, (th->npend - k) * sizeof(*th->pend));
@@ -360,13 +380,13 @@ void perf_promote(struct pthr *th, uint64_t at)
 }
 
 /* Queue a sample of TH in time order; a full queue gives its oldest up. */
-static void queue_sample(struct pthr *th, int kind, uint64_t tm, const uint64_t *regs,
-			 const uint8_t *stack, size_t len)
+static void queue_sample(struct sd_perf *p, struct pthr *th, int kind, uint64_t tm,
+			 const uint64_t *regs, const uint8_t *stack, size_t len)
 {
 	if (!th->pend)
 		th->pend = sd_xcalloc(PENDING_MAX, sizeof(*th->pend));
 	if (th->npend == PENDING_MAX) {
-		make_latest(th, &th->pend[0]);
+		make_latest(p, th, &th->pend[0]);
 		memmove(th->pend, th->pend + 1, (PENDING_MAX - 1) * sizeof(*th->pend));
 		th->npend--;
 	}
@@ -381,7 +401,9 @@ static void queue_sample(struct pthr *th, int kind, uint64_t tm, const uint64_t 
 	set_regs(&e->regs, reg);
 	e->kind = kind;
 	e->time = tm;
-	e->stack = sd_xmalloc(len ? len : 1);
+	if (len > p->o.stack_copy)
+		len = p->o.stack_copy; /* the kernel copies no more than asked */
+	e->stack = buf_get(p);
 	if (len)
 		memcpy(e->stack, stack, len);
 	e->stack_len = len;
@@ -431,7 +453,7 @@ static uint64_t take_sample(struct sd_perf *p, struct pthr *th, const uint8_t *r
 	 * (exit); it says nothing of the user stack. */
 	if (!regs || tm < th->time)
 		return 0;
-	queue_sample(th, kind, tm, regs, stack, (size_t)dyn);
+	queue_sample(p, th, kind, tm, regs, stack, (size_t)dyn);
 	return tm;
 }
 
@@ -645,6 +667,9 @@ void perf_free(struct sd_perf *p)
 	for (size_t i = 0; i < p->n; i++)
 		thr_close(p, &p->v[i]);
 	free(p->v);
+	for (size_t i = 0; i < p->npool; i++)
+		free(p->pool[i]);
+	free(p->pool);
 	if (p->epfd >= 0)
 		close(p->epfd);
 	free(p->scratch);
