@@ -4,7 +4,8 @@
 # not give stops that thread once; samples reuse threads that did not run;
 # a thread in D is never interrupted and never left in a ptrace stop; a
 # thread that did not stop in time is detached when it does; a saturated
-# host; lock views and profiles equal to the all-frozen mode's.
+# host; lock views and profiles equal to the all-frozen mode's; a target whose
+# /proc/TID/syscall files cannot be read is frozen whole, said once.
 import contextlib
 import json
 import os
@@ -109,6 +110,53 @@ def test_context_switch_counts_without_schedstat():
     with start("fx-idlepool-nofp", 30, 1, parked=30) as fx:
         doc = dump_json(fx.pid, env={"STACKDUMP_CAPTURE": "ctxsw"})
         check_pool(doc, 30, 1)
+
+
+def hidden_syscall_files(pid, *args):
+    # /proc/PID/task/TID/syscall unreadable, as under hidepid or another
+    # user's process: in a mount namespace of its own, each thread's file
+    # has /dev/null bound over it (it reads empty), the target untouched.
+    script = ('for f in /proc/%d/task/*/syscall; do mount --bind /dev/null "$f" || exit 99; '
+              'done; exec "$@"') % pid
+    cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh",
+           sdtest.binary()] + [str(a) for a in args]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=300)
+    ok(r.returncode != 99, "bind mount refused: %s" % r.stderr)
+    return r
+
+
+def test_syscall_file_unreadable_falls_back_to_freezing():
+    with start("fx-idlepool-nofp", 10, 1, parked=10) as fx:
+        r = hidden_syscall_files(fx.pid, "dump", "--format", "json", fx.pid)
+        eq(r.returncode, 0, r.stderr)
+        sdtest.assert_running(fx.pid)
+        doc = json.loads(r.stdout)
+        # Nothing read without a stop: every thread frozen, none lost,
+        # the stacks whole.
+        tm = doc["timings"]
+        eq(tm["frozen"], 12, "timings: %r" % tm)
+        eq(tm["asleep"] + tm["reused"], 0, "timings: %r" % tm)
+        g = by_name(doc)
+        sleepers = [t for n, ts in g.items() if n.startswith("sleeper-") for t in ts]
+        eq(len(sleepers), 10)
+        for t in sleepers:
+            eq(t["status"], "ok")
+            eq(names(t).count("pool_chain"), 21, "sleeper %d: %r" % (t["tid"], names(t)))
+        # -v says why, once.
+        r = hidden_syscall_files(fx.pid, "dump", "-v", fx.pid)
+        eq(r.returncode, 0, r.stderr)
+        eq((r.stdout + r.stderr).count("syscall unreadable"), 1, r.stdout[:2000] + r.stderr)
+        sdtest.assert_running(fx.pid)
+        # Samples too: every sleeper counted at every tick, all frozen.
+        r = hidden_syscall_files(fx.pid, "profile", "--engine", "ptrace", "--count", "5",
+                                 "--format", "json", "-q", fx.pid)
+        eq(r.returncode, 0, r.stderr)
+        prof = json.loads(r.stdout)
+        n = sum(th["count"] for st in prof["stacks"] for th in st["threads"]
+                if th["name"].startswith("sleeper-"))
+        eq(n, 50, "sleeper samples")
+        sdtest.assert_running(fx.pid)
 
 
 def test_all_frozen_mode_is_available():
