@@ -226,11 +226,16 @@ static void capture_on_stop(struct sd_tracee *tr, void *arg)
 		int ok = 0;
 		if (capture_regs(&tmp, &cx->t->space.maps, cx->o->max_stack) == 0 &&
 		    read_counters(cx, th->tid, &c) == 0) {
-			/* (A task clock or a ring's head cannot tell the
-			 * stop's own run from the thread's: read again.) */
-			ok = !c.from_clock && !c.from_ring && c.from_status == tp->c1.from_status &&
-			     c.switches == tp->c1.switches + 1 && tmp.regs.rsp == th->regs.rsp &&
-			     tmp.regs.rip == th->regs.rip && tmp.regs.orig_rax == th->regs.orig_rax;
+			/* A ring of switch records shows the stop as two
+			 * records (in, woken by the interrupt; out, into the
+			 * stop: 8 bytes each, written backwards). A task clock
+			 * cannot tell the stop's own run from the thread's:
+			 * read again. */
+			int one_stop = c.from_ring ? tp->c1.from_ring && tp->c1.switches - c.switches == 16
+					: !c.from_clock && c.from_status == tp->c1.from_status &&
+						  c.switches == tp->c1.switches + 1;
+			ok = one_stop && tmp.regs.rsp == th->regs.rsp && tmp.regs.rip == th->regs.rip &&
+			     tmp.regs.orig_rax == th->regs.orig_rax;
 		}
 		if (ok) {
 			th->regs = tmp.regs; /* the copy taken before is still exact */
