@@ -63,23 +63,7 @@ measure() {
 }
 
 # --- MariaDB, idle then under load ---------------------------------------------
-DB=$OUT/mariadb
-SOCK=$OUT/mysqld.sock
-bench_log "mariadb: a scratch data directory in $DB"
-mariadb-install-db --no-defaults --datadir="$DB" --user=root >"$OUT/install.log" 2>&1 ||
-	bench_die "mariadb-install-db failed (see $OUT/install.log)"
-bench_spawn "$OUT/mariadbd.out" "$OUT/mariadbd.err" mariadbd --no-defaults --datadir="$DB" \
-	--socket="$SOCK" --skip-networking --user=root --pid-file="$OUT/mariadbd.pid" \
-	--thread-handling=one-thread-per-connection
-MYSQLD=$BENCH_LAST_PID
-for _ in $(seq 300); do
-	mariadb-admin --no-defaults --socket="$SOCK" -uroot ping >/dev/null 2>&1 && break
-	kill -0 "$MYSQLD" 2>/dev/null || bench_die "mariadbd exited (see $OUT/mariadbd.err)"
-	sleep 0.2
-done
-mariadb --no-defaults --socket="$SOCK" -uroot -e 'create database sbtest'
-SB=(sysbench oltp_read_write --db-driver=mysql --mysql-socket="$SOCK" --mysql-user=root
-	--tables=4 --table-size=20000)
+bench_start_mariadb "$OUT" --thread-handling=one-thread-per-connection
 "${SB[@]}" prepare >"$OUT/sysbench-prepare.log" 2>&1 || bench_die "sysbench prepare failed"
 bench_log "mariadbd idle"
 measure mariadbd-idle "$MYSQLD"
@@ -88,23 +72,12 @@ SYSB=$BENCH_LAST_PID
 sleep 5
 bench_log "mariadbd under sysbench (32 connections)"
 measure mariadbd-load "$MYSQLD"
-kill "$SYSB" 2>/dev/null || true
+kill -- "-$SYSB" 2>/dev/null || true
+bench_forget "$SYSB"
 
 # --- a busy node ---------------------------------------------------------------
-cat >"$OUT/busy.js" <<'EOF'
-// Keeps node's JIT and its interpreter busy: parse, build, sort, hash.
-const crypto = require('crypto');
-function work(n) {
-	const a = [];
-	for (let i = 0; i < n; i++)
-		a.push({k: crypto.createHash('sha256').update(String(i * 7919)).digest('hex'), v: i});
-	a.sort((x, y) => (x.k < y.k ? -1 : 1));
-	return JSON.parse(JSON.stringify(a)).length;
-}
-console.log('ready ' + process.pid);
-(function loop() { work(2000); setImmediate(loop); })();
-EOF
-bench_start_target "$OUT/node.out" node "$OUT/busy.js"
+# The test suite's node fixture: JIT code hashing, sorting and parsing JSON.
+bench_start_target "$OUT/node.out" node "$(dirname "$0")/../tests/fixtures/fx-node.js"
 bench_log "node"
 measure node "$TARGET_PID"
 

@@ -56,12 +56,14 @@ bench_build() {
 # Kill every process group we started.  Called from the EXIT trap.
 bench_cleanup() {
 	local g
+	# A group gone already fails its kill: under set -e that must not end
+	# the cleanup before the others.
 	for g in "${BENCH_PGIDS[@]}"; do
-		kill -KILL -- "-$g" 2>/dev/null
-		kill -KILL "$g" 2>/dev/null
+		kill -KILL -- "-$g" 2>/dev/null || true
+		kill -KILL "$g" 2>/dev/null || true
 	done
 	for g in "${BENCH_PGIDS[@]}"; do
-		wait "$g" 2>/dev/null
+		wait "$g" 2>/dev/null || true
 	done
 	BENCH_PGIDS=()
 }
@@ -181,4 +183,29 @@ bench_work() {
 
 bench_have_stackdump() {
 	[[ -x $STACKDUMP ]]
+}
+
+# bench_start_mariadb DIR [MARIADBD OPTIONS...]: a scratch MariaDB in DIR
+# (data directory DIR/mariadb, socket DIR/mysqld.sock), up and answering,
+# with an empty database sbtest and the sysbench command line SB for it
+# (4 tables of 20000 rows). Sets MYSQLD (its pid), SOCK and SB.
+bench_start_mariadb() {
+	local dir=$1 i
+	shift
+	SOCK=$dir/mysqld.sock
+	bench_log "mariadb: installing a scratch data directory in $dir/mariadb"
+	mariadb-install-db --no-defaults --datadir="$dir/mariadb" --user=root >"$dir/install.log" 2>&1 ||
+		bench_die "mariadb-install-db failed (see $dir/install.log)"
+	bench_spawn "$dir/mariadbd.out" "$dir/mariadbd.err" mariadbd --no-defaults \
+		--datadir="$dir/mariadb" --socket="$SOCK" --skip-networking --user=root \
+		--pid-file="$dir/mariadbd.pid" "$@"
+	MYSQLD=$BENCH_LAST_PID
+	for ((i = 0; i < 600; i++)); do
+		mariadb-admin --no-defaults --socket="$SOCK" -uroot ping >/dev/null 2>&1 && break
+		kill -0 "$MYSQLD" 2>/dev/null || bench_die "mariadbd exited (see $dir/mariadbd.err)"
+		sleep 0.1
+	done
+	mariadb --no-defaults --socket="$SOCK" -uroot -e 'create database sbtest'
+	SB=(sysbench oltp_read_write --db-driver=mysql --mysql-socket="$SOCK" --mysql-user=root
+		--tables=4 --table-size=20000)
 }
