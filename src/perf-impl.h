@@ -58,6 +58,7 @@ struct pthr {
 
 	/* Derived from the latest sample, redone when gen moves on. */
 	uint64_t frames_gen; /* gen the frames below belong to (0: none) */
+	uint64_t token;      /* the frames' token (sd_thread.frames_token) */
 	struct sd_frame *frames;
 	size_t nframes;
 	char *unwind_stop;
@@ -84,6 +85,7 @@ struct sd_perf {
 	uint8_t *scratch; /* a record that wraps around the ring's end */
 	size_t scratch_cap;
 	uint64_t synced_ns; /* when the task list was last read */
+	uint64_t token_seq; /* the last frames token handed out */
 	struct sd_perf_stats st;
 };
 

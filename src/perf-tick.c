@@ -69,7 +69,7 @@ static void thr_state(struct sd_perf *p, struct pthr *th)
 
 /* TH keeps the frames (and where they stop) unwound into ST, as of its
  * current generation. */
-static void keep_frames(struct pthr *th, const struct sd_thread *st)
+static void keep_frames(struct sd_perf *p, struct pthr *th, const struct sd_thread *st)
 {
 	free(th->frames);
 	th->frames = sd_xmalloc((st->nframes ? st->nframes : 1) * sizeof(*th->frames));
@@ -78,6 +78,7 @@ static void keep_frames(struct pthr *th, const struct sd_thread *st)
 	th->nframes = st->nframes;
 	set_str(&th->unwind_stop, st->unwind_stop);
 	th->frames_gen = th->gen;
+	th->token = ++p->token_seq;
 }
 
 /* Unwind TH's latest sample through a thread of S, and keep the frames. */
@@ -134,7 +135,7 @@ static void thr_unwind(struct sd_perf *p, struct sd_snapshot *s, struct sd_threa
 	st->stack = NULL;
 	st->stack_len = 0;
 	st->stack_in_arena = 0;
-	keep_frames(th, st);
+	keep_frames(p, th, st);
 	p->st.unwinds++;
 }
 
@@ -177,7 +178,7 @@ static int seed(struct sd_perf *p, const struct sd_snap_opts *so, uint64_t *paus
 		th->time = now;
 		th->gen++;
 		th->regs = st->regs;
-		keep_frames(th, st);
+		keep_frames(p, th, st);
 		th->state_gen = th->gen;
 		th->state = st->state;
 		th->running = st->running;
@@ -278,6 +279,7 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 		for (size_t k = 0; k < th->nframes; k++)
 			*snapshot_add_frame(st) = th->frames[k];
 		st->unwind_stop = th->unwind_stop ? strpool_intern(s->pool, th->unwind_stop) : NULL;
+		st->frames_token = th->token;
 		/* Blocked in a call whose number could not be confirmed: the
 		 * registers would read as "on a CPU" to the classifier (no
 		 * call number in them), so it gets the state letter only and
@@ -310,6 +312,7 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 			st->nframes = 0;
 			for (size_t k = 0; k < th->nframes; k++)
 				*snapshot_add_frame(st) = th->frames[k];
+			st->frames_token = th->token;
 		}
 	}
 	uint64_t t2 = sd_now_ns();

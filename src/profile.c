@@ -29,6 +29,28 @@ struct rawslot {
 	int idle_frames; /* IDLE_* bits: the frames look like an idle wait */
 };
 
+/* A thread's last raw stack, found again without hashing its frames when
+ * the snapshot says they did not change (sd_thread.frames_token). */
+struct memoslot {
+	const struct sd_target *t;
+	pid_t tid;
+	uint64_t token, modsig;
+	ssize_t stack;
+	int idle_frames;
+};
+
+static int memo_eq(const void *entry, const void *key)
+{
+	const struct memoslot *m = entry, *k = key;
+	return m->t == k->t && m->tid == k->tid;
+}
+
+static uint64_t memo_hash(const struct sd_target *t, pid_t tid)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)t * 0x9e3779b97f4a7c15ull) ^ (uint64_t)(uint32_t)tid;
+	return h ? h : 1;
+}
+
 static int raw_eq(const void *entry, const void *key)
 {
 	const struct rawslot *r = entry, *k = key;
@@ -65,6 +87,7 @@ struct sd_profile *profile_new(const struct sd_profile_opts *o)
 	hashmap_init(&p->raw, sizeof(struct rawslot));
 	hashmap_reserve(&p->raw, 512);
 	hashmap_init(&p->index, sizeof(size_t));
+	hashmap_init(&p->memo, sizeof(struct memoslot));
 	return p;
 }
 
@@ -90,6 +113,7 @@ void profile_free(struct sd_profile *p)
 	for (struct rawslot *r; (r = hashmap_next(&p->raw, &pos));)
 		free(r->words);
 	hashmap_release(&p->raw);
+	hashmap_release(&p->memo);
 	free(p->sigs);
 	hashmap_release(&p->index);
 	strpool_free(p->pool);
@@ -485,10 +509,41 @@ static uint64_t modules_signature(struct sd_profile *p, const struct sd_target *
 	return h;
 }
 
+static ssize_t raw_find(struct sd_profile *p, struct sd_target *t, struct sd_snapshot *s,
+			const struct sd_thread *th, uint64_t sig, int *idle);
+
 static ssize_t raw_lookup(struct sd_profile *p, struct sd_target *t, struct sd_snapshot *s,
 			  const struct sd_thread *th, int *idle)
 {
 	uint64_t sig = modules_signature(p, t);
+	struct memoslot mk = {.t = t, .tid = th->tid};
+	uint64_t mh = memo_hash(t, th->tid);
+	if (th->frames_token) {
+		const struct memoslot *m = hashmap_find(&p->memo, mh, &mk, memo_eq);
+		if (m && m->token == th->frames_token && m->modsig == sig) {
+			p->raw_lookups++;
+			p->raw_hits++;
+			*idle = m->idle_frames;
+			return m->stack;
+		}
+	}
+	ssize_t idx = raw_find(p, t, s, th, sig, idle);
+	if (th->frames_token) {
+		int found;
+		struct memoslot *m = hashmap_put(&p->memo, mh, &mk, memo_eq, &found);
+		*m = mk;
+		m->token = th->frames_token;
+		m->modsig = sig;
+		m->stack = idx;
+		m->idle_frames = *idle;
+	}
+	return idx;
+}
+
+/* raw_lookup's search by the frames themselves. */
+static ssize_t raw_find(struct sd_profile *p, struct sd_target *t, struct sd_snapshot *s,
+			const struct sd_thread *th, uint64_t sig, int *idle)
+{
 	size_t n = th->nframes;
 	uint64_t *w = sd_xmalloc((n ? n : 1) * sizeof(*w));
 	for (size_t i = 0; i < n; i++)
@@ -784,6 +839,10 @@ void profile_sort(struct sd_profile *p)
 	for (struct rawslot *r; (r = hashmap_next(&p->raw, &pos));)
 		if (r->stack >= 0)
 			r->stack = map[r->stack];
+	pos = 0;
+	for (struct memoslot *m; (m = hashmap_next(&p->memo, &pos));)
+		if (m->stack >= 0)
+			m->stack = map[m->stack];
 	for (size_t i = 0; i < p->nlocks; i++)
 		for (size_t k = 0; k < p->locks[i].nholders; k++)
 			if (p->locks[i].holders[k].stack >= 0)

@@ -151,6 +151,8 @@ struct sd_profile {
 
 	/* caches: raw stacks seen before and their stack index */
 	struct hashmap raw;     /* of struct rawslot (profile.c) */
+	struct hashmap memo;    /* of struct memoslot: each thread's last raw
+				 * stack, by its frames token (profile.c) */
 	uint64_t raw_lookups, raw_hits;
 	struct sd_pmodsig *sigs;    /* per target: its modules' signature */
 	size_t nsigs, sigcap;

@@ -65,6 +65,7 @@ void reuse_apply(struct snapctx *cx, struct sd_thread *th, const struct sd_reuse
 		f->file = strpool_intern(s->pool, f->file);
 	}
 	th->unwind_stop = strpool_intern(s->pool, r->unwind_stop);
+	th->frames_token = r->token;
 	if (r->nlockmem) {
 		th->lockmem = sd_xmalloc(r->nlockmem * sizeof(*th->lockmem));
 		memcpy(th->lockmem, r->lockmem, r->nlockmem * sizeof(*th->lockmem));
@@ -121,6 +122,8 @@ void reuse_save(struct snapctx *cx)
 			r->nframes = th->nframes;
 		}
 		r->unwind_stop = strpool_intern(t->reuse_pool, th->unwind_stop);
+		/* The frames the next samples reuse are these: same token. */
+		r->token = th->frames_token = ++t->token_seq;
 		if (th->nlockmem) {
 			r->lockmem = sd_xmalloc(th->nlockmem * sizeof(*r->lockmem));
 			memcpy(r->lockmem, th->lockmem, th->nlockmem * sizeof(*r->lockmem));

@@ -57,6 +57,7 @@ struct sd_reuse {
 	const char *unwind_stop;
 	struct sd_lockmem *lockmem;
 	size_t nlockmem;
+	uint64_t token; /* the frames' token (sd_thread.frames_token) */
 };
 
 enum plan { PLAN_FREEZE = 0, PLAN_ASLEEP, PLAN_REUSE, PLAN_KERNEL };

@@ -168,6 +168,11 @@ struct sd_thread {
 	size_t nframes;
 	const char *unwind_stop; /* why unwinding ended early, or NULL */
 	unsigned live_reads;  /* stack words read after the thaw (outside the copy) */
+	uint64_t frames_token; /* nonzero: the raw frames are those of every
+				* thread of this target with the same tid and
+				* token (a sample reused, a perf sample
+				* unchanged): a profile need not look them
+				* up again */
 
 	/* analyze */
 	struct sd_wait wait;

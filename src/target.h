@@ -43,6 +43,7 @@ struct sd_target {
 	struct sd_reuse *reuse;
 	size_t nreuse, reuse_cap;
 	struct strpool *reuse_pool; /* strings of the reused frames */
+	uint64_t token_seq;         /* the last frames token handed out */
 	pid_t *last_tids;         /* the last listing of task/ (samples) */
 	size_t nlast_tids;
 	uint64_t tids_ns;         /* when it was read */
