@@ -159,6 +159,11 @@ static int seed(struct sd_perf *p, const struct sd_snap_opts *so, uint64_t *paus
 	o.name_glob = NULL;
 	o.no_symbols = 1;
 	o.keep_capture = 0;
+	/* Once per thread: schedstat proves its sleepers (a ring of switch
+	 * records, opened per thread, pays only over many samples), and
+	 * nothing is kept for reuse. */
+	o.capture = SD_CAPMODE_SCHEDSTAT;
+	o.reuse = 0;
 	uint64_t now = sd_now_ns();
 	struct sd_error e = {0};
 	struct sd_snapshot *s = target_snapshot(p->t, &o, &e);
