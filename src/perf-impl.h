@@ -9,10 +9,10 @@
 #include <stdint.h>
 #include <sys/user.h>
 
-/* x86_64 user registers asked of the kernel: ax..ss (0-11) and r8-r15
- * (16-23). ds, es, fs and gs (12-15) are refused on 64-bit kernels. */
-#define REGS_MASK (((1ull << 12) - 1) | (0xffull << 16))
-#define NREGS 20
+#include "perf-regs.h"
+
+#define REGS_MASK PERF_REGS_MASK
+#define NREGS PERF_NREGS
 #define DEFAULT_STACK_COPY (16u << 10)
 #define SAMPLE_TYPE                                                                                \
 	(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_REGS_USER |     \

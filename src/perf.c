@@ -320,33 +320,6 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 
 /* ---- draining ---- */
 
-static void set_regs(struct user_regs_struct *r, const uint64_t *v)
-{
-	memset(r, 0, sizeof(*r));
-	r->rax = v[0];
-	r->rbx = v[1];
-	r->rcx = v[2];
-	r->rdx = v[3];
-	r->rsi = v[4];
-	r->rdi = v[5];
-	r->rbp = v[6];
-	r->rsp = v[7];
-	r->rip = v[8];
-	r->eflags = v[9];
-	r->cs = v[10];
-	r->ss = v[11];
-	r->r8 = v[12];
-	r->r9 = v[13];
-	r->r10 = v[14];
-	r->r11 = v[15];
-	r->r12 = v[16];
-	r->r13 = v[17];
-	r->r14 = v[18];
-	r->r15 = v[19];
-	/* The system call number is not among the sampled registers. */
-	r->orig_rax = (unsigned long long)-1;
-}
-
 /* Make sample E (taken from the queue) TH's latest, when it is newer. */
 static void make_latest(struct sd_perf *p, struct pthr *th, struct psample *e)
 {
@@ -398,7 +371,7 @@ static void queue_sample(struct sd_perf *p, struct pthr *th, int kind, uint64_t 
 	struct psample *e = &th->pend[at];
 	uint64_t reg[NREGS];
 	memcpy(reg, regs, sizeof(reg));
-	set_regs(&e->regs, reg);
+	perf_regs_set(&e->regs, reg);
 	e->kind = kind;
 	e->time = tm;
 	if (len > p->o.stack_copy)

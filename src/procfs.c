@@ -3,6 +3,8 @@
 // the process's memory map and who already traces it. Nothing is stopped.
 #include "procfs.h"
 
+#include "perf-regs.h"
+
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -582,18 +584,25 @@ static void task_dirpath(char *dirpath, size_t size, int taskdir, pid_t pid, pid
 		snprintf(dirpath, size, "%d/", (int)tid);
 }
 
-/* A ring of E's thread's context-switch records (PERF_RECORD_SWITCH,
- * 8 bytes each, nothing sampled), written backwards over itself: every
- * time the thread is scheduled in or out its data_head moves, and reading
- * it is one load, no system call. Returns 0, -ESRCH for a thread gone, or
- * another negative errno (refused: the task clock takes its place). */
+/* A ring of E's thread's context switches, written backwards over
+ * itself: a PERF_RECORD_SWITCH (8 bytes) each time the thread is
+ * scheduled in or out, and at each switch out, before its record, a
+ * sample of its user registers (those it entered the kernel with: for a
+ * thread going to sleep in a system call, the ones it sleeps with). Every
+ * switch moves data_head, and reading it is one load, no system call.
+ * Returns 0, -ESRCH for a thread gone, or another negative errno (refused:
+ * the task clock takes its place). */
 static int switch_ring(struct procfs_taskcache *c, struct tcent *e)
 {
 	struct perf_event_attr a;
 	memset(&a, 0, sizeof(a));
 	a.size = sizeof(a);
 	a.type = PERF_TYPE_SOFTWARE;
-	a.config = PERF_COUNT_SW_DUMMY;
+	a.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+	a.sample_period = 1;
+	a.sample_type = PERF_SAMPLE_REGS_USER;
+	a.sample_regs_user = PERF_REGS_MASK;
+	a.exclude_hv = 1;
 	a.context_switch = 1;
 	a.write_backward = 1; /* overwritten: never full, the head always moves */
 	int fd = (int)syscall(SYS_perf_event_open, &a, e->tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
@@ -657,6 +666,60 @@ static int task_clock(struct procfs_taskcache *c, struct tcent *e, struct sd_cou
 	out->ran_ns = v;
 	out->from_clock = 1;
 	return 0;
+}
+
+/* Copy LEN bytes at offset OFF (any, taken modulo SIZE) of a ring's data
+ * of SIZE bytes. */
+static void ring_bytes(void *dst, const uint8_t *data, uint64_t size, uint64_t off, size_t len)
+{
+	off %= size;
+	size_t first = off + len > size ? (size_t)(size - off) : len;
+	memcpy(dst, data + off, first);
+	if (first < len)
+		memcpy((uint8_t *)dst + first, data, len - first);
+}
+
+int procfs_task_switch_regs(struct procfs_taskcache *c, pid_t tid, uint64_t head,
+			    struct user_regs_struct *regs)
+{
+	struct tcent key = {.tid = tid};
+	struct tcent *e = c && c->n ? bsearch(&key, c->v, c->n, sizeof(key), cmp_tcent) : NULL;
+	if (!e || !e->ring)
+		return -ENODATA;
+	const struct perf_event_mmap_page *mp = e->ring;
+	const uint8_t *data = (const uint8_t *)e->ring + c->page;
+	uint64_t size = c->page;
+	uint64_t h1 = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+	if (h1 != head)
+		return -EAGAIN; /* scheduled since that reading */
+	/* Newest first: the switch out's record, then its sample. A switch
+	 * in met before a sample: the thread ran after its last one. */
+	for (uint64_t off = 0; off + sizeof(struct perf_event_header) <= size;) {
+		struct perf_event_header h;
+		ring_bytes(&h, data, size, h1 + off, sizeof(h));
+		if (h.size < sizeof(h) || off + h.size > size)
+			break;
+		if (h.type == PERF_RECORD_SWITCH) {
+			if (!(h.misc & PERF_RECORD_MISC_SWITCH_OUT))
+				break;
+			off += h.size;
+			continue;
+		}
+		if (h.type != PERF_RECORD_SAMPLE ||
+		    h.size != sizeof(h) + 8 + PERF_NREGS * 8)
+			break;
+		uint64_t abi, v[PERF_NREGS];
+		ring_bytes(&abi, data, size, h1 + off + sizeof(h), 8);
+		ring_bytes(v, data, size, h1 + off + sizeof(h) + 8, sizeof(v));
+		/* Still there, not overwritten while copied? */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE) != h1 ||
+		    abi != PERF_SAMPLE_REGS_ABI_64)
+			break;
+		perf_regs_set(regs, v);
+		return 0;
+	}
+	return -ENODATA;
 }
 
 int procfs_task_counters(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,

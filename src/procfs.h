@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/user.h>
 
 #include "util.h"
 
@@ -110,6 +111,10 @@ struct sd_counters {
 			    * the first reading) */
 };
 
+/* Bytes one scheduling of a thread (in, then out) writes to its ring of
+ * switch records: a switch in, a sample of its registers, a switch out. */
+#define PROCFS_RING_CYCLE (8 + (8 + 8 + 20 * 8) + 8)
+
 /* Where procfs_task_counters reads from. */
 enum procfs_counter_src {
 	PROCFS_CNT_SCHEDSTAT = 0, /* schedstat, else status */
@@ -129,6 +134,15 @@ enum procfs_counter_src {
  * a negative errno (the thread exited, or nothing is readable). */
 int procfs_task_counters(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,
 			 enum procfs_counter_src src, struct sd_counters *out);
+/* The user registers TID went to sleep with, from its ring of switch
+ * records in C (PROCFS_CNT_CLOCK readings opened it): the sample of its
+ * last switch out, provided the ring's head is still HEAD (a reading
+ * taken while it was off CPU: it has not been scheduled since) and no
+ * switch in came after that sample. orig_rax is -1 (not sampled).
+ * Returns 0, -EAGAIN (scheduled since HEAD), or -ENODATA (no ring, no
+ * such sample: asleep since before the ring was opened). */
+int procfs_task_switch_regs(struct procfs_taskcache *c, pid_t tid, uint64_t head,
+			    struct user_regs_struct *regs);
 /* Read only task/TID/syscall of TID into TI (its syscall_*, running, sp
  * and pc fields; the rest untouched). Returns 0 or a negative errno. */
 int procfs_task_syscall(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,

@@ -226,12 +226,13 @@ static void capture_on_stop(struct sd_tracee *tr, void *arg)
 		int ok = 0;
 		if (capture_regs(&tmp, &cx->t->space.maps, cx->o->max_stack) == 0 &&
 		    read_counters(cx, th->tid, &c) == 0) {
-			/* A ring of switch records shows the stop as two
-			 * records (in, woken by the interrupt; out, into the
-			 * stop: 8 bytes each, written backwards). A task clock
-			 * cannot tell the stop's own run from the thread's:
-			 * read again. */
-			int one_stop = c.from_ring ? tp->c1.from_ring && tp->c1.switches - c.switches == 16
+			/* A ring of switch records shows the stop as one
+			 * scheduling (in, woken by the interrupt; out, into
+			 * the stop; written backwards). A task clock cannot
+			 * tell the stop's own run from the thread's: read
+			 * again. */
+			int one_stop = c.from_ring ? tp->c1.from_ring &&
+							 tp->c1.switches - c.switches == PROCFS_RING_CYCLE
 					: !c.from_clock && c.from_status == tp->c1.from_status &&
 						  c.switches == tp->c1.switches + 1;
 			ok = one_stop && tmp.regs.rsp == th->regs.rsp && tmp.regs.rip == th->regs.rip &&
@@ -593,6 +594,27 @@ static void regstop_group(struct snapctx *cx, const pid_t *need, size_t n)
 	}
 }
 
+/* The registers TH went to sleep with, from its ring of switch records
+ * (samples' proof): the sample of its last switch out, taken before the
+ * first counter reading and none since. Its copy, proven exact, is then
+ * unwound again with them: no stop. */
+static int regs_from_ring(struct snapctx *cx, struct sd_thread *th, struct tplan *tp)
+{
+	struct user_regs_struct r;
+	if (!tp->have_c1 || !tp->c1.from_ring ||
+	    procfs_task_switch_regs(cx->tc, th->tid, tp->c1.switches, &r) < 0 ||
+	    r.rsp != th->regs.rsp || r.rip != th->regs.rip)
+		return 0;
+	r.orig_rax = th->regs.orig_rax; /* not sampled: /proc's */
+	th->regs = r;
+	th->regs_partial = 0;
+	th->nframes = 0;
+	th->unwind_stop = NULL;
+	unwind_thread(cx->t->unw, cx->s, th, cx->o->max_frames);
+	tp->reunwound = 1;
+	return 1;
+}
+
 /* Stop, once, each sleeper whose unwind needs a register /proc does not
  * give; unwind it again from the copy when the stop proves the copy is
  * still exact, else from what was read while it was stopped. */
@@ -608,6 +630,8 @@ void snap_regstop_stage(struct snapctx *cx, int for_locks)
 			continue;
 		/* Never interrupt a thread in D: the stack stays as far as
 		 * the copy alone goes. */
+		if (regs_from_ring(cx, th, &cx->p[i]))
+			continue;
 		struct sd_taskinfo st;
 		if (procfs_task_state(cx->tc, cx->taskdir, cx->t->pid, th->tid, &st) == 0 &&
 		    st.state == 'D') {

@@ -218,6 +218,34 @@ def test_profile_reuses_and_stays_true():
         ok(0.45 < ba < 0.95, "spin_big share %.2f, expected about 0.75" % ba)
 
 
+def test_profile_frame_pointer_sleepers_stopped_once():
+    # With frame pointers each sleeper's unwind needs registers /proc does
+    # not give. Samples take them from the register sample of its ring of
+    # switch records (taken as it went to sleep): a sleeper is stopped at
+    # most once (asleep since before the ring was opened), then reused,
+    # its whole chain at every tick. Under the task clock there is no such
+    # sample, and each one is stopped again and again: the control.
+    nsleep, n = 20, 30
+    with start("fx-idlepool", nsleep, 1, parked=nsleep) as fx:
+        per = {}
+        for mode, env in (("ring", None), ("clock", {"STACKDUMP_CAPTURE": "clock"})):
+            counts, err = profile(fx.pid, n, env)
+            m = re.search(r"threads per snapshot: ([\d.]+) frozen, ([\d.]+) read without "
+                          r"stopping, ([\d.]+) reused, ([\d.]+) retried, ([\d.]+) stopped "
+                          r"for registers", err)
+            ok(m, err)
+            per[mode] = (float(m.group(3)), float(m.group(5)))
+            sleepers = {s: c for s, c in counts.items() if "pool_leaf" in s}
+            eq(sum(sleepers.values()), nsleep * n, "%s: sleepers at every tick" % mode)
+            for s in sleepers:
+                eq(s.split(";").count("pool_chain"), 21, "%s: chain cut short: %s" % (mode, s))
+        reused, regstops = per["ring"]
+        ok(regstops * n <= 2 * nsleep, "sleepers stopped again and again: %r" % per)
+        ok(reused > nsleep / 2, "sleepers not reused: %r" % per)
+        ok(per["clock"][1] * n > 4 * nsleep, "control: the task clock stopped them "
+           "only %r times a snapshot" % per["clock"][1])
+
+
 def test_profile_sees_a_sleeper_move():
     # Samples prove a sleeper unchanged by its ring of context-switch
     # records (the task clock where the ring is refused, schedstat where

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+// The x86_64 user registers perf_event_open samples (PERF_SAMPLE_REGS_USER)
+// and their order in a sample, shared by the perf engine and the
+// switch-record rings that prove samples' sleepers (procfs.c).
+#ifndef SD_PERF_REGS_H
+#define SD_PERF_REGS_H
+
+#include <stdint.h>
+#include <string.h>
+#include <sys/user.h>
+
+/* ax..ss (0-11) and r8-r15 (16-23). ds, es, fs and gs (12-15) are
+ * refused on 64-bit kernels. */
+#define PERF_REGS_MASK (((1ull << 12) - 1) | (0xffull << 16))
+#define PERF_NREGS 20
+
+/* R from the PERF_NREGS values V of a sample, in the mask's order. The
+ * system call number is not among them: orig_rax is -1. */
+static inline void perf_regs_set(struct user_regs_struct *r, const uint64_t *v)
+{
+	memset(r, 0, sizeof(*r));
+	r->rax = v[0];
+	r->rbx = v[1];
+	r->rcx = v[2];
+	r->rdx = v[3];
+	r->rsi = v[4];
+	r->rdi = v[5];
+	r->rbp = v[6];
+	r->rsp = v[7];
+	r->rip = v[8];
+	r->eflags = v[9];
+	r->cs = v[10];
+	r->ss = v[11];
+	r->r8 = v[12];
+	r->r9 = v[13];
+	r->r10 = v[14];
+	r->r11 = v[15];
+	r->r12 = v[16];
+	r->r13 = v[17];
+	r->r14 = v[18];
+	r->r15 = v[19];
+	r->orig_rax = (unsigned long long)-1;
+}
+
+#endif
