@@ -202,6 +202,8 @@ static int dump_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	/* Each process named (the table opened those it could). */
 	struct dump_json dj = {0};
 	int json = cmd_is(ctx, DUMP_FORMAT, "json");
+	/* Read from /proc only what the text shows (nothing is kept). */
+	o.text_only = !json;
 	int ok = 0, failed = (int)ctx->target.failed, partial = 0;
 	for (size_t i = 0; i < ctx->target.nprocs && !cmd_interrupted; i++) {
 		struct cmd_proc *pr = &ctx->target.procs[i];

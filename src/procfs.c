@@ -542,13 +542,15 @@ int procfs_taskinfo_cached(struct procfs_taskcache *c, int taskdir, pid_t pid, p
 	}
 	if (light & PROCFS_LIGHT)
 		return 0;
-	if (task_read(e, taskdir, dirpath, TF_WCHAN, buf, sizeof(buf)) > 0 && strcmp(buf, "0")) {
+	if ((!(light & PROCFS_SHOWN) || ti->state == 'D') &&
+	    task_read(e, taskdir, dirpath, TF_WCHAN, buf, sizeof(buf)) > 0 && strcmp(buf, "0")) {
 		buf[strcspn(buf, "\n")] = '\0';
 		size_t l = strlen(buf) < sizeof(ti->wchan) - 1 ? strlen(buf) : sizeof(ti->wchan) - 1;
 		memcpy(ti->wchan, buf, l);
 		ti->wchan[l] = '\0';
 	}
-	if (task_read(e, taskdir, dirpath, TF_STATUS, buf, sizeof(buf)) >= 0) {
+	if (!(light & PROCFS_SHOWN) &&
+	    task_read(e, taskdir, dirpath, TF_STATUS, buf, sizeof(buf)) >= 0) {
 		ti->vol_ctxsw = status_field(buf, "voluntary_ctxt_switches:");
 		ti->nonvol_ctxsw = status_field(buf, "nonvoluntary_ctxt_switches:");
 	}

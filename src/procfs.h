@@ -76,9 +76,12 @@ int procfs_taskinfo(pid_t pid, pid_t tid, struct sd_taskinfo *ti);
  *   PROCFS_LIGHT        read only stat and syscall (no wchan, no context
  *                       switch counts): what a profile sample needs;
  *   PROCFS_REGS_FOLLOW  registers will be read while frozen: skip the
- *                       syscall file of a sleeping (S) thread. */
+ *                       syscall file of a sleeping (S) thread;
+ *   PROCFS_SHOWN        only what a text dump shows: wchan for a thread
+ *                       in D, no context switch counts. */
 #define PROCFS_LIGHT 1
 #define PROCFS_REGS_FOLLOW 2
+#define PROCFS_SHOWN 4
 int procfs_taskinfo_ex(pid_t pid, pid_t tid, struct sd_taskinfo *ti, int light);
 /* Open task files kept between snapshots of one process, so that reading
  * them again is a pread each instead of open, read and close. */

@@ -248,6 +248,7 @@ static int discover_stage(struct snapctx *cx, const pid_t *tids, size_t ntids,
 			struct sd_taskinfo ti;
 			if (procfs_taskinfo_cached(cx->tc, cx->taskdir, t->pid, tids[i], &ti,
 						   (o->light_discover ? PROCFS_LIGHT : 0) |
+							   (o->text_only ? PROCFS_SHOWN : 0) |
 							   PROCFS_REGS_FOLLOW) < 0)
 				continue; /* exited already */
 			struct sd_thread *th = snap_add_thread(cx, tids[i]);

@@ -93,6 +93,9 @@ struct sd_snap_opts {
 				* 2: read nothing per thread: names come from
 				* a cache refreshed each second, the state
 				* from the registers (profile samples) */
+	int text_only;         /* a text dump: read wchan only for threads in D
+				* (the only ones it is shown for) and no
+				* context switch counts (never shown) */
 	enum sd_capture_mode capture; /* default AUTO */
 	int reuse;             /* samples: a thread that did not run since
 				* the last snapshot is not read again */

@@ -376,6 +376,14 @@ def test_d_state_thread_never_interrupted():
            "%r, %r" % (names(v), v["unwind_stop"]))
         eq(g["spinner"][0]["capture"], "frozen")
         eq(g["sleeper"][0]["capture"], "asleep")
+        # JSON has every thread's wchan and switch counts; the text dump
+        # reads wchan only for a thread in D, where it shows it.
+        ok(v["wchan"] and g["sleeper"][0]["wchan"], "wchan: %r" % [v, g["sleeper"][0]])
+        ok(v["voluntary_ctxt_switches"] > 0, "no switch counts: %r" % v)
+        r = sdtest.run(fx.pid)
+        eq(r.rc, 0, r.err)
+        sdtest.matches(r.out, r'^Thread %d "vforker" D .*\(wchan %s\)' % (
+            tid, re.escape(v["wchan"])))
         # record every 0.5 s takes all its snapshots while the thread
         # is in D and after it wakes (mid-recording).
         with tempfile.TemporaryDirectory() as out:
