@@ -607,6 +607,9 @@ static int switch_ring(struct procfs_taskcache *c, struct tcent *e)
 	a.exclude_hv = 1;
 	a.context_switch = 1;
 	a.write_backward = 1; /* overwritten: never full, the head always moves */
+	/* Never polled: no wakeup at every sample. */
+	a.watermark = 1;
+	a.wakeup_watermark = 1u << 30;
 	int fd = (int)syscall(SYS_perf_event_open, &a, e->tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
