@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The x86_64 user registers perf_event_open samples (PERF_SAMPLE_REGS_USER)
-// and their order in a sample, shared by the perf engine and the
-// switch-record rings that prove samples' sleepers (procfs.c).
+// What the perf engine and the switch-record rings that prove samples'
+// sleepers (procfs.c) both read: the x86_64 user registers perf_event_open
+// samples (PERF_SAMPLE_REGS_USER) in their order, and bytes of a ring.
 #ifndef SD_PERF_REGS_H
 #define SD_PERF_REGS_H
 
@@ -40,6 +40,18 @@ static inline void perf_regs_set(struct user_regs_struct *r, const uint64_t *v)
 	r->r14 = v[18];
 	r->r15 = v[19];
 	r->orig_rax = (unsigned long long)-1;
+}
+
+/* Copy LEN bytes at offset OFF (any: taken modulo SIZE) of a ring's data
+ * of SIZE bytes, across its end if need be. */
+static inline void perf_ring_copy(void *dst, const uint8_t *data, uint64_t size, uint64_t off,
+				  size_t len)
+{
+	off %= size;
+	size_t first = off + len > size ? (size_t)(size - off) : len;
+	memcpy(dst, data + off, first);
+	if (first < len)
+		memcpy((uint8_t *)dst + first, data, len - first);
 }
 
 #endif

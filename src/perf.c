@@ -474,16 +474,6 @@ static void drain_one(struct sd_perf *p, struct pthr *th)
 	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
 }
 
-/* Copy LEN bytes at ring offset OFF of a ring of SIZE data bytes. */
-static void ring_copy(uint8_t *dst, const uint8_t *data, uint64_t size, uint64_t off, size_t len)
-{
-	off %= size;
-	size_t first = off + len > size ? (size_t)(size - off) : len;
-	memcpy(dst, data + off, first);
-	if (first < len)
-		memcpy(dst + first, data, len - first);
-}
-
 /* The switch samples of TH that arrived since the last look, as many as
  * the ring still holds. The kernel writes backwards from data_head: the
  * newest record starts there, older ones follow it. The ring is read
@@ -503,7 +493,7 @@ void perf_read_switch(struct sd_perf *p, struct pthr *th)
 	uint64_t off = 0, newest = 0, last = th->sw_time;
 	while (off < size) {
 		struct perf_event_header h;
-		ring_copy((uint8_t *)&h, data, size, h1 + off, sizeof(h));
+		perf_ring_copy((uint8_t *)&h, data, size, h1 + off, sizeof(h));
 		if (h.size < sizeof(h) || off + h.size > size)
 			break;
 		if (h.type == PERF_RECORD_SAMPLE) {
@@ -512,7 +502,7 @@ void perf_read_switch(struct sd_perf *p, struct pthr *th)
 			uint64_t tm;
 			if (h.size < sizeof(h) + 24)
 				break;
-			ring_copy((uint8_t *)&tm, data, size, h1 + off + sizeof(h) + 16, 8);
+			perf_ring_copy((uint8_t *)&tm, data, size, h1 + off + sizeof(h) + 16, 8);
 			__atomic_thread_fence(__ATOMIC_ACQUIRE);
 			uint64_t h2 = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
 			if (h1 - h2 + off + h.size > size || tm <= last)
@@ -523,7 +513,7 @@ void perf_read_switch(struct sd_perf *p, struct pthr *th)
 			p->scratch = sd_xmalloc(h.size);
 			p->scratch_cap = h.size;
 		}
-		ring_copy(p->scratch, data, size, h1 + off, h.size);
+		perf_ring_copy(p->scratch, data, size, h1 + off, h.size);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		uint64_t h2 = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
 		if (h1 - h2 + off + h.size > size)

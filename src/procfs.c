@@ -673,17 +673,6 @@ static int task_clock(struct procfs_taskcache *c, struct tcent *e, struct sd_cou
 	return 0;
 }
 
-/* Copy LEN bytes at offset OFF (any, taken modulo SIZE) of a ring's data
- * of SIZE bytes. */
-static void ring_bytes(void *dst, const uint8_t *data, uint64_t size, uint64_t off, size_t len)
-{
-	off %= size;
-	size_t first = off + len > size ? (size_t)(size - off) : len;
-	memcpy(dst, data + off, first);
-	if (first < len)
-		memcpy((uint8_t *)dst + first, data, len - first);
-}
-
 int procfs_task_switch_regs(struct procfs_taskcache *c, pid_t tid, uint64_t head,
 			    struct user_regs_struct *regs)
 {
@@ -701,7 +690,7 @@ int procfs_task_switch_regs(struct procfs_taskcache *c, pid_t tid, uint64_t head
 	 * in met before a sample: the thread ran after its last one. */
 	for (uint64_t off = 0; off + sizeof(struct perf_event_header) <= size;) {
 		struct perf_event_header h;
-		ring_bytes(&h, data, size, h1 + off, sizeof(h));
+		perf_ring_copy(&h, data, size, h1 + off, sizeof(h));
 		if (h.size < sizeof(h) || off + h.size > size)
 			break;
 		if (h.type == PERF_RECORD_SWITCH) {
@@ -714,8 +703,8 @@ int procfs_task_switch_regs(struct procfs_taskcache *c, pid_t tid, uint64_t head
 		    h.size != sizeof(h) + 8 + PERF_NREGS * 8)
 			break;
 		uint64_t abi, v[PERF_NREGS];
-		ring_bytes(&abi, data, size, h1 + off + sizeof(h), 8);
-		ring_bytes(v, data, size, h1 + off + sizeof(h) + 8, sizeof(v));
+		perf_ring_copy(&abi, data, size, h1 + off + sizeof(h), 8);
+		perf_ring_copy(v, data, size, h1 + off + sizeof(h) + 8, sizeof(v));
 		/* Still there, not overwritten while copied? */
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE) != h1 ||
