@@ -140,6 +140,20 @@ static const char *errno_hint(int e)
 	}
 }
 
+/* Into PATH, which is there and not a regular file (/dev/null, a FIFO, a
+ * terminal): written through, never replaced by a rename. */
+static int write_through(const char *path, const void *data, size_t len, struct sd_error *err)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int rc = fd < 0 ? -errno : write_all(fd, data, len);
+	if (fd >= 0 && close(fd) < 0 && !rc)
+		rc = -errno;
+	if (rc < 0)
+		return sd_error_set(err, -rc, "cannot write %s: %s%s", path, sd_strerror(-rc),
+				    errno_hint(-rc));
+	return 0;
+}
+
 int snapio_write_atomic(const char *path, const void *data, size_t len, int flags,
 			unsigned mode, uint64_t *written, struct sd_error *err)
 {
@@ -153,6 +167,28 @@ int snapio_write_atomic(const char *path, const void *data, size_t len, int flag
 		}
 		data = zbuf.buf;
 		len = zbuf.len;
+	}
+	/* A rename replaces whatever has the name: a device or a FIFO (a
+	 * report written to /dev/null must not make it a regular file) is
+	 * written through; a symbolic link's target is replaced, not the
+	 * link. */
+	struct stat st;
+	char *real = NULL;
+	if (stat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode)) {
+			strbuf_release(&zbuf);
+			return sd_error_set(err, EISDIR, "cannot write %s: it is a directory", path);
+		}
+		if (!S_ISREG(st.st_mode)) {
+			int r = write_through(path, data, len, err);
+			if (r == 0 && written)
+				*written = len;
+			strbuf_release(&zbuf);
+			return r;
+		}
+		struct stat lst;
+		if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode) && (real = realpath(path, NULL)))
+			path = real;
 	}
 	/* The temporary file lives in the target directory so that rename()
 	 * is atomic; its name starts with a dot so readers skip it. */
@@ -205,6 +241,7 @@ int snapio_write_atomic(const char *path, const void *data, size_t len, int flag
 	strbuf_release(&tmp);
 	strbuf_release(&dir);
 	strbuf_release(&zbuf);
+	free(real);
 	return 0;
 fail:
 	if (fd >= 0)
@@ -214,6 +251,7 @@ fail:
 	strbuf_release(&tmp);
 	strbuf_release(&dir);
 	strbuf_release(&zbuf);
+	free(real);
 	return rc;
 }
 

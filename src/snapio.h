@@ -65,7 +65,9 @@ void snapio_dump_buf(struct strbuf *sb, const struct sd_snapshot *s,
 #define SNAPIO_NO_DIR_SYNC 2
 /* Write LEN bytes of DATA to PATH atomically: to a hidden temporary file in
  * the same directory (".NAME.tmp.PID"), fsync, rename over PATH, fsync the
- * directory. FLAGS: SNAPIO_GZIP compresses the bytes first;
+ * directory. A PATH that is there and not a regular file (/dev/null, a
+ * FIFO) is written through instead, never replaced; a symbolic link's
+ * target is replaced, not the link. FLAGS: SNAPIO_GZIP compresses the bytes first;
  * SNAPIO_NO_DIR_SYNC leaves the directory fsync to the next write into it. The file is
  * created with MODE (e.g. 0600). On any error (ENOSPC included) the
  * temporary file is removed, PATH is untouched, ERR names PATH and the

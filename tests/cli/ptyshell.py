@@ -123,6 +123,9 @@ class PtyShell:
             shown = strip(self.raw[start:].decode("utf-8", "replace"))
             if line in shown:
                 break
+            if os.environ.get("PTYDBG"):
+                import sys as _s
+                _s.stderr.write("RETYPE line=%r shown=%r raw=%r\n" % (line, shown, self.raw[start:]))
             self.send("\x15")  # Ctrl-U: discard the line, type it again
             self._read(0.2)
         self.send("\r")

@@ -3,9 +3,10 @@
 # states per snapshot, profile samples and stacks, lock waiters and
 # holders, the threads stuck in every snapshot) is recomputed here from the
 # saved files themselves and must match; the profile formats and the SVG
-# timeline are well-formed.
+# timeline are well-formed; -o over a device or a FIFO leaves it one.
 import gzip
 import os
+import stat
 import sys
 import time
 import xml.etree.ElementTree as ET
@@ -220,6 +221,34 @@ def test_files_and_bad_input():
     r = sdtest.run("report", empty)
     eq(r.rc, 2)
     contains(r.err, "no snapshots in this directory")
+
+
+def test_output_to_a_device_or_fifo_is_written_through():
+    # report -o writes a temporary file and renames it into place; over
+    # /dev/null (a device) or a FIFO that would leave a regular file in
+    # its place: they are written through instead, and stay what they are.
+    d, snaps, tids = recording()
+    t = tempdir("special")
+    fifo = os.path.join(t, "fifo")
+    os.mkfifo(fifo)
+    rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    r = sdtest.run("report", "--only", "summary", "-o", fifo, d)
+    eq(r.rc, 0, r.err)
+    got = os.read(rfd, 1 << 20).decode()
+    os.close(rfd)
+    contains(got, "Recording: 4 snapshots")
+    ok(stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO was replaced")
+    # A null device of the test's own (the real one is the machine's):
+    # made where mknod is permitted, else /dev/null itself is checked.
+    node = os.path.join(t, "null")
+    try:
+        os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        node = "/dev/null"
+    r = sdtest.run("report", "--only", "summary", "-o", node, d)
+    eq(r.rc, 0, r.err)
+    ok(stat.S_ISCHR(os.lstat(node).st_mode), "%s is no longer a device" % node)
+    ok(not [f for f in os.listdir(t) if ".tmp." in f], os.listdir(t))
 
 
 def test_deadlock_in_report():

@@ -4,6 +4,7 @@
 // corrupted, wrong-version and foreign files with the file and the place
 // named, without crashing on any prefix of a valid file.
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -559,6 +560,48 @@ static void test_files_and_gzip(void **state)
 }
 
 /* `dump --format json` output loads as version 0. */
+/* A write over a FIFO (what /dev/null or a terminal stand for: a file
+ * that is not a regular one) goes through it and leaves it a FIFO; one
+ * over a symbolic link replaces its target, not the link. */
+static void test_atomic_write_keeps_special_files(void **state)
+{
+	(void)state;
+	struct sd_error err = {0};
+	const char *fifo = path_in("fifo");
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	int rfd = open(fifo, O_RDONLY | O_NONBLOCK);
+	assert_true(rfd >= 0);
+	uint64_t written = 0;
+	assert_int_equal(snapio_write_atomic(fifo, "hello", 5, 0, 0600, &written, &err), 0);
+	assert_int_equal(written, 5);
+	char buf[16] = {0};
+	assert_int_equal(read(rfd, buf, sizeof(buf)), 5);
+	assert_string_equal(buf, "hello");
+	close(rfd);
+	struct stat st;
+	assert_int_equal(lstat(fifo, &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	assert_false(count_temp());
+
+	char target[512];
+	snprintf(target, sizeof(target), "%s", path_in("target.txt"));
+	write_bytes(target, "old", 3);
+	const char *link = path_in("link.txt");
+	assert_int_equal(symlink(target, link), 0);
+	assert_int_equal(snapio_write_atomic(link, "new!", 4, 0, 0600, NULL, &err), 0);
+	assert_int_equal(lstat(link, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	size_t n;
+	char *got = slurp(target, &n);
+	assert_int_equal(n, 4);
+	assert_memory_equal(got, "new!", 4);
+	free(got);
+
+	/* A directory is refused by name. */
+	assert_true(snapio_write_atomic(tmpdir, "x", 1, 0, 0600, NULL, &err) < 0);
+	assert_non_null(strstr(err.msg, "is a directory"));
+}
+
 static void test_dump_json_loads(void **state)
 {
 	(void)state;
@@ -708,6 +751,7 @@ int main(void)
 		cmocka_unit_test(test_truncated_prefixes),
 		cmocka_unit_test(test_corrupted_bytes),
 		cmocka_unit_test(test_files_and_gzip),
+		cmocka_unit_test(test_atomic_write_keeps_special_files),
 		cmocka_unit_test(test_dump_json_loads),
 		cmocka_unit_test(test_names_and_manifest),
 	};
