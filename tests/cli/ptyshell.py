@@ -26,6 +26,7 @@ import re
 import select
 import signal
 import struct
+import tempfile
 import termios
 import time
 
@@ -52,7 +53,11 @@ class PtyShell:
         e = dict(os.environ)
         e.pop("DEBUGINFOD_URLS", None)
         e["TERM"] = "xterm"
-        e["INPUTRC"] = "/dev/null"  # no personal key bindings
+        # No personal key bindings: an empty file of our own (not
+        # /dev/null, which a bug once turned into a regular file holding a
+        # dump, and readline read it as bindings that dropped keys).
+        self._inputrc = tempfile.NamedTemporaryFile(prefix="sd-inputrc-")
+        e["INPUTRC"] = self._inputrc.name
         if color:
             e.pop("NO_COLOR", None)
         else:
@@ -104,11 +109,10 @@ class PtyShell:
 
     def sendline(self, line):
         """Type LINE and Enter as a person does: a key, then its echo;
-        Enter once the whole line shows. (Written to the pty at once, and
-        now and then even a key at a time, a line lost a character or two
-        while the host was busy with other tests: the cause is not found.
-        The line is then cleared with Ctrl-U and typed again, up to three
-        times, and the test judges what follows.)"""
+        Enter once the whole line shows. (A line whose echo is incomplete
+        is cleared with Ctrl-U and typed again, up to three times, and the
+        test judges what follows. Lines lost characters when INPUTRC was a
+        /dev/null that had become a regular file: see __init__.)"""
         for _ in range(3):
             start = len(self.raw)
             for c in line:
@@ -123,9 +127,6 @@ class PtyShell:
             shown = strip(self.raw[start:].decode("utf-8", "replace"))
             if line in shown:
                 break
-            if os.environ.get("PTYDBG"):
-                import sys as _s
-                _s.stderr.write("RETYPE line=%r shown=%r raw=%r\n" % (line, shown, self.raw[start:]))
             self.send("\x15")  # Ctrl-U: discard the line, type it again
             self._read(0.2)
         self.send("\r")
@@ -173,6 +174,7 @@ class PtyShell:
         return self.status
 
     def close(self):
+        self._inputrc.close()
         if self.status is None:
             try:
                 os.kill(self.pid, signal.SIGKILL)
