@@ -556,6 +556,16 @@ static void regstop_alone(struct snapctx *cx, struct sd_thread *th, struct tplan
 /* How many sleepers one stop for registers seizes at once. */
 #define REGSTOP_GROUP 256
 
+/* Unwind TH again, now that its full registers are known (from a stop or
+ * from its ring), from the copy taken before; symbolized with the others. */
+static void reunwind(struct snapctx *cx, struct sd_thread *th, struct tplan *tp)
+{
+	th->nframes = 0;
+	th->unwind_stop = NULL;
+	unwind_thread(cx->t->unw, cx->s, th, cx->o->max_frames);
+	tp->reunwound = 1;
+}
+
 /* Stop the N sleepers NEED (sorted) for their registers and unwind them
  * again. */
 static void regstop_group(struct snapctx *cx, const pid_t *need, size_t n)
@@ -587,10 +597,7 @@ static void regstop_group(struct snapctx *cx, const pid_t *need, size_t n)
 			continue;
 		}
 		s->nregstops++;
-		th->nframes = 0;
-		th->unwind_stop = NULL;
-		unwind_thread(cx->t->unw, s, th, cx->o->max_frames);
-		tp->reunwound = 1;
+		reunwind(cx, th, tp);
 	}
 }
 
@@ -608,10 +615,7 @@ static int regs_from_ring(struct snapctx *cx, struct sd_thread *th, struct tplan
 	r.orig_rax = th->regs.orig_rax; /* not sampled: /proc's */
 	th->regs = r;
 	th->regs_partial = 0;
-	th->nframes = 0;
-	th->unwind_stop = NULL;
-	unwind_thread(cx->t->unw, cx->s, th, cx->o->max_frames);
-	tp->reunwound = 1;
+	reunwind(cx, th, tp);
 	return 1;
 }
 
@@ -628,10 +632,10 @@ void snap_regstop_stage(struct snapctx *cx, int for_locks)
 		if (th->status != SD_THREAD_OK || !th->regs_partial || !th->needs_regs ||
 		    th->kind != SD_CAPTURE_ASLEEP)
 			continue;
-		/* Never interrupt a thread in D: the stack stays as far as
-		 * the copy alone goes. */
 		if (regs_from_ring(cx, th, &cx->p[i]))
 			continue;
+		/* Never interrupt a thread in D: the stack stays as far as
+		 * the copy alone goes. */
 		struct sd_taskinfo st;
 		if (procfs_task_state(cx->tc, cx->taskdir, cx->t->pid, th->tid, &st) == 0 &&
 		    st.state == 'D') {
