@@ -13,6 +13,9 @@
  * refused on 64-bit kernels. */
 #define PERF_REGS_MASK (((1ull << 12) - 1) | (0xffull << 16))
 #define PERF_NREGS 20
+/* A sample record of those registers alone: its header, the ABI word and
+ * the registers. */
+#define PERF_REGS_SAMPLE_SIZE (8 + 8 + PERF_NREGS * 8)
 
 /* R from the PERF_NREGS values V of a sample, in the mask's order. The
  * system call number is not among them: orig_rax is -1. */

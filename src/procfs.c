@@ -3,8 +3,6 @@
 // the process's memory map and who already traces it. Nothing is stopped.
 #include "procfs.h"
 
-#include "perf-regs.h"
-
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -427,13 +425,19 @@ static int cmp_tcent(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The cache entry of TID, or NULL. */
+static struct tcent *tc_find(const struct procfs_taskcache *c, pid_t tid)
+{
+	struct tcent key = {.tid = tid};
+	return c && c->n ? bsearch(&key, c->v, c->n, sizeof(key), cmp_tcent) : NULL;
+}
+
 /* The cache entry of TID, made if there is room; NULL: read uncached. */
 static struct tcent *tc_entry(struct procfs_taskcache *c, pid_t tid)
 {
 	if (!c)
 		return NULL;
-	struct tcent key = {.tid = tid};
-	struct tcent *e = c->n ? bsearch(&key, c->v, c->n, sizeof(key), cmp_tcent) : NULL;
+	struct tcent *e = tc_find(c, tid);
 	if (e || c->n >= c->max)
 		return e;
 	sd_grow(&c->v, &c->cap, c->n + 1, sizeof(*c->v));
@@ -676,8 +680,7 @@ static int task_clock(struct procfs_taskcache *c, struct tcent *e, struct sd_cou
 int procfs_task_switch_regs(struct procfs_taskcache *c, pid_t tid, uint64_t head,
 			    struct user_regs_struct *regs)
 {
-	struct tcent key = {.tid = tid};
-	struct tcent *e = c && c->n ? bsearch(&key, c->v, c->n, sizeof(key), cmp_tcent) : NULL;
+	struct tcent *e = tc_find(c, tid);
 	if (!e || !e->ring)
 		return -ENODATA;
 	const struct perf_event_mmap_page *mp = e->ring;
@@ -699,8 +702,7 @@ int procfs_task_switch_regs(struct procfs_taskcache *c, pid_t tid, uint64_t head
 			off += h.size;
 			continue;
 		}
-		if (h.type != PERF_RECORD_SAMPLE ||
-		    h.size != sizeof(h) + 8 + PERF_NREGS * 8)
+		if (h.type != PERF_RECORD_SAMPLE || h.size != PERF_REGS_SAMPLE_SIZE)
 			break;
 		uint64_t abi, v[PERF_NREGS];
 		perf_ring_copy(&abi, data, size, h1 + off + sizeof(h), 8);

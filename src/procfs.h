@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
+#include "perf-regs.h"
 #include "util.h"
 
 /* One line of /proc/PID/maps. path is heap-owned by the array. */
@@ -116,7 +117,7 @@ struct sd_counters {
 
 /* Bytes one scheduling of a thread (in, then out) writes to its ring of
  * switch records: a switch in, a sample of its registers, a switch out. */
-#define PROCFS_RING_CYCLE (8 + (8 + 8 + 20 * 8) + 8)
+#define PROCFS_RING_CYCLE (8 + PERF_REGS_SAMPLE_SIZE + 8)
 
 /* Where procfs_task_counters reads from. */
 enum procfs_counter_src {
