@@ -509,9 +509,35 @@ static uint64_t modules_signature(struct sd_profile *p, const struct sd_target *
 	return h;
 }
 
+/* raw_lookup's search by the frames themselves. */
 static ssize_t raw_find(struct sd_profile *p, struct sd_target *t, struct sd_snapshot *s,
-			const struct sd_thread *th, uint64_t sig, int *idle);
+			const struct sd_thread *th, uint64_t sig, int *idle)
+{
+	size_t n = th->nframes;
+	uint64_t *w = sd_xmalloc((n ? n : 1) * sizeof(*w));
+	for (size_t i = 0; i < n; i++)
+		w[i] = th->frames[i].pc ^
+		       ((uint64_t)(th->frames[i].flags & (SD_FRAME_EXACT | SD_FRAME_SIGNAL)) << 60);
+	uint64_t h = sd_hash(w, n * sizeof(*w), (uint64_t)(uintptr_t)t ^ sig);
+	p->raw_lookups++;
+	struct rawslot k = {.t = t, .modsig = sig, .words = w, .n = n};
+	int found;
+	struct rawslot *r = hashmap_put(&p->raw, h, &k, raw_eq, &found);
+	if (found) {
+		p->raw_hits++;
+		free(w);
+		*idle = r->idle_frames;
+		return r->stack;
+	}
+	*r = k;
+	/* Symbolizing puts nothing in p->raw: R stays where it is. */
+	r->stack = symbolize_stack(p, t, s, th, &r->idle_frames);
+	*idle = r->idle_frames;
+	return r->stack;
+}
 
+/* The stack of TH's raw frames: the thread's last one when its frames
+ * token says they did not change, else found by the frames. */
 static ssize_t raw_lookup(struct sd_profile *p, struct sd_target *t, struct sd_snapshot *s,
 			  const struct sd_thread *th, int *idle)
 {
@@ -538,33 +564,6 @@ static ssize_t raw_lookup(struct sd_profile *p, struct sd_target *t, struct sd_s
 		m->idle_frames = *idle;
 	}
 	return idx;
-}
-
-/* raw_lookup's search by the frames themselves. */
-static ssize_t raw_find(struct sd_profile *p, struct sd_target *t, struct sd_snapshot *s,
-			const struct sd_thread *th, uint64_t sig, int *idle)
-{
-	size_t n = th->nframes;
-	uint64_t *w = sd_xmalloc((n ? n : 1) * sizeof(*w));
-	for (size_t i = 0; i < n; i++)
-		w[i] = th->frames[i].pc ^
-		       ((uint64_t)(th->frames[i].flags & (SD_FRAME_EXACT | SD_FRAME_SIGNAL)) << 60);
-	uint64_t h = sd_hash(w, n * sizeof(*w), (uint64_t)(uintptr_t)t ^ sig);
-	p->raw_lookups++;
-	struct rawslot k = {.t = t, .modsig = sig, .words = w, .n = n};
-	int found;
-	struct rawslot *r = hashmap_put(&p->raw, h, &k, raw_eq, &found);
-	if (found) {
-		p->raw_hits++;
-		free(w);
-		*idle = r->idle_frames;
-		return r->stack;
-	}
-	*r = k;
-	/* Symbolizing puts nothing in p->raw: R stays where it is. */
-	r->stack = symbolize_stack(p, t, s, th, &r->idle_frames);
-	*idle = r->idle_frames;
-	return r->stack;
 }
 
 /* A stack from already symbolized frames (a loaded snapshot). */
