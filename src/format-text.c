@@ -28,6 +28,17 @@ static const char *base(const char *p)
 	return b ? b + 1 : p;
 }
 
+/* V in decimal, written backwards so that it ends just before END;
+ * returns where it starts. */
+static char *decimal_before(char *end, uint64_t v)
+{
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return end;
+}
+
 void format_text_frame(struct strbuf *out, size_t idx, const struct sd_frame *f,
 		       const struct sd_render_opts *o)
 {
@@ -37,15 +48,11 @@ void format_text_frame(struct strbuf *out, size_t idx, const struct sd_frame *f,
 	*w++ = ' ';
 	*w++ = ' ';
 	*w++ = '#';
-	char num[24];
-	int nd = 0;
-	do {
-		num[nd++] = (char)('0' + idx % 10);
-		idx /= 10;
-	} while (idx);
-	for (int k = nd; k-- > 0;)
-		*w++ = num[k];
-	for (int k = nd; k < 3; k++)
+	char num[24], *d = decimal_before(num + sizeof(num), idx);
+	size_t nd = (size_t)(num + sizeof(num) - d);
+	memcpy(w, d, nd);
+	w += nd;
+	for (size_t k = nd; k < 3; k++)
 		*w++ = ' ';
 	*w++ = ' ';
 	*w++ = '0';
@@ -84,9 +91,7 @@ void format_text_frame(struct strbuf *out, size_t idx, const struct sd_frame *f,
 		strbuf_adds(out, " at ");
 		strbuf_add_escaped(out, base(f->file));
 		if (f->line > 0) {
-			char ln[16], *e = ln + sizeof(ln), *b = e;
-			for (unsigned v = (unsigned)f->line; v; v /= 10)
-				*--b = (char)('0' + v % 10);
+			char ln[16], *e = ln + sizeof(ln), *b = decimal_before(e, (uint64_t)f->line);
 			*--b = ':';
 			strbuf_add(out, b, (size_t)(e - b));
 		} else if (f->line) {
