@@ -930,7 +930,13 @@ static void condvar_by_symbol(struct sd_symbols *sym, struct sd_snapshot *s, str
 void locks_analyze(pid_t pid, struct sd_symbols *sym, struct sd_snapshot *s)
 {
 	struct ctx c;
-	ctx_init(&c, s, pid, pid ? ns_map(s, pid) : NULL);
+	/* TIDs in lock words need mapping only when some thread waits on a
+	 * futex (two stat calls of /proc a snapshot otherwise). */
+	int futex_waits = 0;
+	for (size_t i = 0; i < s->nthreads && !futex_waits; i++)
+		futex_waits =
+		    s->threads[i].wait.kind == SD_WAIT_FUTEX && s->threads[i].syscall_known;
+	ctx_init(&c, s, pid, pid && futex_waits ? ns_map(s, pid) : NULL);
 	for (size_t i = 0; i < s->nthreads; i++) {
 		struct sd_thread *th = &s->threads[i];
 		if (th->wait.kind == SD_WAIT_FUTEX && th->syscall_known)

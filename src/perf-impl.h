@@ -59,8 +59,7 @@ struct pthr {
 	/* Derived from the latest sample, redone when gen moves on. */
 	uint64_t frames_gen; /* gen the frames below belong to (0: none) */
 	uint64_t token;      /* the frames' token (sd_thread.frames_token) */
-	struct sd_frame *frames;
-	size_t nframes;
+	struct sd_frameset *fs; /* the frames, shared with the ticks' snapshots */
 	char *unwind_stop;
 	uint64_t state_gen;
 	char state;

@@ -71,11 +71,8 @@ static void thr_state(struct sd_perf *p, struct pthr *th)
  * current generation. */
 static void keep_frames(struct sd_perf *p, struct pthr *th, const struct sd_thread *st)
 {
-	free(th->frames);
-	th->frames = sd_xmalloc((st->nframes ? st->nframes : 1) * sizeof(*th->frames));
-	if (st->nframes)
-		memcpy(th->frames, st->frames, st->nframes * sizeof(*th->frames));
-	th->nframes = st->nframes;
+	frameset_unref(th->fs);
+	th->fs = frameset_new(st->frames, st->nframes);
 	set_str(&th->unwind_stop, st->unwind_stop);
 	th->frames_gen = th->gen;
 	th->token = ++p->token_seq;
@@ -280,9 +277,10 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 		if (th->frames_gen != th->gen)
 			thr_unwind(p, s, st, th, so->max_frames);
 		thr_state(p, th);
-		st->nframes = 0;
-		for (size_t k = 0; k < th->nframes; k++)
-			*snapshot_add_frame(st) = th->frames[k];
+		if (th->fs)
+			snapshot_thread_share_frames(st, th->fs);
+		else
+			snapshot_thread_drop_frames(st);
 		st->unwind_stop = th->unwind_stop ? strpool_intern(s->pool, th->unwind_stop) : NULL;
 		st->frames_token = th->token;
 		/* Blocked in a call whose number could not be confirmed: the
@@ -314,9 +312,7 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 			if (!th || th->kind == LATEST_SEED || !th->stack_len)
 				continue;
 			thr_unwind(p, s, st, th, so->max_frames);
-			st->nframes = 0;
-			for (size_t k = 0; k < th->nframes; k++)
-				*snapshot_add_frame(st) = th->frames[k];
+			snapshot_thread_share_frames(st, th->fs);
 			st->frames_token = th->token;
 		}
 	}

@@ -164,7 +164,7 @@ static void thr_close(struct sd_perf *p, struct pthr *th)
 	for (size_t i = 0; i < th->npend; i++)
 		buf_put(p, th->pend[i].stack);
 	free(th->pend);
-	free(th->frames);
+	frameset_unref(th->fs);
 	free(th->unwind_stop);
 	free(th->wchan);
 	memset(th, 0, sizeof(*th));

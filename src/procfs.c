@@ -379,6 +379,7 @@ struct procfs_taskcache {
 		void *ring;   /* the switch records' ring (NULL: a task clock) */
 	} *v;
 	size_t n, cap, max;
+	size_t hint;	   /* where tc_find() looks first */
 	int clock_refused; /* the kernel refused a task clock event */
 	int ring_refused;  /* ... or a switch-record event or its ring */
 	size_t page;
@@ -426,10 +427,20 @@ static int cmp_tcent(const void *a, const void *b)
 }
 
 /* The cache entry of TID, or NULL. */
-static struct tcent *tc_find(const struct procfs_taskcache *c, pid_t tid)
+static struct tcent *tc_find(struct procfs_taskcache *c, pid_t tid)
 {
-	struct tcent key = {.tid = tid};
-	return c && c->n ? bsearch(&key, c->v, c->n, sizeof(key), cmp_tcent) : NULL;
+	if (!c || !c->n)
+		return NULL;
+	/* Threads are read in rising TID order: the entry after the last
+	 * one found is the likely one. */
+	struct tcent *e = c->hint < c->n ? &c->v[c->hint] : NULL;
+	if (!e || e->tid != tid) {
+		struct tcent key = {.tid = tid};
+		e = bsearch(&key, c->v, c->n, sizeof(key), cmp_tcent);
+	}
+	if (e)
+		c->hint = (size_t)(e - c->v) + 1;
+	return e;
 }
 
 /* The cache entry of TID, made if there is room; NULL: read uncached. */
@@ -489,10 +500,12 @@ void procfs_taskcache_prune(struct procfs_taskcache *c, const pid_t *tids, size_
 {
 	if (!c)
 		return;
-	size_t keep = 0;
+	size_t keep = 0, k = 0;
 	for (size_t i = 0; i < c->n; i++) {
-		/* TIDS is sorted (procfs_list_tids). */
-		if (n && bsearch(&c->v[i].tid, tids, n, sizeof(*tids), cmp_pid))
+		/* Both sorted (TIDS by procfs_list_tids): one walk. */
+		while (k < n && tids[k] < c->v[i].tid)
+			k++;
+		if (k < n && tids[k] == c->v[i].tid)
 			c->v[keep++] = c->v[i];
 		else
 			tc_close(c, &c->v[i]);

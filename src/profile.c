@@ -114,6 +114,7 @@ void profile_free(struct sd_profile *p)
 		free(r->words);
 	hashmap_release(&p->raw);
 	hashmap_release(&p->memo);
+	free(p->memo_at);
 	free(p->sigs);
 	hashmap_release(&p->index);
 	strpool_free(p->pool);
@@ -537,31 +538,46 @@ static ssize_t raw_find(struct sd_profile *p, struct sd_target *t, struct sd_sna
 }
 
 /* The stack of TH's raw frames: the thread's last one when its frames
- * token says they did not change, else found by the frames. */
+ * token says they did not change, else found by the frames. AT is TH's
+ * place in S: a thread is mostly where it was in the last snapshot, and
+ * looking there first reads the memo in order. */
 static ssize_t raw_lookup(struct sd_profile *p, struct sd_target *t, struct sd_snapshot *s,
-			  const struct sd_thread *th, int *idle)
+			  const struct sd_thread *th, size_t at, int *idle)
 {
 	uint64_t sig = modules_signature(p, t);
+	if (at >= p->nmemo_at) {
+		size_t n = s->nthreads > at ? s->nthreads : at + 1;
+		p->memo_at = sd_xrealloc(p->memo_at, n * sizeof(*p->memo_at));
+		memset(p->memo_at + p->nmemo_at, 0, (n - p->nmemo_at) * sizeof(*p->memo_at));
+		p->nmemo_at = n;
+	}
+	struct memoslot *ma = &p->memo_at[at];
 	struct memoslot mk = {.t = t, .tid = th->tid};
 	uint64_t mh = memo_hash(t, th->tid);
 	if (th->frames_token) {
-		const struct memoslot *m = hashmap_find(&p->memo, mh, &mk, memo_eq);
+		const struct memoslot *m = ma;
+		if (m->t != t || m->tid != th->tid)
+			m = hashmap_find(&p->memo, mh, &mk, memo_eq);
 		if (m && m->token == th->frames_token && m->modsig == sig) {
 			p->raw_lookups++;
 			p->raw_hits++;
 			*idle = m->idle_frames;
+			if (m != ma)
+				*ma = *m;
 			return m->stack;
 		}
 	}
 	ssize_t idx = raw_find(p, t, s, th, sig, idle);
+	mk.token = th->frames_token;
+	mk.modsig = sig;
+	mk.stack = idx;
+	mk.idle_frames = *idle;
 	if (th->frames_token) {
 		int found;
-		struct memoslot *m = hashmap_put(&p->memo, mh, &mk, memo_eq, &found);
-		*m = mk;
-		m->token = th->frames_token;
-		m->modsig = sig;
-		m->stack = idx;
-		m->idle_frames = *idle;
+		*(struct memoslot *)hashmap_put(&p->memo, mh, &mk, memo_eq, &found) = mk;
+		*ma = mk;
+	} else if (ma->t == t && ma->tid == th->tid) {
+		ma->t = NULL; /* no token: nothing to find by it */
 	}
 	return idx;
 }
@@ -773,7 +789,8 @@ void profile_add_snapshot(struct sd_profile *p, struct sd_target *t, struct sd_s
 			continue;
 		}
 		int fidle = 0;
-		ssize_t idx = t ? raw_lookup(p, t, s, th, &fidle) : cooked_lookup(p, s, th, &fidle);
+		ssize_t idx =
+		    t ? raw_lookup(p, t, s, th, i, &fidle) : cooked_lookup(p, s, th, &fidle);
 		g[i] = idx;
 		int on = on_cpu(th, fidle);
 		if ((p->opts.cpu == SD_CPU_ON && !on) || (p->opts.cpu == SD_CPU_OFF && on)) {
@@ -842,6 +859,9 @@ void profile_sort(struct sd_profile *p)
 	for (struct memoslot *m; (m = hashmap_next(&p->memo, &pos));)
 		if (m->stack >= 0)
 			m->stack = map[m->stack];
+	for (size_t i = 0; i < p->nmemo_at; i++)
+		if (p->memo_at[i].t && p->memo_at[i].stack >= 0)
+			p->memo_at[i].stack = map[p->memo_at[i].stack];
 	for (size_t i = 0; i < p->nlocks; i++)
 		for (size_t k = 0; k < p->locks[i].nholders; k++)
 			if (p->locks[i].holders[k].stack >= 0)

@@ -153,6 +153,9 @@ struct sd_profile {
 	struct hashmap raw;     /* of struct rawslot (profile.c) */
 	struct hashmap memo;    /* of struct memoslot: each thread's last raw
 				 * stack, by its frames token (profile.c) */
+	struct memoslot *memo_at; /* the same by the thread's place in the
+				   * last snapshot: looked at first */
+	size_t nmemo_at;
 	uint64_t raw_lookups, raw_hits;
 	struct sd_pmodsig *sigs;    /* per target: its modules' signature */
 	size_t nsigs, sigcap;

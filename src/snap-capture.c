@@ -64,11 +64,8 @@ static void note_capture(struct snapctx *cx, const char *why)
 struct sd_thread *snap_add_thread(struct snapctx *cx, pid_t tid)
 {
 	struct sd_thread *th = snapshot_add_thread(cx->s, tid);
-	if (cx->s->nthreads > cx->pcap) {
-		size_t old = cx->pcap;
-		sd_grow(&cx->p, &cx->pcap, cx->s->nthreads, sizeof(*cx->p));
-		memset(cx->p + old, 0, (cx->pcap - old) * sizeof(*cx->p));
-	}
+	sd_grow(&cx->p, &cx->pcap, cx->s->nthreads, sizeof(*cx->p));
+	memset(&cx->p[cx->s->nthreads - 1], 0, sizeof(*cx->p));
 	return th;
 }
 

@@ -17,13 +17,28 @@ static int cmp_reuse(const void *a, const void *b)
 
 struct sd_reuse *reuse_find(struct sd_target *t, pid_t tid)
 {
-	struct sd_reuse key = {.tid = tid};
-	return t->nreuse ? bsearch(&key, t->reuse, t->nreuse, sizeof(key), cmp_reuse) : NULL;
+	if (!t->nreuse)
+		return NULL;
+	/* Discover asks in rising TID order (and planning asks again): the
+	 * entry after the last one found is the likely one. */
+	size_t h = t->reuse_hint;
+	struct sd_reuse *r;
+	if (h < t->nreuse && t->reuse[h].tid == tid) {
+		r = &t->reuse[h];
+	} else if (h > 0 && h <= t->nreuse && t->reuse[h - 1].tid == tid) {
+		r = &t->reuse[h - 1]; /* asked again */
+	} else {
+		struct sd_reuse key = {.tid = tid};
+		r = bsearch(&key, t->reuse, t->nreuse, sizeof(key), cmp_reuse);
+	}
+	if (r)
+		t->reuse_hint = (size_t)(r - t->reuse) + 1;
+	return r;
 }
 
 static void reuse_entry_free(struct sd_reuse *r)
 {
-	free(r->frames);
+	frameset_unref(r->fs);
 	free(r->lockmem);
 }
 
@@ -46,23 +61,17 @@ void reuse_apply(struct snapctx *cx, struct sd_thread *th, const struct sd_reuse
 	th->syscall_known = r->syscall_known;
 	th->syscall_nr = r->syscall_nr;
 	memcpy(th->syscall_args, r->syscall_args, sizeof(th->syscall_args));
-	/* One copy in the capacity snapshot_add_frame() assumes (a power of
-	 * two, at least 16); names only when the frames have them. */
-	size_t cap = 16;
-	while (cap < r->nframes)
-		cap *= 2;
-	free(th->frames);
-	th->frames = sd_xmalloc(cap * sizeof(*th->frames));
-	memcpy(th->frames, r->frames, r->nframes * sizeof(*th->frames));
-	th->nframes = r->nframes;
-	for (size_t k = 0; k < th->nframes; k++) {
-		struct sd_frame *f = &th->frames[k];
-		if (!f->function && !f->module && !f->build_id && !f->file)
-			continue;
-		f->function = strpool_intern(s->pool, f->function);
-		f->module = strpool_intern(s->pool, f->module);
-		f->build_id = strpool_intern(s->pool, f->build_id);
-		f->file = strpool_intern(s->pool, f->file);
+	snapshot_thread_share_frames(th, r->fs);
+	if (r->named) {
+		/* Names live in the snapshot's pool: a copy of its own. */
+		snapshot_thread_own_frames(th);
+		for (size_t k = 0; k < th->nframes; k++) {
+			struct sd_frame *f = &th->frames[k];
+			f->function = strpool_intern(s->pool, f->function);
+			f->module = strpool_intern(s->pool, f->module);
+			f->build_id = strpool_intern(s->pool, f->build_id);
+			f->file = strpool_intern(s->pool, f->file);
+		}
 	}
 	th->unwind_stop = strpool_intern(s->pool, r->unwind_stop);
 	th->frames_token = r->token;
@@ -81,8 +90,12 @@ void reuse_save(struct snapctx *cx)
 	struct sd_snapshot *s = cx->s;
 	if (!t->reuse_pool)
 		t->reuse_pool = strpool_new();
-	struct sd_reuse *v = NULL;
-	size_t n = 0, cap = 0;
+	/* Into the vector before last (its entries long freed), sized once. */
+	struct sd_reuse *v = t->reuse_spare;
+	size_t n = 0, cap = t->reuse_spare_cap;
+	t->reuse_spare = NULL;
+	t->reuse_spare_cap = 0;
+	sd_grow(&v, &cap, s->nthreads + 1, sizeof(*v));
 	for (size_t i = 0; i < s->nthreads; i++) {
 		struct sd_thread *th = &s->threads[i];
 		struct tplan *tp = &cx->p[i];
@@ -95,9 +108,9 @@ void reuse_save(struct snapctx *cx)
 		if (th->kind == SD_CAPTURE_REUSED && tp->prev) {
 			/* Unchanged: the entry moves over as it is. */
 			*r = *tp->prev;
-			tp->prev->frames = NULL;
+			tp->prev->fs = NULL;
 			tp->prev->lockmem = NULL;
-			tp->prev->nframes = tp->prev->nlockmem = 0;
+			tp->prev->nlockmem = 0;
 			continue;
 		}
 		memset(r, 0, sizeof(*r));
@@ -109,17 +122,28 @@ void reuse_save(struct snapctx *cx)
 		r->syscall_known = th->syscall_known;
 		r->syscall_nr = th->syscall_nr;
 		memcpy(r->syscall_args, th->syscall_args, sizeof(r->syscall_args));
-		if (th->nframes) {
-			r->frames = sd_xmalloc(th->nframes * sizeof(*r->frames));
-			for (size_t k = 0; k < th->nframes; k++) {
-				struct sd_frame *f = &r->frames[k];
-				*f = th->frames[k];
+		for (size_t k = 0; k < th->nframes && !r->named; k++) {
+			const struct sd_frame *f = &th->frames[k];
+			r->named = f->function || f->module || f->build_id || f->file;
+		}
+		if (!r->named) {
+			/* The snapshot's thread and the entry share one copy. */
+			if (th->frameset && th->frameset->n == th->nframes) {
+				r->fs = th->frameset;
+				r->fs->refs++;
+			} else {
+				r->fs = frameset_new(th->frames, th->nframes);
+				snapshot_thread_share_frames(th, r->fs);
+			}
+		} else {
+			r->fs = frameset_new(th->frames, th->nframes);
+			for (size_t k = 0; k < r->fs->n; k++) {
+				struct sd_frame *f = &r->fs->f[k];
 				f->function = strpool_intern(t->reuse_pool, f->function);
 				f->module = strpool_intern(t->reuse_pool, f->module);
 				f->build_id = strpool_intern(t->reuse_pool, f->build_id);
 				f->file = strpool_intern(t->reuse_pool, f->file);
 			}
-			r->nframes = th->nframes;
 		}
 		r->unwind_stop = strpool_intern(t->reuse_pool, th->unwind_stop);
 		/* The frames the next samples reuse are these: same token. */
@@ -131,10 +155,13 @@ void reuse_save(struct snapctx *cx)
 		}
 	}
 	reuse_clear(t);
-	free(t->reuse);
+	free(t->reuse_spare);
+	t->reuse_spare = t->reuse;
+	t->reuse_spare_cap = t->reuse_cap;
 	sd_sort(v, n, sizeof(*v), cmp_reuse);
 	t->reuse = v;
 	t->nreuse = n;
+	t->reuse_hint = 0;
 	t->reuse_cap = cap;
 }
 

@@ -52,8 +52,8 @@ struct sd_reuse {
 	int syscall_known;
 	long syscall_nr;
 	uint64_t syscall_args[6];
-	struct sd_frame *frames; /* strings in the target's reuse pool */
-	size_t nframes;
+	struct sd_frameset *fs; /* the frames; strings in the target's reuse pool */
+	int named;		/* some frame has a string: copied, not shared */
 	const char *unwind_stop;
 	struct sd_lockmem *lockmem;
 	size_t nlockmem;

@@ -14,12 +14,71 @@ struct sd_snapshot *snapshot_new(pid_t pid)
 	return s;
 }
 
+struct sd_frameset *frameset_new(const struct sd_frame *f, size_t n)
+{
+	struct sd_frameset *fs = sd_xmalloc(sizeof(*fs) + n * sizeof(*f));
+	fs->refs = 1;
+	fs->n = n;
+	if (n)
+		memcpy(fs->f, f, n * sizeof(*f));
+	return fs;
+}
+
+void frameset_unref(struct sd_frameset *fs)
+{
+	if (fs && --fs->refs == 0)
+		free(fs);
+}
+
+void snapshot_thread_drop_frames(struct sd_thread *t)
+{
+	if (t->frameset)
+		frameset_unref(t->frameset);
+	else
+		free(t->frames);
+	t->frameset = NULL;
+	t->frames = NULL;
+	t->nframes = 0;
+}
+
+void snapshot_thread_share_frames(struct sd_thread *t, struct sd_frameset *fs)
+{
+	fs->refs++;
+	snapshot_thread_drop_frames(t);
+	t->frameset = fs;
+	t->frames = fs->f;
+	t->nframes = fs->n;
+}
+
+/* The capacity snapshot_add_frame() assumes for N frames: a power of two,
+ * at least 16. */
+static size_t frames_cap(size_t n)
+{
+	size_t cap = 16;
+	while (cap < n)
+		cap *= 2;
+	return cap;
+}
+
+void snapshot_thread_own_frames(struct sd_thread *t)
+{
+	struct sd_frameset *fs = t->frameset;
+	if (!fs)
+		return;
+	size_t n = t->nframes; /* may have been cut below fs->n */
+	t->frames = sd_xmalloc(frames_cap(n) * sizeof(*t->frames));
+	if (n)
+		memcpy(t->frames, fs->f, n * sizeof(*t->frames));
+	t->frameset = NULL;
+	frameset_unref(fs);
+}
+
 static void thread_release(struct sd_thread *t)
 {
 	if (!t->stack_in_arena)
 		free(t->stack);
 	free(t->lockmem);
-	free(t->frames);
+	snapshot_thread_drop_frames(t);
 	free(t->holds);
 }
 
@@ -51,6 +110,12 @@ struct sd_thread *snapshot_add_thread(struct sd_snapshot *s, pid_t tid)
 struct sd_frame *snapshot_add_frame(struct sd_thread *t)
 {
 	/* frames grow by doubling; capacity is kept implicit via powers of 2 */
+	if (t->frameset) {
+		if (!t->nframes)
+			snapshot_thread_drop_frames(t);
+		else
+			snapshot_thread_own_frames(t);
+	}
 	size_t n = t->nframes;
 	if (n == 0 || (n & (n - 1)) == 0) {
 		size_t cap = n ? n * 2 : 16;

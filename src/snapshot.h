@@ -37,6 +37,21 @@ struct sd_frame {
 	int line;
 };
 
+/* Frames shared read-only by the snapshots that count a stack again (a
+ * sleeper reused, a perf sample unchanged) and the entry that keeps it
+ * for the next one; freed with its last reference. Only raw frames (no
+ * names: those live in a snapshot's pool) are shared. Snapshots are
+ * built and freed on one thread: the count is not atomic. */
+struct sd_frameset {
+	unsigned refs;
+	size_t n;
+	struct sd_frame f[];
+};
+
+/* A frameset of a copy of the N frames F, one reference. */
+struct sd_frameset *frameset_new(const struct sd_frame *f, size_t n);
+void frameset_unref(struct sd_frameset *fs);
+
 /* Lock words and memory read while frozen, for lock analysis: the bytes
  * [addr, addr + len) of the target, a window around a futex word wide
  * enough for the pthread object holding it (a condvar starts up to 44
@@ -166,6 +181,9 @@ struct sd_thread {
 	/* unwind + symbolize */
 	struct sd_frame *frames;
 	size_t nframes;
+	struct sd_frameset *frameset; /* non-NULL: frames are its f, shared and
+				       * read-only until
+				       * snapshot_thread_own_frames() */
 	const char *unwind_stop; /* why unwinding ended early, or NULL */
 	unsigned live_reads;  /* stack words read after the thaw (outside the copy) */
 	uint64_t frames_token; /* nonzero: the raw frames are those of every
@@ -250,8 +268,14 @@ struct sd_snapshot *snapshot_new(pid_t pid);
 void snapshot_free(struct sd_snapshot *s);
 /* Append a zeroed thread and return it. */
 struct sd_thread *snapshot_add_thread(struct sd_snapshot *s, pid_t tid);
-/* Append a frame to T. */
+/* Append a frame to T (its own copy first if its frames are shared). */
 struct sd_frame *snapshot_add_frame(struct sd_thread *t);
+/* T's frames become FS's (one more reference), its own freed. */
+void snapshot_thread_share_frames(struct sd_thread *t, struct sd_frameset *fs);
+/* T's frames in an array of its own, writable (a no-op unless shared). */
+void snapshot_thread_own_frames(struct sd_thread *t);
+/* T's frames released (freed, or a reference dropped): none left. */
+void snapshot_thread_drop_frames(struct sd_thread *t);
 /* Drop captured registers, stacks and lock memory (after unwinding). */
 void snapshot_drop_capture(struct sd_snapshot *s);
 /* Find a thread of S by TID (NULL if none). */

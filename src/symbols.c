@@ -757,8 +757,10 @@ void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_th
 	struct sd_space *t = s->space;
 	struct sd_frame *raw = th->frames;
 	size_t nraw = th->nframes;
+	struct sd_frameset *rawset = th->frameset; /* shared: read, not freed */
 	th->frames = NULL;
 	th->nframes = 0;
+	th->frameset = NULL;
 	unsigned mode = (no_inline ? 1u : 0u) | (no_source ? 2u : 0u);
 	int pm_fresh = 0;
 	for (size_t i = 0; i < nraw; i++) {
@@ -839,7 +841,10 @@ void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_th
 			f->offset = rel;
 		}
 	}
-	free(raw);
+	if (rawset)
+		frameset_unref(rawset);
+	else
+		free(raw);
 	end_at_stack_root(th);
 }
 

@@ -57,33 +57,54 @@ static int cmp_tname(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The name of thread TID from the cache, which is read again for every
- * thread once it is a second old, and for a thread it has not seen. */
+/* How old a cached thread name may be: a thread names itself only while
+ * it runs, so the name of one that has not run since the last sample (it
+ * has a reuse entry) is kept longer; another thread writing its comm file
+ * is seen within NAME_AGE_IDLE. */
+#define NAME_AGE (1000000000ull)
+#define NAME_AGE_IDLE (10000000000ull)
+
+/* The name of thread TID from the cache, read again when it is older than
+ * MAX_AGE ns or was never read. NULL: the thread is gone. */
 static const char *cached_name(struct sd_target *t, struct procfs_taskcache *tc, int taskdir,
-			       pid_t tid, uint64_t now)
+			       pid_t tid, uint64_t now, uint64_t max_age)
 {
-	if (now - t->names_ns > 1000000000ull) {
-		t->nnames = 0;
+	if (now - t->names_ns > NAME_AGE) {
+		/* Forget the names of threads not asked for in a while (gone). */
+		size_t k = 0;
+		for (size_t i = 0; i < t->nnames; i++)
+			if (now - t->names[i].read_ns <= NAME_AGE_IDLE)
+				t->names[k++] = t->names[i];
+		t->nnames = k;
 		t->names_ns = now;
 	}
+	/* Asked in rising TID order: the entry after the last one first. */
 	struct sd_tname key = {.tid = tid};
-	struct sd_tname *hit = t->nnames ? bsearch(&key, t->names, t->nnames, sizeof(key), cmp_tname)
-					 : NULL;
-	if (hit)
-		return hit->comm;
+	struct sd_tname *e = t->names_hint < t->nnames ? &t->names[t->names_hint] : NULL;
+	if (!e || e->tid != tid)
+		e = t->nnames ? bsearch(&key, t->names, t->nnames, sizeof(key), cmp_tname) : NULL;
+	if (e && now - e->read_ns <= max_age) {
+		t->names_hint = (size_t)(e - t->names) + 1;
+		return e->comm;
+	}
 	char text[64];
 	if (procfs_task_comm(tc, taskdir, t->pid, tid, text, sizeof(text)) < 0)
 		return NULL;
-	sd_grow(&t->names, &t->names_cap, t->nnames + 1, sizeof(*t->names));
-	struct sd_tname *e = &t->names[t->nnames++];
-	e->tid = tid;
-	snprintf(e->comm, sizeof(e->comm), "%.15s", text);
-	/* Discover asks in rising TID order: only a TID that wrapped around
-	 * lands out of order. */
-	if (t->nnames > 1 && e[-1].tid > tid) {
-		sd_sort(t->names, t->nnames, sizeof(*t->names), cmp_tname);
-		e = bsearch(&key, t->names, t->nnames, sizeof(key), cmp_tname);
+	if (!e) {
+		sd_grow(&t->names, &t->names_cap, t->nnames + 1, sizeof(*t->names));
+		/* Keep them sorted: insert in place (a new TID is mostly the
+		 * highest). */
+		size_t i = t->nnames++;
+		while (i > 0 && t->names[i - 1].tid > tid) {
+			t->names[i] = t->names[i - 1];
+			i--;
+		}
+		e = &t->names[i];
+		e->tid = tid;
 	}
+	snprintf(e->comm, sizeof(e->comm), "%.15s", text);
+	e->read_ns = now;
+	t->names_hint = (size_t)(e - t->names) + 1;
 	return e->comm;
 }
 
@@ -229,6 +250,10 @@ static int discover_stage(struct snapctx *cx, const pid_t *tids, size_t ntids,
 		procfs_taskcache_prune(t->taskcache, tids, ntids);
 		cx->tc = t->taskcache;
 	}
+	/* Room for every listed thread at once (and a few born meanwhile):
+	 * no copies as the arrays grow. */
+	sd_grow(&s->threads, &s->cap, ntids + 8, sizeof(*s->threads));
+	sd_grow(&cx->p, &cx->pcap, ntids + 8, sizeof(*cx->p));
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)t->pid);
 	cx->taskdir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -238,7 +263,9 @@ static int discover_stage(struct snapctx *cx, const pid_t *tids, size_t ntids,
 		if (!snap_thread_wanted(tids[i], &cx->pick))
 			continue;
 		if (light) {
-			const char *name = cached_name(t, cx->tc, cx->taskdir, tids[i], now);
+			int idle = cx->auto_mode && o->reuse && reuse_find(t, tids[i]);
+			const char *name = cached_name(t, cx->tc, cx->taskdir, tids[i], now,
+						       idle ? NAME_AGE_IDLE : NAME_AGE);
 			if (!name)
 				continue; /* exited already */
 			struct sd_thread *th = snap_add_thread(cx, tids[i]);
@@ -514,6 +541,10 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 	s->time = sd_wall_time();
 
 	struct snapctx cx = {.t = t, .o = o, .s = s, .taskdir = -1, .pick = {o, t->pid}};
+	cx.p = t->plans; /* entries are cleared as threads are added */
+	cx.pcap = t->plans_cap;
+	t->plans = NULL;
+	t->plans_cap = 0;
 	cx.auto_mode = !o->per_thread && o->capture != SD_CAPMODE_FREEZE;
 	/* Samples prove their sleepers with context-switch records or the
 	 * task clock (read for every thread at every tick: a load, or a
@@ -553,20 +584,22 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 	finish_stage(&cx);
 	if (cx.taskdir >= 0)
 		close(cx.taskdir);
-	free(cx.p);
+	t->plans = cx.p;
+	t->plans_cap = cx.pcap;
 	return s;
 fail:
 	free(tids);
 	if (cx.taskdir >= 0)
 		close(cx.taskdir);
-	free(cx.p);
+	t->plans = cx.p;
+	t->plans_cap = cx.pcap;
 	snapshot_free(s);
 	return NULL;
 }
 
 const char *target_thread_name(struct sd_target *t, pid_t tid)
 {
-	return cached_name(t, t->taskcache, AT_FDCWD, tid, sd_now_ns());
+	return cached_name(t, t->taskcache, AT_FDCWD, tid, sd_now_ns(), NAME_AGE);
 }
 
 void target_snapshot_modules(struct sd_target *t, struct sd_snapshot *s)

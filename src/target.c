@@ -135,6 +135,8 @@ void target_free(struct sd_target *t)
 	procfs_taskcache_free(t->taskcache);
 	reuse_clear(t);
 	free(t->reuse);
+	free(t->reuse_spare);
+	free(t->plans);
 	strpool_free(t->reuse_pool);
 	free(t->last_tids);
 	if (t->spare_arena)

@@ -30,9 +30,11 @@ struct sd_target {
 	struct sd_tname {
 		pid_t tid;
 		char comm[16];
+		uint64_t read_ns; /* when it was read */
 	} *names;
 	size_t nnames, names_cap;
-	uint64_t names_ns;        /* when they were read */
+	size_t names_hint;	  /* where cached_name() looks first */
+	uint64_t names_ns;	  /* when the old ones were last dropped */
 	size_t last_stack_bytes;  /* copied by the previous snapshot */
 	struct procfs_taskcache *taskcache; /* with keep_files */
 	uint64_t maps_ns;         /* when the maps were read */
@@ -42,6 +44,11 @@ struct sd_target {
 	 * counters after that snapshot and its frames (sorted by tid). */
 	struct sd_reuse *reuse;
 	size_t nreuse, reuse_cap;
+	size_t reuse_hint;	      /* where reuse_find() looks first */
+	struct sd_reuse *reuse_spare; /* the last vector but one, for the next */
+	size_t reuse_spare_cap;
+	struct tplan *plans;	    /* the working state of the last snapshot, kept */
+	size_t plans_cap;	    /* for the next one (sampling: no page faults) */
 	struct strpool *reuse_pool; /* strings of the reused frames */
 	uint64_t token_seq;         /* the last frames token handed out */
 	pid_t *last_tids;         /* the last listing of task/ (samples) */

@@ -213,6 +213,61 @@ static void test_woken_between_readings_is_read_again(void **state)
 	fx_stop(&f);
 }
 
+/* A sample's sleeper that did not run shares its frames with the entry
+ * kept for the next sample: the snapshot stays whole after that entry and
+ * the target are gone (ASan says when not), and writing its frames makes
+ * a copy of its own first. */
+static void test_reused_frames_outlive_the_target(void **state)
+{
+	struct fx f = {.exe = *state};
+	fx_start(&f);
+	struct sd_error err = {0};
+	struct sd_target *t = target_new(f.pid, &err);
+	assert_non_null(t);
+	struct sd_snap_opts o;
+	snap_opts_init(&o);
+	o.reuse = 1;
+	o.light_discover = 2;
+	o.no_symbols = 1;
+	struct sd_snapshot *s1 = target_snapshot(t, &o, &err);
+	assert_non_null(s1);
+	struct sd_snapshot *s2 = target_snapshot(t, &o, &err);
+	assert_non_null(s2);
+	struct sd_snapshot *s3 = target_snapshot(t, &o, &err);
+	assert_non_null(s3);
+	const struct sd_thread *a = snapshot_find_thread(s1, f.pid);
+	struct sd_thread *b = (struct sd_thread *)snapshot_find_thread(s2, f.pid);
+	const struct sd_thread *c = snapshot_find_thread(s3, f.pid);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_non_null(c);
+	assert_int_equal(b->kind, SD_CAPTURE_REUSED);
+	assert_int_equal(c->kind, SD_CAPTURE_REUSED);
+	assert_non_null(b->frameset);
+	/* One copy for the three: the first read it, the others reuse it. */
+	assert_ptr_equal(a->frameset, b->frameset);
+	assert_ptr_equal(b->frameset, c->frameset);
+	assert_true(b->nframes >= 2);
+	assert_int_equal(b->nframes, a->nframes);
+	target_free(t);
+	for (size_t i = 0; i < a->nframes; i++)
+		assert_int_equal(b->frames[i].pc, a->frames[i].pc);
+	/* Copy on write: S3's thread keeps the frames S2's changes. */
+	uint64_t pc0 = c->frames[0].pc;
+	size_t n = b->nframes;
+	snapshot_add_frame(b)->pc = 42;
+	assert_null(b->frameset);
+	assert_int_equal(b->nframes, n + 1);
+	assert_int_equal(b->frames[n].pc, 42);
+	assert_int_equal(c->frames[0].pc, pc0);
+	assert_int_equal(c->nframes, n);
+	assert_int_equal(c->frameset->refs, 2); /* S1's and S3's */
+	snapshot_free(s1);
+	snapshot_free(s2);
+	snapshot_free(s3);
+	fx_stop(&f);
+}
+
 static void test_parse_schedstat(void **state)
 {
 	(void)state;
@@ -262,12 +317,13 @@ static void test_budget_leaves_later_their_share(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_schedstat),
-		cmocka_unit_test(test_budget_leaves_later_their_share),
-		cmocka_unit_test_prestate(test_asleep_kept_when_counters_agree, "fx-wake-nofp"),
-		cmocka_unit_test_prestate(test_woken_between_readings_is_read_again, "fx-wake-nofp"),
-		cmocka_unit_test_prestate(test_asleep_kept_when_counters_agree, "fx-wake"),
-		cmocka_unit_test_prestate(test_woken_between_readings_is_read_again, "fx-wake"),
+	    cmocka_unit_test(test_parse_schedstat),
+	    cmocka_unit_test_prestate(test_reused_frames_outlive_the_target, "fx-wake-nofp"),
+	    cmocka_unit_test(test_budget_leaves_later_their_share),
+	    cmocka_unit_test_prestate(test_asleep_kept_when_counters_agree, "fx-wake-nofp"),
+	    cmocka_unit_test_prestate(test_woken_between_readings_is_read_again, "fx-wake-nofp"),
+	    cmocka_unit_test_prestate(test_asleep_kept_when_counters_agree, "fx-wake"),
+	    cmocka_unit_test_prestate(test_woken_between_readings_is_read_again, "fx-wake"),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
