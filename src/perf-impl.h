@@ -52,6 +52,7 @@ struct pthr {
 	int kind;
 	uint64_t time; /* CLOCK_MONOTONIC ns */
 	uint64_t gen;  /* bumped at every new latest sample */
+	uint64_t name_gen; /* gen when the name was last asked for */
 	struct user_regs_struct regs;
 	uint8_t *stack;
 	size_t stack_len, stack_cap;

@@ -263,7 +263,10 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 		struct pthr *th = &p->v[i];
 		if (th->kind == LATEST_NONE)
 			continue; /* born after the seed (or after AT), no sample yet */
-		const char *name = th->gone ? NULL : target_thread_name(p->t, th->tid);
+		/* A new sample since the last tick: it ran. */
+		const char *name =
+		    th->gone ? NULL : target_thread_name(p->t, th->tid, th->gen != th->name_gen);
+		th->name_gen = th->gen;
 		if (name)
 			snprintf(th->name, sizeof(th->name), "%s", name);
 		else if (th->gone)

@@ -187,7 +187,10 @@ static int thr_open(struct sd_perf *p, struct pthr *th, pid_t tid)
 	th->syscall_nr = -1;
 	attr_init(&a, PERF_COUNT_SW_TASK_CLOCK, p->o.period_ns, p->o.stack_copy);
 	th->ring_len = p->page + p->o.ring_kb * 1024;
-	a.wakeup_watermark = (uint32_t)(p->o.ring_kb * 1024 / 4);
+	/* A thread earns at most one sample a tick (a period of CPU time per
+	 * interval of wall time), and every tick drains: woken only when half
+	 * the ring (two samples or more) waits, that is when a tick is late. */
+	a.wakeup_watermark = (uint32_t)(p->o.ring_kb * 1024 / 2);
 	int e;
 	/* The lost count of the event itself (Linux 6.0): a sample larger
 	 * than the free room is dropped, and with a ring too small for any

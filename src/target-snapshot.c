@@ -58,16 +58,18 @@ static int cmp_tname(const void *a, const void *b)
 }
 
 /* How old a cached thread name may be: a thread names itself only while
- * it runs, so the name of one that has not run since the last sample (it
- * has a reuse entry) is kept longer; another thread writing its comm file
- * is seen within NAME_AGE_IDLE. */
+ * it runs, so the name of one that has not run since it was read is kept
+ * longer; another thread writing its comm file is seen within
+ * NAME_AGE_IDLE. */
 #define NAME_AGE (1000000000ull)
 #define NAME_AGE_IDLE (10000000000ull)
 
-/* The name of thread TID from the cache, read again when it is older than
- * MAX_AGE ns or was never read. NULL: the thread is gone. */
+/* The name of thread TID from the cache, read again when it was never
+ * read, is older than NAME_AGE_IDLE, or older than NAME_AGE and the
+ * thread ran since (RAN: it did since the last call). NULL: the thread is
+ * gone. */
 static const char *cached_name(struct sd_target *t, struct procfs_taskcache *tc, int taskdir,
-			       pid_t tid, uint64_t now, uint64_t max_age)
+			       pid_t tid, uint64_t now, int ran)
 {
 	if (now - t->names_ns > NAME_AGE) {
 		/* Forget the names of threads not asked for in a while (gone). */
@@ -83,9 +85,12 @@ static const char *cached_name(struct sd_target *t, struct procfs_taskcache *tc,
 	struct sd_tname *e = t->names_hint < t->nnames ? &t->names[t->names_hint] : NULL;
 	if (!e || e->tid != tid)
 		e = t->nnames ? bsearch(&key, t->names, t->nnames, sizeof(key), cmp_tname) : NULL;
-	if (e && now - e->read_ns <= max_age) {
-		t->names_hint = (size_t)(e - t->names) + 1;
-		return e->comm;
+	if (e) {
+		e->ran |= ran;
+		if (now - e->read_ns <= (e->ran ? NAME_AGE : NAME_AGE_IDLE)) {
+			t->names_hint = (size_t)(e - t->names) + 1;
+			return e->comm;
+		}
 	}
 	char text[64];
 	if (procfs_task_comm(tc, taskdir, t->pid, tid, text, sizeof(text)) < 0)
@@ -104,6 +109,7 @@ static const char *cached_name(struct sd_target *t, struct procfs_taskcache *tc,
 	}
 	snprintf(e->comm, sizeof(e->comm), "%.15s", text);
 	e->read_ns = now;
+	e->ran = 0;
 	t->names_hint = (size_t)(e - t->names) + 1;
 	return e->comm;
 }
@@ -263,9 +269,10 @@ static int discover_stage(struct snapctx *cx, const pid_t *tids, size_t ntids,
 		if (!snap_thread_wanted(tids[i], &cx->pick))
 			continue;
 		if (light) {
-			int idle = cx->auto_mode && o->reuse && reuse_find(t, tids[i]);
-			const char *name = cached_name(t, cx->tc, cx->taskdir, tids[i], now,
-						       idle ? NAME_AGE_IDLE : NAME_AGE);
+			/* A thread with a reuse entry did not run since the
+			 * last sample. */
+			int ran = !(cx->auto_mode && o->reuse && reuse_find(t, tids[i]));
+			const char *name = cached_name(t, cx->tc, cx->taskdir, tids[i], now, ran);
 			if (!name)
 				continue; /* exited already */
 			struct sd_thread *th = snap_add_thread(cx, tids[i]);
@@ -597,9 +604,9 @@ fail:
 	return NULL;
 }
 
-const char *target_thread_name(struct sd_target *t, pid_t tid)
+const char *target_thread_name(struct sd_target *t, pid_t tid, int ran)
 {
-	return cached_name(t, t->taskcache, AT_FDCWD, tid, sd_now_ns(), NAME_AGE);
+	return cached_name(t, t->taskcache, AT_FDCWD, tid, sd_now_ns(), ran);
 }
 
 void target_snapshot_modules(struct sd_target *t, struct sd_snapshot *s)

@@ -31,6 +31,7 @@ struct sd_target {
 		pid_t tid;
 		char comm[16];
 		uint64_t read_ns; /* when it was read */
+		int ran;	  /* the thread ran since */
 	} *names;
 	size_t nnames, names_cap;
 	size_t names_hint;	  /* where cached_name() looks first */
@@ -136,9 +137,11 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 /* Is the process still there (and not a zombie)? */
 int target_alive(const struct sd_target *t);
 
-/* The name (comm) of thread TID of T, from a cache refreshed each second;
- * NULL when the thread is gone. The string lives until the next call. */
-const char *target_thread_name(struct sd_target *t, pid_t tid);
+/* The name (comm) of thread TID of T, from a cache: read again a second
+ * after it was read if the thread ran since (RAN: it did since the last
+ * call), else after ten seconds. NULL when the thread is gone. The string
+ * lives until the next call. */
+const char *target_thread_name(struct sd_target *t, pid_t tid, int ran);
 /* Fill S's module list from T's modules (for snapshots composed outside
  * target_snapshot); does nothing when S has one. */
 void target_snapshot_modules(struct sd_target *t, struct sd_snapshot *s);
