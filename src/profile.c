@@ -400,8 +400,9 @@ static void stack_count(struct sd_profile *p, struct sd_pstack *st, uint64_t cou
 		memset(pt, 0, sizeof(*pt));
 		pt->pid = pid;
 		pt->tid = p->opts.group_threads ? 0 : tid;
-		pt->name = name;
 	}
+	/* The thread's latest name (it may rename itself). */
+	pt->name = name;
 	if (!p->opts.group_threads) {
 		pt->ntids = 1;
 	} else if (tid > 0) {

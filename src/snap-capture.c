@@ -734,6 +734,13 @@ void snap_retry_stage(struct snapctx *cx)
 		th->stack_len = 0;
 		th->kind = SD_CAPTURE_FROZEN;
 		cx->p[i].have_c1 = 0;
+		/* It ran: a name from the cache (samples) may be one it has
+		 * given up since. */
+		if (o->light_discover >= 2) {
+			const char *name = target_thread_name(cx->t, th->tid, 1);
+			if (name)
+				th->name = strpool_intern(s->pool, name);
+		}
 	}
 	cx->stage = STAGE_RETRY;
 	cx->only = retry;

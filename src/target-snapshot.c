@@ -109,7 +109,8 @@ static const char *cached_name(struct sd_target *t, struct procfs_taskcache *tc,
 	}
 	snprintf(e->comm, sizeof(e->comm), "%.15s", text);
 	e->read_ns = now;
-	e->ran = 0;
+	/* Read while it runs: perhaps just before it names itself. */
+	e->ran = ran;
 	t->names_hint = (size_t)(e - t->names) + 1;
 	return e->comm;
 }

@@ -260,10 +260,10 @@ def test_profile_sees_a_sleeper_move():
             os.mkfifo(wake)
             os.mkfifo(ack)
             with start("fx-wake-nofp", wake, ack, blocked=3) as fx:
-                out = os.path.join(d, "p.folded")
+                out = os.path.join(d, "p.json")
                 p = subprocess.Popen([sdtest.binary(), "profile", str(fx.pid), "--engine",
                                       "ptrace", "--rate", "20", "--duration", "0", "--format",
-                                      "folded", "-o", out, "-v"], stdout=subprocess.PIPE,
+                                      "json", "-o", out, "-v"], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True,
                                      env=dict(os.environ, **(env or {})))
                 # A few samples of flip in wait_first (the output file is
@@ -279,7 +279,13 @@ def test_profile_sees_a_sleeper_move():
                 _, err = p.communicate(timeout=300)
                 eq(p.returncode, 0, err)
                 sdtest.assert_running(fx.pid)
-                counts = folded_counts(out)
+                with open(out) as f:
+                    doc = json.load(f)
+            counts, names = {}, {}
+            for st in doc["stacks"]:
+                key = ";".join(fr.get("function") or "?" for fr in reversed(st["frames"]))
+                counts[key] = counts.get(key, 0) + st["count"]
+                names.setdefault(key, set()).update(t["name"] for t in st["threads"])
             contains(err, "sleepers proven by %s" % proof)
             first = sum(n for s, n in counts.items() if "wait_first" in s)
             second = sum(n for s, n in counts.items() if "wait_second" in s)
@@ -292,6 +298,14 @@ def test_profile_sees_a_sleeper_move():
             flip = sum(n for s, n in counts.items() if "flip_main" in s)
             eq(flip, int(m.group(1)), counts)
             ok(flip - first - second <= 2, counts)
+            # flip named itself "flop" when it woke (it ran; its name was
+            # read over a second before): the samples in wait_second say
+            # so, those in wait_first do not.
+            for key, who in names.items():
+                if "wait_second" in key:
+                    eq(who, {"flop"}, (proof, key))
+                if "wait_first" in key:
+                    eq(who, {"flip"}, (proof, key))
 
 
 def test_saturated_host():

@@ -202,9 +202,11 @@ static void test_woken_between_readings_is_read_again(void **state)
 	assert_int_equal(dozer->kind, SD_CAPTURE_ASLEEP);
 	assert_true(has_frame(dozer, "doze"));
 	snapshot_free(s);
-	/* And the next snapshot finds it in wait_second, read asleep. */
+	/* And the next snapshot finds it in wait_second, read asleep, under
+	 * the name it gave itself when it woke. */
 	s = snap(t, NULL, NULL);
-	flip = thread_named(s, "flip");
+	assert_null(thread_named(s, "flip"));
+	flip = thread_named(s, "flop");
 	assert_non_null(flip);
 	assert_true(has_frame(flip, "wait_second"));
 	assert_int_equal(flip->kind, SD_CAPTURE_ASLEEP);
