@@ -2,6 +2,7 @@
 // Ownership of snapshots: allocation, threads, frames and release.
 #include "snapshot.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <string.h>
@@ -140,14 +141,48 @@ void snapshot_drop_capture(struct sd_snapshot *s)
 	}
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+/* A fresh anonymous mapping of SIZE bytes, its pages faulted in now. From
+ * 2 MiB up it is aligned to 2 MiB and asks for transparent huge pages:
+ * a few faults instead of one per 4 KiB page (a page fault is dear in a
+ * VM, and a thousand stacks make thousands of pages). */
+static void *arena_map(size_t *sizep)
+{
+	const size_t huge = (size_t)2 << 20;
+	size_t size = *sizep;
+	if (size < huge) {
+		void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		return p == MAP_FAILED ? NULL : p;
+	}
+	size = (size + huge - 1) & ~(huge - 1);
+	uint8_t *raw = mmap(NULL, size + huge, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (raw == MAP_FAILED)
+		return NULL;
+	uint8_t *p = (uint8_t *)(((uintptr_t)raw + huge - 1) & ~(uintptr_t)(huge - 1));
+	if (p > raw)
+		munmap(raw, (size_t)(p - raw));
+	if ((size_t)(p - raw) < huge)
+		munmap(p + size, huge - (size_t)(p - raw));
+	madvise(p, size, MADV_HUGEPAGE); /* a hint: refused is fine */
+	if (madvise(p, size, MADV_POPULATE_WRITE) != 0)
+		for (size_t off = 0; off < size; off += 4096)
+			p[off] = 0; /* before Linux 5.14 */
+	*sizep = size;
+	return p;
+}
+
 void snapshot_arena_reserve(struct sd_snapshot *s, size_t size)
 {
 	if (s->arena || !size)
 		return;
 	size = (size + 4095) & ~(size_t)4095;
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	if (p == MAP_FAILED)
+	void *p = arena_map(&size);
+	if (!p)
 		return;
 	s->arena = p;
 	s->arena_size = size;
