@@ -365,6 +365,9 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			sampler_sleep_until(smps, nt, next);
 	}
 	free(smps);
+	/* Nothing watches the target while the profile is written. */
+	for (size_t i = 0; i < nt; i++)
+		sampler_stop(tv[i].smp);
 	{
 		struct sd_perf_stats ps = {0};
 		for (size_t i = 0; i < nt; i++)

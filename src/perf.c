@@ -642,6 +642,20 @@ void perf_free(struct sd_perf *p)
 	free(p);
 }
 
+void perf_stop(struct sd_perf *p)
+{
+	if (!p)
+		return;
+	uint64_t closed = p->st.threads_closed;
+	for (size_t i = 0; i < p->n; i++)
+		thr_close(p, &p->v[i]); /* counts its lost samples */
+	p->n = 0;
+	p->st.threads_closed = closed; /* stopping is no thread gone */
+	if (p->epfd >= 0)
+		close(p->epfd);
+	p->epfd = -1;
+}
+
 void perf_stats_add(const struct sd_perf *p, struct sd_perf_stats *st)
 {
 	st->clock_samples += p->st.clock_samples;

@@ -54,6 +54,9 @@ int perf_probe(struct sd_error *err);
 struct sd_perf *perf_new(struct sd_target *t, const struct sd_perf_opts *o, struct sd_error *err);
 /* Close every event and ring buffer. NULL does nothing. */
 void perf_free(struct sd_perf *p);
+/* Close every thread's events and rings now; the statistics (lost
+ * samples included) stay for perf_stats_add(). */
+void perf_stop(struct sd_perf *p);
 
 /* Read every ring buffer of P, keeping each thread's latest sample. Cheap
  * when nothing arrived. */

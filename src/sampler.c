@@ -86,6 +86,15 @@ void sampler_free(struct sd_sampler *s)
 	free(s);
 }
 
+void sampler_stop(struct sd_sampler *s)
+{
+	if (!s)
+		return;
+	if (s->perf)
+		perf_stop(s->perf);
+	target_release_files(s->t);
+}
+
 enum sd_engine sampler_engine(const struct sd_sampler *s)
 {
 	return s->engine;

@@ -44,6 +44,10 @@ struct sd_sampler *sampler_new(struct sd_target *t, const struct sd_snap_opts *s
 			       const struct sd_sampler_opts *o, struct sd_error *err);
 /* NULL does nothing. Closes every perf event. */
 void sampler_free(struct sd_sampler *s);
+/* Sampling is over: close what watches the target (perf events and their
+ * rings, the target's open /proc files and switch-record rings) at once,
+ * before the profile is written; the statistics stay. */
+void sampler_stop(struct sd_sampler *s);
 
 /* The engine in use (never auto). */
 enum sd_engine sampler_engine(const struct sd_sampler *s);

@@ -144,6 +144,17 @@ void target_free(struct sd_target *t)
 	free(t);
 }
 
+void target_release_files(struct sd_target *t)
+{
+	if (!t)
+		return;
+	procfs_taskcache_free(t->taskcache);
+	t->taskcache = NULL;
+	/* Entries reused from now on would be judged by counters of closed
+	 * rings: start over. */
+	reuse_clear(t);
+}
+
 int target_alive(const struct sd_target *t)
 {
 	struct sd_procinfo pi;

@@ -134,6 +134,10 @@ struct sd_tmod *target_module_at(struct sd_target *t, uint64_t addr);
 struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_opts *o,
 				    struct sd_error *err);
 
+/* Close the thread files and rings kept open for repeated snapshots
+ * (they are opened again when needed). */
+void target_release_files(struct sd_target *t);
+
 /* Is the process still there (and not a zombie)? */
 int target_alive(const struct sd_target *t);
 

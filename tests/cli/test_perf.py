@@ -364,6 +364,58 @@ def test_sigkill_leaves_nothing():
         eq(doc["thread_samples"], 10)
 
 
+def test_nothing_watches_while_the_profile_is_written():
+    # Sampling is over before the output is: the events, rings and open
+    # /proc files are closed first. The output goes to a FIFO whose pipe
+    # holds one page and is not read until stackdump blocks writing it;
+    # then stackdump holds no perf event (it held some while sampling).
+    import fcntl
+    for engine in ("perf", "ptrace"):
+        d = tempdir("written")
+        with start("fx-hot") as fx:
+            fifo = os.path.join(d, "out-" + engine)
+            os.mkfifo(fifo)
+            rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+            fcntl.fcntl(rfd, 1031, 4096)  # F_SETPIPE_SZ: one page
+            p = subprocess.Popen([sdtest.binary(), "profile", str(fx.pid), "--engine", engine,
+                                  "--count", "20", "--rate", "20", "--format", "json",
+                                  "-o", fifo], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True)
+            most = 0
+            deadline = time.monotonic() + 120
+            blocked = False
+            while time.monotonic() < deadline and p.poll() is None:
+                try:
+                    with open("/proc/%d/syscall" % p.pid) as f:
+                        sc = f.read().split()
+                except OSError:
+                    break
+                n = sdtest.perf_fds(p.pid)
+                if sc and sc[0] == "1":  # write(2), blocked on the full pipe
+                    blocked = True
+                    eq(n, 0, "%s: perf events open while the profile is written" % engine)
+                    break
+                most = max(most, n)
+                time.sleep(0.005)
+            ok(blocked, "%s: never blocked writing the profile" % engine)
+            # perf: two events a thread; ptrace: the switch-record ring
+            # proving main asleep.
+            ok(most >= (5 if engine == "perf" else 1),
+               "%s: no perf event seen while sampling (%d)" % (engine, most))
+            os.set_blocking(rfd, True)
+            data = b""
+            while True:
+                chunk = os.read(rfd, 65536)
+                if not chunk:
+                    break
+                data += chunk
+            os.close(rfd)
+            _, err = p.communicate(timeout=120)
+            eq(p.returncode, 0, err)
+            eq(json.loads(data)["samples"], 20)
+            eq(sdtest.perf_fds(fx.pid), 0)
+
+
 def test_record_engines():
     d = tempdir("perf")
     with start("fx-busy", blocked=1) as fx:
