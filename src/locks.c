@@ -806,6 +806,18 @@ static void classify_futex(struct ctx *c, struct sd_thread *th)
 		ev = try_condvar(c, th, &f, 0);
 	if (!ev)
 		ev = try_lll(c, th, &f);
+	/* glibc's own locks make their futex calls inline, never through
+	 * syscall(): a call that went through it (a raw futex, a Rust or C++
+	 * atomic wait) and seems to wait on a pthread object met a look-alike
+	 * (globals next to a raw futex word read as a condvar's counts). */
+	if (via_syscall_wrapper(th) &&
+	    (w->kind == SD_WAIT_MUTEX || w->kind == SD_WAIT_CONDVAR ||
+	     w->kind == SD_WAIT_SEMAPHORE || w->kind == SD_WAIT_RWLOCK_READ ||
+	     w->kind == SD_WAIT_RWLOCK_WRITE || w->kind == SD_WAIT_JOIN)) {
+		memset(w, 0, sizeof(*w));
+		set_kind(w, SD_WAIT_FUTEX, f.uaddr);
+		ev = EV_NONE;
+	}
 	if (ev == EV_STRONG || fk == SD_WAIT_NONE)
 		return;
 	if (ev == EV_WEAK && fk == w->kind)

@@ -254,6 +254,24 @@ def test_semaphore():
         eq(dump_waits(fx.pid)[waiters[0]]["owner"], None)
 
 
+def test_raw_futex_is_no_pthread_object():
+    # fx-idlepool's sleepers wait on a bare int through syscall(2); the
+    # globals next to it (its call depth, 20, four bytes below) read like
+    # a condvar's waiter count. glibc's own waits never go through
+    # syscall(): every sleeper is a plain futex wait, and so is the one
+    # wait the lock view lists.
+    for exe in ("fx-idlepool-nofp", "fx-idlepool"):
+        with start(exe, 20, 2, parked=20) as fx:
+            tids = fx.tids_by_name()
+            sleepers = [tids["sleeper-%d" % i][0] for i in range(20)]
+            waits = dump_waits(fx.pid)
+            for tid in sleepers:
+                eq(waits[tid]["kind"], "futex", (exe, tid, waits[tid]))
+            doc = locks_json(fx.pid)
+            eq([lk["kind"] for lk in doc["locks"]], ["futex"], exe)
+            eq(sorted(doc["locks"][0]["waiters"]), sorted(sleepers), exe)
+
+
 def test_join():
     with start("fx-join", parked=1) as fx:
         tids = fx.tids_by_name()

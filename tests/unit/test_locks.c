@@ -387,6 +387,30 @@ static void test_classify_condvar_sem_join(void **state)
 	snapshot_free(s);
 }
 
+/* A futex waited on through libc's syscall() is no glibc pthread object,
+ * whatever the words around it look like: the same condvar-shaped words
+ * as above (old layout: strong evidence by memory alone) beside a raw
+ * FUTEX_WAIT_PRIVATE on an int, and a mutex-shaped word. */
+static void test_classify_raw_futex_lookalikes(void **state)
+{
+	(void)state;
+	struct sd_snapshot *s = snap(3, 720);
+	const uint32_t cv[] = {4, 0, 0, 0, 4, 0, 0, 0, 0, 0x10, 0, 0, 0, 0};
+	struct sd_thread *raw = in_futex(s, 721, U + 40, 0x80, 0, cv, 14, 10);
+	add_frame(s, raw, "syscall");
+	add_frame(s, raw, "pool_leaf");
+	/* The control: the same words, waited on by glibc's own code. */
+	struct sd_thread *cond = in_futex(s, 722, U + 40, 0x80, 0, cv, 14, 10);
+	add_frame(s, cond, "__futex_abstimed_wait_common");
+	locks_classify(s, raw);
+	locks_classify(s, cond);
+	assert_int_equal(raw->wait.kind, SD_WAIT_FUTEX);
+	assert_int_equal(raw->wait.address, U + 40);
+	assert_false(raw->wait.owner_known);
+	assert_int_equal(cond->wait.kind, SD_WAIT_CONDVAR);
+	snapshot_free(s);
+}
+
 /* Rust std locks wait through libc's syscall(): that one exported frame
  * (no debug info needed) plus the words name them. */
 static void test_classify_rust(void **state)
@@ -499,24 +523,25 @@ static void test_parked(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_no_wait_no_deadlock),
-		cmocka_unit_test(test_two_cycle),
-		cmocka_unit_test(test_three_cycle_with_bystander),
-		cmocka_unit_test(test_self_deadlock),
-		cmocka_unit_test(test_mixed_edges),
-		cmocka_unit_test(test_no_false_cycles),
-		cmocka_unit_test(test_many_cycles),
-		cmocka_unit_test(test_rwlock_grouping),
-		cmocka_unit_test(test_classify_mutex_normal),
-		cmocka_unit_test(test_classify_mutex_recursive_timed),
-		cmocka_unit_test(test_classify_mutex_robust_pi),
-		cmocka_unit_test(test_classify_mutex_dead_owner),
-		cmocka_unit_test(test_classify_rwlock),
-		cmocka_unit_test(test_classify_condvar_sem_join),
-		cmocka_unit_test(test_classify_rust),
-		cmocka_unit_test(test_classify_memory_over_frames),
-		cmocka_unit_test(test_analyze_restart_and_woken),
-		cmocka_unit_test(test_parked),
+	    cmocka_unit_test(test_no_wait_no_deadlock),
+	    cmocka_unit_test(test_two_cycle),
+	    cmocka_unit_test(test_three_cycle_with_bystander),
+	    cmocka_unit_test(test_self_deadlock),
+	    cmocka_unit_test(test_mixed_edges),
+	    cmocka_unit_test(test_no_false_cycles),
+	    cmocka_unit_test(test_many_cycles),
+	    cmocka_unit_test(test_rwlock_grouping),
+	    cmocka_unit_test(test_classify_mutex_normal),
+	    cmocka_unit_test(test_classify_mutex_recursive_timed),
+	    cmocka_unit_test(test_classify_mutex_robust_pi),
+	    cmocka_unit_test(test_classify_mutex_dead_owner),
+	    cmocka_unit_test(test_classify_rwlock),
+	    cmocka_unit_test(test_classify_condvar_sem_join),
+	    cmocka_unit_test(test_classify_raw_futex_lookalikes),
+	    cmocka_unit_test(test_classify_rust),
+	    cmocka_unit_test(test_classify_memory_over_frames),
+	    cmocka_unit_test(test_analyze_restart_and_woken),
+	    cmocka_unit_test(test_parked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
