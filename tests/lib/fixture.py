@@ -11,7 +11,8 @@
         ... run stackdump against fx.pid ...
 
 A bare name ("fx-mutex") is looked up in $STACKDUMP_FIXTURE_DIR, then in
-build*/tests/fixtures of the source tree; a path containing "/" is used as is.
+build/tests/fixtures of the source tree (then any other build*/); a path
+containing "/" is used as is.
 Each fixture's header comment (tests/fixtures/fx-*.c) gives the parked= or
 blocked= count that means "every thread is in place".
 
@@ -147,9 +148,11 @@ def fixture_dir():
         return env
     root = os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))))
+    plain = os.path.join(root, "build", "tests", "fixtures")
+    if os.path.isdir(plain):
+        return plain  # before build-asan and the others, which sort first
     found = sorted(glob.glob(os.path.join(root, "build*", "tests", "fixtures")))
-    return found[0] if found else os.path.join(root, "build", "tests",
-                                               "fixtures")
+    return found[0] if found else plain
 
 
 def path_of(name):
