@@ -315,9 +315,12 @@ static void arena_stage(struct snapctx *cx)
 			continue;
 		uint64_t sp = th->proc_sp ? th->proc_sp : cx->p[i].sc.sp;
 		const struct sd_map *m = sp ? procfs_maps_find(&t->space.maps, sp) : NULL;
-		/* Without a stack pointer from /proc, the share of what the
-		 * last snapshot copied. */
-		size_t w = m			       ? (size_t)(m->end - sp) + 8192
+		/* A sleeper's copy is [sp, end of its stack) exactly; one
+		 * that runs may be deeper when it stops. Without a stack
+		 * pointer from /proc, the share of what the last snapshot
+		 * copied. (Every byte here is a zeroed page before the copy.) */
+		size_t slack = cx->p[i].plan == PLAN_ASLEEP ? 0 : 8192;
+		size_t w = m			       ? (size_t)(m->end - sp) + slack
 			   : t->last_stack_bytes && t->snapshots ? t->last_stack_bytes / s->nthreads + 4096
 								 : 65536;
 		est += w < o->max_stack ? w : o->max_stack;
