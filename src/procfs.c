@@ -429,18 +429,11 @@ static int cmp_tcent(const void *a, const void *b)
 /* The cache entry of TID, or NULL. */
 static struct tcent *tc_find(struct procfs_taskcache *c, pid_t tid)
 {
-	if (!c || !c->n)
+	if (!c)
 		return NULL;
-	/* Threads are read in rising TID order: the entry after the last
-	 * one found is the likely one. */
-	struct tcent *e = c->hint < c->n ? &c->v[c->hint] : NULL;
-	if (!e || e->tid != tid) {
-		struct tcent key = {.tid = tid};
-		e = bsearch(&key, c->v, c->n, sizeof(key), cmp_tcent);
-	}
-	if (e)
-		c->hint = (size_t)(e - c->v) + 1;
-	return e;
+	/* Threads are read in rising TID order. */
+	struct tcent key = {.tid = tid};
+	return sd_bsearch_hint(&key, c->v, c->n, sizeof(key), cmp_tcent, &c->hint);
 }
 
 /* The cache entry of TID, made if there is room; NULL: read uncached. */

@@ -17,23 +17,9 @@ static int cmp_reuse(const void *a, const void *b)
 
 struct sd_reuse *reuse_find(struct sd_target *t, pid_t tid)
 {
-	if (!t->nreuse)
-		return NULL;
-	/* Discover asks in rising TID order (and planning asks again): the
-	 * entry after the last one found is the likely one. */
-	size_t h = t->reuse_hint;
-	struct sd_reuse *r;
-	if (h < t->nreuse && t->reuse[h].tid == tid) {
-		r = &t->reuse[h];
-	} else if (h > 0 && h <= t->nreuse && t->reuse[h - 1].tid == tid) {
-		r = &t->reuse[h - 1]; /* asked again */
-	} else {
-		struct sd_reuse key = {.tid = tid};
-		r = bsearch(&key, t->reuse, t->nreuse, sizeof(key), cmp_reuse);
-	}
-	if (r)
-		t->reuse_hint = (size_t)(r - t->reuse) + 1;
-	return r;
+	/* Discover asks in rising TID order (and planning asks again). */
+	struct sd_reuse key = {.tid = tid};
+	return sd_bsearch_hint(&key, t->reuse, t->nreuse, sizeof(key), cmp_reuse, &t->reuse_hint);
 }
 
 static void reuse_entry_free(struct sd_reuse *r)

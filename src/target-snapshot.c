@@ -80,17 +80,14 @@ static const char *cached_name(struct sd_target *t, struct procfs_taskcache *tc,
 		t->nnames = k;
 		t->names_ns = now;
 	}
-	/* Asked in rising TID order: the entry after the last one first. */
+	/* Asked in rising TID order. */
 	struct sd_tname key = {.tid = tid};
-	struct sd_tname *e = t->names_hint < t->nnames ? &t->names[t->names_hint] : NULL;
-	if (!e || e->tid != tid)
-		e = t->nnames ? bsearch(&key, t->names, t->nnames, sizeof(key), cmp_tname) : NULL;
+	struct sd_tname *e =
+	    sd_bsearch_hint(&key, t->names, t->nnames, sizeof(key), cmp_tname, &t->names_hint);
 	if (e) {
 		e->ran |= ran;
-		if (now - e->read_ns <= (e->ran ? NAME_AGE : NAME_AGE_IDLE)) {
-			t->names_hint = (size_t)(e - t->names) + 1;
+		if (now - e->read_ns <= (e->ran ? NAME_AGE : NAME_AGE_IDLE))
 			return e->comm;
-		}
 	}
 	char text[64];
 	if (procfs_task_comm(tc, taskdir, t->pid, tid, text, sizeof(text)) < 0)

@@ -370,6 +370,22 @@ void sd_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const v
 		qsort(base, n, size, cmp);
 }
 
+void *sd_bsearch_hint(const void *key, const void *base, size_t n, size_t size,
+		      int (*cmp)(const void *, const void *), size_t *hint)
+{
+	const char *b = base, *e = NULL;
+	size_t h = *hint;
+	if (h < n && cmp(key, b + h * size) == 0)
+		e = b + h * size;
+	else if (h > 0 && h <= n && cmp(key, b + (h - 1) * size) == 0)
+		e = b + (h - 1) * size;
+	else if (n)
+		e = bsearch(key, base, n, size, cmp);
+	if (e)
+		*hint = (size_t)(e - b) / size + 1;
+	return (void *)e;
+}
+
 uint64_t sd_hash(const void *p, size_t n, uint64_t seed)
 {
 	const unsigned char *c = p;

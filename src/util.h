@@ -98,6 +98,12 @@ int sd_parse_size(const char *s, uint64_t *bytes);
 /* qsort() that accepts an empty array (qsort(NULL, 0, ...) is undefined,
  * and UBSan stops on it). */
 void sd_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+/* bsearch for lookups that mostly come in the array's order: the element
+ * at *HINT (the one after the last found) and the one before it (asked
+ * again) are looked at first. *HINT becomes the found element's index + 1.
+ * NULL when KEY is not there. */
+void *sd_bsearch_hint(const void *key, const void *base, size_t n, size_t size,
+		      int (*cmp)(const void *, const void *), size_t *hint);
 
 /* FNV-1a hash. */
 uint64_t sd_hash(const void *p, size_t n, uint64_t seed);

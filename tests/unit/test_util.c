@@ -198,14 +198,47 @@ static void test_maps_long_line(void **state)
 	free(text);
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* Lookups in order, again, out of order, missing, in an empty array. */
+static void test_bsearch_hint(void **state)
+{
+	(void)state;
+	const int v[] = {3, 5, 8, 13, 21};
+	size_t hint = 0;
+	for (size_t i = 0; i < 5; i++) {
+		const int *e = sd_bsearch_hint(&v[i], v, 5, sizeof(int), cmp_int, &hint);
+		assert_ptr_equal(e, &v[i]);
+		assert_int_equal(hint, i + 1);
+	}
+	int k = 21; /* asked again: the one before the hint */
+	assert_ptr_equal(sd_bsearch_hint(&k, v, 5, sizeof(int), cmp_int, &hint), &v[4]);
+	assert_int_equal(hint, 5);
+	k = 5; /* out of order */
+	assert_ptr_equal(sd_bsearch_hint(&k, v, 5, sizeof(int), cmp_int, &hint), &v[1]);
+	assert_int_equal(hint, 2);
+	k = 7; /* missing: the hint stays */
+	assert_null(sd_bsearch_hint(&k, v, 5, sizeof(int), cmp_int, &hint));
+	assert_int_equal(hint, 2);
+	hint = 9; /* past the end */
+	k = 3;
+	assert_ptr_equal(sd_bsearch_hint(&k, v, 5, sizeof(int), cmp_int, &hint), &v[0]);
+	hint = 0;
+	assert_null(sd_bsearch_hint(&k, v, 0, sizeof(int), cmp_int, &hint));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_pid),     cmocka_unit_test(test_parse_duration),
-		cmocka_unit_test(test_parse_size),    cmocka_unit_test(test_strbuf_never_null),
-		cmocka_unit_test(test_escape),
-		cmocka_unit_test(test_syscall_line), cmocka_unit_test(test_stat_line),
-		cmocka_unit_test(test_maps),          cmocka_unit_test(test_maps_long_line),
+	    cmocka_unit_test(test_parse_pid),	   cmocka_unit_test(test_parse_duration),
+	    cmocka_unit_test(test_parse_size),	   cmocka_unit_test(test_strbuf_never_null),
+	    cmocka_unit_test(test_escape),	   cmocka_unit_test(test_syscall_line),
+	    cmocka_unit_test(test_stat_line),	   cmocka_unit_test(test_maps),
+	    cmocka_unit_test(test_maps_long_line), cmocka_unit_test(test_bsearch_hint),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
