@@ -11,8 +11,6 @@
 
 #include "perf-regs.h"
 
-#define REGS_MASK PERF_REGS_MASK
-#define NREGS PERF_NREGS
 #define DEFAULT_STACK_COPY (16u << 10)
 #define SAMPLE_TYPE                                                                                \
 	(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_REGS_USER |     \
@@ -85,7 +83,6 @@ struct sd_perf {
 	uint8_t *scratch; /* a record that wraps around the ring's end */
 	size_t scratch_cap;
 	uint64_t synced_ns; /* when the task list was last read */
-	uint64_t token_seq; /* the last frames token handed out */
 	struct sd_perf_stats st;
 };
 

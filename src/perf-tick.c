@@ -75,7 +75,7 @@ static void keep_frames(struct sd_perf *p, struct pthr *th, const struct sd_thre
 	th->fs = frameset_new(st->frames, st->nframes);
 	set_str(&th->unwind_stop, st->unwind_stop);
 	th->frames_gen = th->gen;
-	th->token = ++p->token_seq;
+	th->token = ++p->t->token_seq; /* one sequence per target */
 }
 
 /* Unwind TH's latest sample through a thread of S, and keep the frames. */

@@ -43,7 +43,7 @@ static void attr_init(struct perf_event_attr *a, int sw_config, uint64_t period,
 	a->config = (uint64_t)sw_config;
 	a->sample_period = period;
 	a->sample_type = SAMPLE_TYPE;
-	a->sample_regs_user = REGS_MASK;
+	a->sample_regs_user = PERF_REGS_MASK;
 	a->sample_stack_user = (uint32_t)stack;
 	/* The switch happens in the kernel: with exclude_kernel set no
 	 * switch sample arrives, and task-clock samples landing in a system
@@ -372,7 +372,7 @@ static void queue_sample(struct sd_perf *p, struct pthr *th, int kind, uint64_t 
 	memmove(th->pend + at + 1, th->pend + at, (th->npend - at) * sizeof(*th->pend));
 	th->npend++;
 	struct psample *e = &th->pend[at];
-	uint64_t reg[NREGS];
+	uint64_t reg[PERF_NREGS];
 	memcpy(reg, regs, sizeof(reg));
 	perf_regs_set(&e->regs, reg);
 	e->kind = kind;
@@ -403,10 +403,10 @@ static uint64_t take_sample(struct sd_perf *p, struct pthr *th, const uint8_t *r
 	memcpy(&abi, c + 24, 8);
 	c += 32;
 	if (abi != PERF_SAMPLE_REGS_ABI_NONE) {
-		if ((size_t)(end - c) < NREGS * 8)
+		if ((size_t)(end - c) < PERF_NREGS * 8)
 			return 0;
 		regs = (const uint64_t *)(const void *)c;
-		c += NREGS * 8;
+		c += PERF_NREGS * 8;
 	}
 	if ((size_t)(end - c) < 8)
 		return 0;
@@ -626,22 +626,6 @@ struct sd_perf *perf_new(struct sd_target *t, const struct sd_perf_opts *o, stru
 	return p;
 }
 
-void perf_free(struct sd_perf *p)
-{
-	if (!p)
-		return;
-	for (size_t i = 0; i < p->n; i++)
-		thr_close(p, &p->v[i]);
-	free(p->v);
-	for (size_t i = 0; i < p->npool; i++)
-		free(p->pool[i]);
-	free(p->pool);
-	if (p->epfd >= 0)
-		close(p->epfd);
-	free(p->scratch);
-	free(p);
-}
-
 void perf_stop(struct sd_perf *p)
 {
 	if (!p)
@@ -654,6 +638,19 @@ void perf_stop(struct sd_perf *p)
 	if (p->epfd >= 0)
 		close(p->epfd);
 	p->epfd = -1;
+}
+
+void perf_free(struct sd_perf *p)
+{
+	if (!p)
+		return;
+	perf_stop(p);
+	free(p->v);
+	for (size_t i = 0; i < p->npool; i++)
+		free(p->pool[i]);
+	free(p->pool);
+	free(p->scratch);
+	free(p);
 }
 
 void perf_stats_add(const struct sd_perf *p, struct sd_perf_stats *st)

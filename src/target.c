@@ -132,8 +132,7 @@ void target_free(struct sd_target *t)
 	procfs_maps_release(&t->space.maps);
 	procfs_procinfo_release(&t->info);
 	free(t->names);
-	procfs_taskcache_free(t->taskcache);
-	reuse_clear(t);
+	target_release_files(t);
 	free(t->reuse);
 	free(t->reuse_spare);
 	free(t->plans);

@@ -51,7 +51,7 @@ struct sd_target {
 	struct tplan *plans;	    /* the working state of the last snapshot, kept */
 	size_t plans_cap;	    /* for the next one (sampling: no page faults) */
 	struct strpool *reuse_pool; /* strings of the reused frames */
-	uint64_t token_seq;         /* the last frames token handed out */
+	uint64_t token_seq;	    /* the last frames token handed out (both engines) */
 	pid_t *last_tids;         /* the last listing of task/ (samples) */
 	size_t nlast_tids;
 	uint64_t tids_ns;         /* when it was read */
