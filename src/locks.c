@@ -939,6 +939,12 @@ static void condvar_by_symbol(struct sd_symbols *sym, struct sd_snapshot *s, str
 		th->wait.address = uaddr - off;
 }
 
+/* TH waits on a futex that classify_futex() is to explain. */
+static int futex_to_classify(const struct sd_thread *th)
+{
+	return th->wait.kind == SD_WAIT_FUTEX && th->syscall_known;
+}
+
 void locks_analyze(pid_t pid, struct sd_symbols *sym, struct sd_snapshot *s)
 {
 	struct ctx c;
@@ -946,14 +952,11 @@ void locks_analyze(pid_t pid, struct sd_symbols *sym, struct sd_snapshot *s)
 	 * futex (two stat calls of /proc a snapshot otherwise). */
 	int futex_waits = 0;
 	for (size_t i = 0; i < s->nthreads && !futex_waits; i++)
-		futex_waits =
-		    s->threads[i].wait.kind == SD_WAIT_FUTEX && s->threads[i].syscall_known;
+		futex_waits = futex_to_classify(&s->threads[i]);
 	ctx_init(&c, s, pid, pid && futex_waits ? ns_map(s, pid) : NULL);
-	for (size_t i = 0; i < s->nthreads; i++) {
-		struct sd_thread *th = &s->threads[i];
-		if (th->wait.kind == SD_WAIT_FUTEX && th->syscall_known)
-			classify_futex(&c, th);
-	}
+	for (size_t i = 0; i < s->nthreads; i++)
+		if (futex_to_classify(&s->threads[i]))
+			classify_futex(&c, &s->threads[i]);
 	if (sym) {
 		/* Many waiters share a lock: look each address up once. */
 		uint64_t last_addr = 0;

@@ -106,6 +106,17 @@ static void fx_stop(struct fx *f)
 	rmdir(f->dir);
 }
 
+/* Start F's fixture and open it as a target. */
+static struct sd_target *fx_target(struct fx *f)
+{
+	fx_start(f);
+	struct sd_error err = {0};
+	struct sd_target *t = target_new(f->pid, &err);
+	if (!t)
+		fail_msg("target %d: %s", (int)f->pid, err.msg);
+	return t;
+}
+
 static const struct sd_thread *thread_named(const struct sd_snapshot *s, const char *name)
 {
 	for (size_t i = 0; i < s->nthreads; i++)
@@ -160,10 +171,7 @@ static struct sd_snapshot *snap(struct sd_target *t, void (*hook)(void *), void 
 static void test_asleep_kept_when_counters_agree(void **state)
 {
 	struct fx f = {.exe = *state};
-	fx_start(&f);
-	struct sd_error err = {0};
-	struct sd_target *t = target_new(f.pid, &err);
-	assert_non_null(t);
+	struct sd_target *t = fx_target(&f);
 	struct sd_snapshot *s = snap(t, NULL, NULL);
 	const struct sd_thread *flip = thread_named(s, "flip");
 	assert_non_null(flip);
@@ -181,10 +189,7 @@ static void test_asleep_kept_when_counters_agree(void **state)
 static void test_woken_between_readings_is_read_again(void **state)
 {
 	struct fx f = {.exe = *state};
-	fx_start(&f);
-	struct sd_error err = {0};
-	struct sd_target *t = target_new(f.pid, &err);
-	assert_non_null(t);
+	struct sd_target *t = fx_target(&f);
 	struct sd_snapshot *s = snap(t, wake_flip, &f);
 	const struct sd_thread *flip = thread_named(s, "flip");
 	assert_non_null(flip);
@@ -222,15 +227,13 @@ static void test_woken_between_readings_is_read_again(void **state)
 static void test_reused_frames_outlive_the_target(void **state)
 {
 	struct fx f = {.exe = *state};
-	fx_start(&f);
-	struct sd_error err = {0};
-	struct sd_target *t = target_new(f.pid, &err);
-	assert_non_null(t);
+	struct sd_target *t = fx_target(&f);
 	struct sd_snap_opts o;
 	snap_opts_init(&o);
 	o.reuse = 1;
 	o.light_discover = 2;
 	o.no_symbols = 1;
+	struct sd_error err = {0};
 	struct sd_snapshot *s1 = target_snapshot(t, &o, &err);
 	assert_non_null(s1);
 	struct sd_snapshot *s2 = target_snapshot(t, &o, &err);
