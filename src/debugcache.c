@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The inflated debug file cache (debugcache.h): one file per build-id,
-// made once by inflating the compressed sections of a copy with libelf,
-// renamed into place, kept within a size cap (least recently used first
-// out) and never at the cost of the last free space of a full disk.
+// a copy of its image (debugimage.h) renamed into place, kept within a size cap (least recently
+// used first out) and never at the cost of the last free space of a full disk.
 #include "debugcache.h"
 
 #include <dirent.h>
@@ -66,31 +65,23 @@ static int make_dirs(const char *dir)
 	return mkdir(p, 0700) < 0 && errno != EEXIST ? -1 : 0;
 }
 
-/* Bytes the compressed sections of ELF take once inflated (0: none, or a
- * file the copy would break: one whose dwz alternate file is named
- * relative to it). */
-static uint64_t inflated_extra(Elf *elf)
+/* Whether ELF names a dwz alternate file: named relative to the debug
+ * file, which a copy elsewhere would break. */
+static int has_altlink(Elf *elf)
 {
 	size_t shstrndx;
 	if (elf_getshdrstrndx(elf, &shstrndx) < 0)
-		return 0;
-	uint64_t extra = 0;
+		return 1;
 	Elf_Scn *scn = NULL;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		if (!gelf_getshdr(scn, &sh))
-			return 0;
+			return 1;
 		const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
 		if (name && !strcmp(name, ".gnu_debugaltlink"))
-			return 0;
-		if (!(sh.sh_flags & SHF_COMPRESSED))
-			continue;
-		GElf_Chdr ch;
-		if (!gelf_getchdr(scn, &ch))
-			return 0;
-		extra += ch.ch_size;
+			return 1;
 	}
-	return extra;
+	return 0;
 }
 
 struct entry {
@@ -173,27 +164,6 @@ static int copy_fd(int from, int to)
 	}
 }
 
-/* Inflate every compressed section of the copy open as FD, in place. */
-static int inflate_copy(int fd)
-{
-	Elf *elf = elf_begin(fd, ELF_C_RDWR, NULL);
-	if (!elf)
-		return -1;
-	int r = 0;
-	Elf_Scn *scn = NULL;
-	while (r == 0 && (scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		if (!gelf_getshdr(scn, &sh))
-			r = -1;
-		else if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
-			r = -1;
-	}
-	if (r == 0 && elf_update(elf, ELF_C_WRITE) < 0)
-		r = -1;
-	elf_end(elf);
-	return r;
-}
-
 static int open_valid(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -236,22 +206,22 @@ int debugcache_find(const unsigned char *build_id, size_t len, char **path)
 	return cfd;
 }
 
-void debugcache_add(int fd, const unsigned char *build_id, size_t len)
+void debugcache_add(int image, const unsigned char *build_id, size_t len)
 {
 	char file[4096 + 160];
 	const char *dir = debugcache_dir();
 	if (file_of(build_id, len, file, sizeof(file)) < 0)
 		return;
 	elf_version(EV_CURRENT);
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	Elf *elf = elf_begin(image, ELF_C_READ_MMAP, NULL);
 	if (!elf)
 		return;
-	uint64_t extra = inflated_extra(elf);
+	int altlink = has_altlink(elf);
 	elf_end(elf);
 	struct stat st;
-	if (!extra || fstat(fd, &st) < 0)
+	if (altlink || fstat(image, &st) < 0)
 		return;
-	uint64_t need = (uint64_t)st.st_size + extra;
+	uint64_t need = (uint64_t)st.st_size;
 	struct statvfs vfs;
 	if (make_dirs(dir) < 0 || statvfs(dir, &vfs) < 0 ||
 	    (uint64_t)vfs.f_bavail * vfs.f_frsize < need + CACHE_RESERVE || make_room(dir, need) < 0)
@@ -261,8 +231,9 @@ void debugcache_add(int fd, const unsigned char *build_id, size_t len)
 	int tfd = mkostemp(tmp, O_CLOEXEC);
 	if (tfd < 0)
 		return;
-	int ok = copy_fd(fd, tfd) == 0 && inflate_copy(tfd) == 0;
-	close(tfd);
+	int ok = copy_fd(image, tfd) == 0;
+	if (close(tfd) < 0)
+		ok = 0;
 	if (!ok || rename(tmp, file) < 0)
 		unlink(tmp);
 }

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
-// A cache of debug files with their compressed sections inflated. libdw
-// inflates every compressed debug section of a file when it opens it:
-// for Debian's libc6-dbg that is 110 to 160 ms, most of a one-shot dump.
-// The inflated copy, kept by build-id, opens in about 10 ms.
+// A cache of debug files with their compressed sections inflated
+// (debugimage.h), kept by build-id on disk when the user asks for it: the
+// copy opens without inflating anything.
 #ifndef SD_DEBUGCACHE_H
 #define SD_DEBUGCACHE_H
 
@@ -20,11 +19,12 @@ const char *debugcache_dir(void);
  * when the cache has none (a damaged one is removed). Never prints. */
 int debugcache_find(const unsigned char *build_id, size_t len, char **path);
 
-/* When the debug file open as FD (build-id BUILD_ID, LEN bytes) has
- * compressed sections, put its inflated copy into the cache: within the
- * cache's size cap, written to a temporary file and renamed into place.
- * FD's offset is untouched. Anything failing leaves the cache as it was.
- * Never prints. */
-void debugcache_add(int fd, const unsigned char *build_id, size_t len);
+/* Put the inflated image of a debug file open as IMAGE (debugimage.h;
+ * build-id BUILD_ID, LEN bytes) into the cache: within the cache's size
+ * cap, written to a temporary file and renamed into place; not when the
+ * image names a dwz alternate file (named relative to the debug file).
+ * IMAGE's offset is untouched. Anything failing leaves the cache as it
+ * was. Never prints. */
+void debugcache_add(int image, const unsigned char *build_id, size_t len);
 
 #endif

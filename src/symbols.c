@@ -8,6 +8,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "debugcache.h"
+#include "debugimage.h"
 #include "demangle.h"
 #include "dwindex.h"
 #include "hashmap.h"
@@ -126,11 +128,42 @@ static int find_elf_cb(Dwfl_Module *mod, void **userdata, const char *modname, D
 	return -1;
 }
 
-/* The inflated copy of the module's debug file from the cache
- * (debugcache.h), else the debug file as libdwfl finds it, of which the
- * cache then makes its copy for the next time. (libdwfl keeps the file its
- * own search opened, whatever this returns: the copy must be found
- * first.) */
+/* The module's debug file under /usr/lib/debug/.build-id/ (where libdwfl
+ * looks first), or -1; its path in *PATH (heap, the caller's). */
+static int open_by_build_id(const unsigned char *id, size_t len, char **path)
+{
+	if (len < 2 || len > 64)
+		return -1;
+	char hex[129], file[200];
+	for (size_t i = 0; i < len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+	snprintf(file, sizeof(file), "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		*path = sd_xstrdup(file);
+	return fd;
+}
+
+/* FD, or the inflated image of the debug file open as FD (debugimage.h),
+ * which the cache (debugcache.h) then keeps when the user made one.
+ * DEBUGIMAGE_OTHER when FD's build-id is not ID (when ID is given). */
+static int image_of(int fd, const unsigned char *id, int len, int check)
+{
+	int img = debugimage_make(fd, check ? id : NULL, (size_t)len);
+	if (img == DEBUGIMAGE_OTHER || img < 0)
+		return img == DEBUGIMAGE_OTHER ? img : fd;
+	if (len > 0 && debugcache_dir())
+		debugcache_add(img, id, (size_t)len);
+	close(fd);
+	return img;
+}
+
+/* The module's debug file, made ready for libdw: the inflated copy from
+ * the cache (debugcache.h), else the inflated image (debugimage.h) of the
+ * file libdwfl would find, else that file. libdwfl keeps a file its own
+ * build-id search opened, whatever this returns, so the build-id path is
+ * tried here first; the name given back is always the debug file's own
+ * (a dwz alternate file is found relative to it). */
 static int find_debuginfo_cb(Dwfl_Module *mod, void **userdata, const char *modname,
 			     Dwarf_Addr base, const char *file_name, const char *debuglink_file,
 			     GElf_Word debuglink_crc, char **debuginfo_file_name)
@@ -138,17 +171,25 @@ static int find_debuginfo_cb(Dwfl_Module *mod, void **userdata, const char *modn
 	const unsigned char *id;
 	GElf_Addr vaddr;
 	int len = dwfl_module_build_id(mod, &id, &vaddr);
-	char *cached = NULL;
-	int cfd = len > 0 ? debugcache_find(id, (size_t)len, &cached) : -1;
-	if (cfd >= 0) {
-		*debuginfo_file_name = cached;
-		return cfd;
+	char *path = NULL;
+	int fd = len > 0 ? debugcache_find(id, (size_t)len, &path) : -1;
+	if (fd >= 0) {
+		*debuginfo_file_name = path;
+		return fd;
 	}
-	int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
-					      debuglink_file, debuglink_crc, debuginfo_file_name);
-	if (fd >= 0 && len > 0)
-		debugcache_add(fd, id, (size_t)len);
-	return fd;
+	fd = len > 0 ? open_by_build_id(id, (size_t)len, &path) : -1;
+	if (fd >= 0) {
+		int img = image_of(fd, id, len, 1);
+		if (img >= 0) {
+			*debuginfo_file_name = path;
+			return img;
+		}
+		close(fd); /* another build's file: libdwfl's search decides */
+		free(path);
+	}
+	fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+					  debuglink_crc, debuginfo_file_name);
+	return fd >= 0 ? image_of(fd, id, len, 0) : fd;
 }
 
 static const Dwfl_Callbacks callbacks = {

@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: MIT
+// The inflated image of a debug file in a memory file (debugimage.h): the
+// sections laid out again one after another, compressed ones inflated by
+// libdeflate straight into the mapping, the section headers rewritten to
+// match and put last.
+#include "debugimage.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <gelf.h>
+#include <libdeflate.h>
+#include <libelf.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+	return a > 1 ? (v + a - 1) / a * a : v;
+}
+
+/* Whether ELF's build-id note is ID (LEN bytes). */
+static int has_build_id(Elf *elf, const unsigned char *id, size_t len)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		GElf_Nhdr nh;
+		size_t off = 0, name_off, desc_off;
+		while (d && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0)
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    !memcmp((char *)d->d_buf + name_off, "GNU", 4))
+				return nh.n_descsz == len &&
+				       !memcmp((char *)d->d_buf + desc_off, id, len);
+	}
+	return 0;
+}
+
+/* The location lists: only a debugger printing variables reads them. */
+static int left_out(const char *name)
+{
+	return !strcmp(name, ".debug_loc") || !strcmp(name, ".debug_loclists");
+}
+
+/* Lay the sections of ELF (FILE, SIZE bytes) out again into SH (its
+ * section headers, rewritten in place): returns the end of the last
+ * section's data, or 0 when the file cannot be imaged or has nothing
+ * compressed. */
+static uint64_t plan(Elf *elf, const Elf64_Ehdr *eh, const char *file, size_t size, Elf64_Shdr *sh,
+		     size_t shnum, size_t shstrndx)
+{
+	uint64_t at = sizeof(*eh) + (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr);
+	int inflated = 0;
+	for (size_t i = 1; i < shnum; i++) {
+		Elf64_Shdr *s = &sh[i];
+		const char *name = elf_strptr(elf, shstrndx, s->sh_name);
+		if (!name || !strncmp(name, ".zdebug", 7))
+			return 0; /* the old GNU format: left to libelf */
+		if (s->sh_type == SHT_NOBITS)
+			continue;
+		if (s->sh_offset > size || s->sh_size > size - s->sh_offset)
+			return 0;
+		uint64_t align = s->sh_addralign;
+		if (s->sh_flags & SHF_COMPRESSED) {
+			Elf64_Chdr ch;
+			if (s->sh_size < sizeof(ch))
+				return 0;
+			memcpy(&ch, file + s->sh_offset, sizeof(ch));
+			if (ch.ch_type != ELFCOMPRESS_ZLIB)
+				return 0;
+			s->sh_flags &= ~(uint64_t)SHF_COMPRESSED;
+			if (left_out(name)) {
+				s->sh_type = SHT_NOBITS;
+				s->sh_size = 0;
+				continue;
+			}
+			inflated = 1;
+			align = ch.ch_addralign;
+			s->sh_size = ch.ch_size;
+			s->sh_addralign = ch.ch_addralign;
+		}
+		at = align_up(at, align);
+		s->sh_offset = at;
+		at += s->sh_size;
+	}
+	return inflated ? at : 0;
+}
+
+/* Fill the image MAP: the headers, and each section's bytes from FILE,
+ * whose section headers are OLD. */
+static int fill(char *map, const Elf64_Ehdr *eh, const char *file, const Elf64_Shdr *old,
+		const Elf64_Shdr *sh, size_t shnum, uint64_t shoff)
+{
+	Elf64_Ehdr h = *eh;
+	h.e_shoff = shoff;
+	h.e_phoff = h.e_phnum ? sizeof(h) : 0;
+	memcpy(map, &h, sizeof(h));
+	if (eh->e_phnum)
+		memcpy(map + sizeof(h), file + eh->e_phoff, eh->e_phnum * sizeof(Elf64_Phdr));
+	struct libdeflate_decompressor *z = NULL;
+	int r = 0;
+	for (size_t i = 1; r == 0 && i < shnum; i++) {
+		if (sh[i].sh_type == SHT_NOBITS)
+			continue;
+		const char *src = file + old[i].sh_offset;
+		if (!(old[i].sh_flags & SHF_COMPRESSED)) {
+			memcpy(map + sh[i].sh_offset, src, sh[i].sh_size);
+			continue;
+		}
+		if (!z && !(z = libdeflate_alloc_decompressor())) {
+			r = -1;
+			break;
+		}
+		size_t got = 0;
+		if (libdeflate_zlib_decompress(
+			z, src + sizeof(Elf64_Chdr), old[i].sh_size - sizeof(Elf64_Chdr),
+			map + sh[i].sh_offset, sh[i].sh_size, &got) != LIBDEFLATE_SUCCESS ||
+		    got != sh[i].sh_size)
+			r = -1;
+	}
+	if (z)
+		libdeflate_free_decompressor(z);
+	memcpy(map + shoff, sh, shnum * sizeof(*sh));
+	return r;
+}
+
+int debugimage_make(int fd, const unsigned char *id, size_t len)
+{
+	elf_version(EV_CURRENT);
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		return DEBUGIMAGE_NONE;
+	int r = DEBUGIMAGE_NONE, mfd = -1;
+	Elf64_Shdr *old = NULL, *sh = NULL;
+	size_t size, shnum, shstrndx;
+	const char *file = elf_rawfile(elf, &size);
+	const Elf64_Ehdr *eh = elf64_getehdr(elf);
+	if (id && !has_build_id(elf, id, len)) {
+		r = DEBUGIMAGE_OTHER;
+		goto out;
+	}
+	/* The layout written here is the host's own: 64-bit, its byte order. */
+	const unsigned char host_data =
+	    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;
+	if (!file || !eh || eh->e_ident[EI_DATA] != host_data ||
+	    eh->e_phentsize != (eh->e_phnum ? sizeof(Elf64_Phdr) : eh->e_phentsize) ||
+	    eh->e_shentsize != sizeof(Elf64_Shdr) ||
+	    (eh->e_phnum &&
+	     (eh->e_phoff > size || eh->e_phnum * sizeof(Elf64_Phdr) > size - eh->e_phoff)) ||
+	    elf_getshdrnum(elf, &shnum) < 0 || shnum < 2 || elf_getshdrstrndx(elf, &shstrndx) < 0)
+		goto out;
+	old = sd_xcalloc(shnum, sizeof(*old));
+	for (size_t i = 0; i < shnum; i++) {
+		Elf64_Shdr *s = elf64_getshdr(elf_getscn(elf, i));
+		if (!s)
+			goto out;
+		old[i] = *s;
+	}
+	sh = sd_xcalloc(shnum, sizeof(*sh));
+	memcpy(sh, old, shnum * sizeof(*sh));
+	uint64_t end = plan(elf, eh, file, size, sh, shnum, shstrndx);
+	if (!end)
+		goto out;
+	uint64_t shoff = align_up(end, 8), total = shoff + shnum * sizeof(*sh);
+	mfd = memfd_create("stackdump-debug", MFD_CLOEXEC);
+	if (mfd < 0 || ftruncate(mfd, (off_t)total) < 0)
+		goto out;
+	char *map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	if (map == MAP_FAILED)
+		goto out;
+	/* Allocating the pages in one call, not a fault each: cheaper. */
+	madvise(map, total, MADV_POPULATE_WRITE);
+	int ok = fill(map, eh, file, old, sh, shnum, shoff) == 0;
+	munmap(map, total);
+	if (ok) {
+		r = mfd;
+		mfd = -1;
+	}
+out:
+	if (mfd >= 0)
+		close(mfd);
+	free(old);
+	free(sh);
+	elf_end(elf);
+	return r;
+}
