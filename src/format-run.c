@@ -47,13 +47,17 @@ void format_profile_costs(struct strbuf *sb, const struct sd_profile *p,
 	if (ps && p->engine && strstr(p->engine, "perf"))
 		strbuf_addf(sb,
 			    "perf: %llu task-clock and %llu context-switch samples, %llu lost, "
-			    "throttled %llu times; %llu unwound, %llu threads seeded by ptrace, "
-			    "%llu threads followed, %llu gone, %llu ring reads\n",
+			    "throttled %llu times; %llu unwound, %llu stacks captured by ptrace, "
+			    "%llu threads followed, %llu gone, events opened %llu times "
+			    "(%llu refused), closed at rest %llu times, %llu threads unwatched, "
+			    "%llu ring reads\n",
 			    (unsigned long long)ps->clock_samples,
 			    (unsigned long long)ps->switch_samples, (unsigned long long)ps->lost,
 			    (unsigned long long)ps->throttled, (unsigned long long)ps->unwinds,
 			    (unsigned long long)ps->seeded, (unsigned long long)ps->threads_opened,
-			    (unsigned long long)ps->threads_closed, (unsigned long long)ps->drains);
+			    (unsigned long long)ps->threads_closed, (unsigned long long)ps->armed,
+			    (unsigned long long)ps->arm_failed, (unsigned long long)ps->rested,
+			    (unsigned long long)ps->watch_failed, (unsigned long long)ps->drains);
 	strbuf_addf(
 	    sb,
 	    "sampling: %llu samples in %.2f s (%.1f Hz), %llu thread stacks, %llu "

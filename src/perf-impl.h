@@ -32,7 +32,8 @@ struct psample {
 /* One thread with its events and its latest sample. */
 struct pthr {
 	pid_t tid;
-	int fd, fd_sw; /* task-clock, context switch */
+	int fd, fd_sw; /* task-clock, context switch; -1: none (asleep since
+			* the start or for a while: see perf_thr_sync) */
 	uint8_t *ring; /* task-clock samples, read and consumed */
 	size_t ring_len;
 	uint8_t *sw_ring; /* switch samples, overwritten: only the latest counts */
@@ -44,6 +45,9 @@ struct pthr {
 	int gone;	    /* not in the task list any more: kept until
 			     * the ticks reach its last sample */
 	uint64_t opened_ns; /* when its events were opened */
+	int fd_watch;	    /* without events: its switch records (-1: none) */
+	void *watch_ring;   /* their ring, overwritten: only the head counts */
+	uint64_t watch_head; /* its data_head at the last capture */
 	char name[16];	    /* its comm when last read */
 
 	/* The latest sample: LATEST_* kind, with registers and stack. */
@@ -90,6 +94,21 @@ struct sd_perf {
 struct pthr *perf_thr_find(struct sd_perf *p, pid_t tid);
 /* Rescan the task list (see perf.c); 0, or -1 with ERR set. */
 int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *err);
+/* Open TH's events (a thread found running that had none): 0 or a
+ * negative errno (it stays without, captured like a sleeper). */
+int perf_thr_arm(struct sd_perf *p, struct pthr *th);
+/* Close TH's events (asleep for a while): it is captured like a sleeper
+ * from the next tick on. */
+void perf_thr_rest(struct sd_perf *p, struct pthr *th);
+/* Whether TH, without events, was scheduled since the last call (its
+ * switch-record ring moved; always when it has none). */
+int perf_thr_ran(struct sd_perf *p, struct pthr *th);
+/* TH counts as having run at the next perf_thr_ran (its capture failed). */
+void perf_thr_forget_run(struct pthr *th);
+/* The registers TID (without events) went to sleep with, from its watch
+ * ring, when it was not switched in since (sd_snap_opts.switch_regs; ARG
+ * is the engine). 0 or a negative errno. */
+int perf_switch_regs(void *arg, pid_t tid, struct user_regs_struct *regs);
 /* Move TH's queued samples up to time AT into its latest sample. */
 void perf_promote(struct sd_perf *p, struct pthr *th, uint64_t at);
 /* Take the newest switch sample of TH from its overwritten ring. */

@@ -136,15 +136,51 @@ static void thr_unwind(struct sd_perf *p, struct sd_snapshot *s, struct sd_threa
 	p->st.unwinds++;
 }
 
-/* Threads with no sample yet (asleep since before the events were
- * opened): one ptrace snapshot of just them gives their stacks. */
-static int seed(struct sd_perf *p, const struct sd_snap_opts *so, uint64_t *pause_us,
-		struct sd_error *err)
+/* Is TID (named NAME; NULL: the name is not looked at) in the user's
+ * selection? */
+static int wanted(const struct sd_snap_opts *so, pid_t tid, const char *name)
+{
+	if (so->tids) {
+		size_t i = 0;
+		while (i < so->ntids && so->tids[i] != tid)
+			i++;
+		if (i == so->ntids)
+			return 0;
+	}
+	if (so->name_glob && name && fnmatch(so->name_glob, name, 0) != 0)
+		return 0;
+	return 1;
+}
+
+/* A thread with events asleep this long (its latest sample a switch out
+ * into a system call, nothing since) has them closed: it is captured like
+ * a sleeper from then on, which costs a tick nothing while it sleeps. */
+#define REST_NS 2000000000ull
+
+/* The threads to capture by ptrace at this tick: those with no sample
+ * yet, and those without events that ran since their last capture (their
+ * switch-record ring moved) or were never captured. */
+static int unsampled(struct sd_perf *p, struct pthr *th)
+{
+	if (th->gone)
+		return 0;
+	/* The ring's head read before the capture: a run during or after
+	 * it moves the head again. */
+	int ran = th->fd < 0 && perf_thr_ran(p, th);
+	return ran || th->kind == LATEST_NONE;
+}
+
+/* One capture of the unsampled threads (stop only what runs) gives their
+ * stacks: a sleeper read without a stop, and from then on not touched
+ * while its switch-record ring stays still; one found running is stopped
+ * this once and gets its events. */
+static int capture_unsampled(struct sd_perf *p, const struct sd_snap_opts *so, uint64_t *pause_us,
+			     struct sd_error *err)
 {
 	pid_t *want = sd_xmalloc((p->n ? p->n : 1) * sizeof(*want));
 	size_t nw = 0;
 	for (size_t i = 0; i < p->n; i++)
-		if (p->v[i].kind == LATEST_NONE && !p->v[i].gone)
+		if (unsampled(p, &p->v[i]))
 			want[nw++] = p->v[i].tid;
 	if (!nw) {
 		free(want);
@@ -153,14 +189,17 @@ static int seed(struct sd_perf *p, const struct sd_snap_opts *so, uint64_t *paus
 	struct sd_snap_opts o = *so;
 	o.tids = want;
 	o.ntids = nw;
+	o.tids_listed = 1; /* p->v is the task list, read a second ago at most */
 	o.name_glob = NULL;
 	o.no_symbols = 1;
 	o.keep_capture = 0;
-	/* Once per thread: schedstat proves its sleepers (a ring of switch
-	 * records, opened per thread, pays only over many samples), and
-	 * nothing is kept for reuse. */
+	/* Each thread read once per run: schedstat proves it (no ring of
+	 * the capture's own), and nothing is kept for reuse (the watch ring
+	 * tells when it ran). */
 	o.capture = SD_CAPMODE_SCHEDSTAT;
 	o.reuse = 0;
+	o.switch_regs = perf_switch_regs;
+	o.switch_arg = p;
 	uint64_t now = sd_now_ns();
 	struct sd_error e = {0};
 	struct sd_snapshot *s = target_snapshot(p->t, &o, &e);
@@ -168,14 +207,27 @@ static int seed(struct sd_perf *p, const struct sd_snap_opts *so, uint64_t *paus
 	if (!s) {
 		if (e.code == ESRCH && !target_alive(p->t))
 			return sd_error_set(err, ESRCH, "%s", e.msg);
-		return 0; /* the threads went away: the next scan drops them */
+		/* The threads went away (the next scan drops them): the ones
+		 * left are asked again next tick. */
+		for (size_t i = 0; i < p->n; i++)
+			if (p->v[i].fd < 0)
+				perf_thr_forget_run(&p->v[i]);
+		return 0;
 	}
 	*pause_us = s->pause_us;
 	for (size_t i = 0; i < s->nthreads; i++) {
 		struct sd_thread *st = &s->threads[i];
 		struct pthr *th = perf_thr_find(p, st->tid);
-		if (!th || th->kind != LATEST_NONE || st->status != SD_THREAD_OK)
+		if (!th)
 			continue;
+		if (st->status != SD_THREAD_OK) {
+			perf_thr_forget_run(th); /* asked again next tick */
+			continue;
+		}
+		if (th->kind != LATEST_NONE && th->fd >= 0)
+			continue; /* events opened, a sample came meanwhile */
+		if (st->kind == SD_CAPTURE_FROZEN && th->fd < 0)
+			perf_thr_arm(p, th); /* it runs: its samples from now on */
 		th->kind = LATEST_SEED;
 		th->time = now;
 		th->gen++;
@@ -194,18 +246,17 @@ static int seed(struct sd_perf *p, const struct sd_snap_opts *so, uint64_t *paus
 	return 0;
 }
 
-static int wanted(const struct sd_snap_opts *so, pid_t tid, const char *name)
+/* Close the events of threads asleep for REST_NS (see there). */
+static void rest_sleepers(struct sd_perf *p, uint64_t now)
 {
-	if (so->tids) {
-		size_t i = 0;
-		while (i < so->ntids && so->tids[i] != tid)
-			i++;
-		if (i == so->ntids)
-			return 0;
+	for (size_t i = 0; i < p->n; i++) {
+		struct pthr *th = &p->v[i];
+		/* -ENOSYS in rax: switched out inside a system call (see
+		 * thr_state), not preempted. */
+		if (th->fd >= 0 && !th->gone && th->kind == LATEST_SWITCH && !th->npend &&
+		    (long)th->regs.rax == -38 && now > th->time + REST_NS)
+			perf_thr_rest(p, th);
 	}
-	if (so->name_glob && fnmatch(so->name_glob, name ? name : "", 0) != 0)
-		return 0;
-	return 1;
 }
 
 struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, uint64_t at_ns,
@@ -247,8 +298,9 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 		maps_fresh = 1;
 	}
 	symbols_sync(p->t->sym);
+	rest_sleepers(p, t0);
 	uint64_t pause_us = 0;
-	if (seed(p, so, &pause_us, err) < 0)
+	if (capture_unsampled(p, so, &pause_us, err) < 0)
 		return NULL;
 
 	struct sd_snapshot *s = snapshot_new(p->t->pid);

@@ -118,6 +118,30 @@ int perf_probe(struct sd_error *err)
 	return 0;
 }
 
+/* Open the engine's two kinds of event, disabled, on P's target and close
+ * them: 0, or -1 with ERR saying why not. */
+static int probe_target(struct sd_perf *p, struct sd_error *err)
+{
+	struct perf_event_attr a;
+	const int cfg[2] = {PERF_COUNT_SW_TASK_CLOCK, PERF_COUNT_SW_CONTEXT_SWITCHES};
+	for (int i = 0; i < 2; i++) {
+		attr_init(&a, cfg[i], i ? 1 : p->o.period_ns, p->o.stack_copy);
+		a.disabled = 1;
+		int fd = sys_perf_event_open(&a, p->t->pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0) {
+			int e = errno;
+			char what[64];
+			snprintf(what, sizeof(what), "process %d", (int)p->t->pid);
+			if (e == ESRCH)
+				return sd_error_set(err, ESRCH, "process %d exited",
+						    (int)p->t->pid);
+			return open_error(err, e, what);
+		}
+		close(fd);
+	}
+	return 0;
+}
+
 /* ---- threads ---- */
 
 /* Samples of TH's task-clock event the kernel could not write. */
@@ -149,7 +173,79 @@ static void buf_put(struct sd_perf *p, uint8_t *b)
 	}
 }
 
-static void thr_close(struct sd_perf *p, struct pthr *th)
+/* TH for the thread TID, without events yet. */
+static void thr_init(struct sd_perf *p, struct pthr *th, pid_t tid)
+{
+	memset(th, 0, sizeof(*th));
+	th->tid = tid;
+	th->fd = th->fd_sw = th->fd_watch = -1;
+	th->syscall_nr = -1;
+	p->st.threads_opened++;
+}
+
+/* Watch TH, which has no events, for being scheduled: its ring of switch
+ * records (procfs_switch_ring_open), one page. While the ring's head
+ * stays, the thread did not run and its last capture is exact still: a
+ * tick costs it one load. The registers sampled at its last switch out
+ * spare the capture a stop for them (perf_switch_regs). Without the ring
+ * (refused), it is captured at every tick. */
+static void thr_watch(struct sd_perf *p, struct pthr *th)
+{
+	if (th->fd_watch >= 0)
+		return;
+	th->watch_head = UINT64_MAX; /* never captured: captured next */
+	void *r;
+	int fd = procfs_switch_ring_open(th->tid, p->page, &r);
+	if (fd < 0) {
+		if (fd != -ESRCH)
+			p->st.watch_failed++;
+		return;
+	}
+	th->fd_watch = fd;
+	th->watch_ring = r;
+}
+
+int perf_switch_regs(void *arg, pid_t tid, struct user_regs_struct *regs)
+{
+	struct sd_perf *p = arg;
+	struct pthr *th = perf_thr_find(p, tid);
+	if (!th || !th->watch_ring)
+		return -ENODATA;
+	const struct perf_event_mmap_page *mp = th->watch_ring;
+	uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+	return procfs_switch_ring_regs(th->watch_ring, p->page, head, regs);
+}
+
+static void thr_unwatch(struct sd_perf *p, struct pthr *th)
+{
+	if (th->watch_ring)
+		munmap(th->watch_ring, 2 * p->page);
+	if (th->fd_watch >= 0)
+		close(th->fd_watch);
+	th->watch_ring = NULL;
+	th->fd_watch = -1;
+}
+
+int perf_thr_ran(struct sd_perf *p, struct pthr *th)
+{
+	(void)p;
+	if (!th->watch_ring)
+		return 1;
+	const struct perf_event_mmap_page *mp = th->watch_ring;
+	uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+	int ran = head != th->watch_head;
+	th->watch_head = head;
+	return ran;
+}
+
+void perf_thr_forget_run(struct pthr *th)
+{
+	th->watch_head = UINT64_MAX;
+}
+
+/* Close TH's events and unmap their rings; its latest sample and frames
+ * stay (a thread at rest is captured like a sleeper from then on). */
+static void thr_disarm(struct sd_perf *p, struct pthr *th)
 {
 	p->st.lost += thr_lost(p, th);
 	if (th->ring)
@@ -160,6 +256,15 @@ static void thr_close(struct sd_perf *p, struct pthr *th)
 		close(th->fd_sw);
 	if (th->fd >= 0)
 		close(th->fd);
+	th->ring = th->sw_ring = NULL;
+	th->fd = th->fd_sw = -1;
+	th->sw_head = 0;
+}
+
+static void thr_close(struct sd_perf *p, struct pthr *th)
+{
+	thr_disarm(p, th);
+	thr_unwatch(p, th);
 	buf_put(p, th->stack);
 	for (size_t i = 0; i < th->npend; i++)
 		buf_put(p, th->pend[i].stack);
@@ -172,19 +277,17 @@ static void thr_close(struct sd_perf *p, struct pthr *th)
 	p->st.threads_closed++;
 }
 
-/* Open the two events of TID and map their rings. 0 or a negative errno.
+/* Open the two events of TH's thread and map their rings. 0 or a
+ * negative errno (TH then has none).
  * Task-clock samples go to a ring drained in order (each one counts, a
  * full ring is counted as lost). Switch samples go to a ring the kernel
  * overwrites backwards (read-only mapping, write_backward): a thread
  * preempted a thousand times a second then never fills it, and the
  * latest sample, the only one a tick uses, is always there. */
-static int thr_open(struct sd_perf *p, struct pthr *th, pid_t tid)
+static int thr_arm(struct sd_perf *p, struct pthr *th)
 {
 	struct perf_event_attr a;
-	memset(th, 0, sizeof(*th));
-	th->tid = tid;
-	th->fd = th->fd_sw = -1;
-	th->syscall_nr = -1;
+	pid_t tid = th->tid;
 	attr_init(&a, PERF_COUNT_SW_TASK_CLOCK, p->o.period_ns, p->o.stack_copy);
 	th->ring_len = p->page + p->o.ring_kb * 1024;
 	/* A thread earns at most one sample a tick (a period of CPU time per
@@ -227,19 +330,30 @@ static int thr_open(struct sd_perf *p, struct pthr *th, pid_t tid)
 	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)(uint32_t)tid};
 	if (p->epfd >= 0 && epoll_ctl(p->epfd, EPOLL_CTL_ADD, th->fd, &ev) < 0)
 		goto fail;
-	p->st.threads_opened++;
 	th->opened_ns = sd_now_ns();
+	p->st.armed++;
+	thr_unwatch(p, th); /* its own switch samples say when it runs */
 	return 0;
 fail:
 	e = errno;
-	if (th->ring)
-		munmap(th->ring, th->ring_len);
-	if (th->fd_sw >= 0)
-		close(th->fd_sw);
-	close(th->fd);
-	th->ring = NULL;
-	th->fd = th->fd_sw = -1;
+	thr_disarm(p, th);
 	return -e;
+}
+
+int perf_thr_arm(struct sd_perf *p, struct pthr *th)
+{
+	int r = thr_arm(p, th);
+	if (r < 0)
+		p->st.arm_failed++;
+	return r;
+}
+
+void perf_thr_rest(struct sd_perf *p, struct pthr *th)
+{
+	/* Watched first: a run after the events close moves the ring. */
+	thr_watch(p, th);
+	thr_disarm(p, th);
+	p->st.rested++;
 }
 
 struct pthr *perf_thr_find(struct sd_perf *p, pid_t tid)
@@ -259,12 +373,16 @@ struct pthr *perf_thr_find(struct sd_perf *p, pid_t tid)
 
 static void drain_one(struct sd_perf *p, struct pthr *th);
 
-/* Rescan the task list: open events on new threads, close those of
- * threads gone. A thread gone keeps its samples (and its place) while
- * ticks at or before AT still need them: a late tick shows the threads
- * that lived at its time. The first scan's failure on every thread is an
- * error; later, a thread that exits between the scan and the open is
- * skipped. */
+/* Rescan the task list: follow new threads, close the events of threads
+ * gone. The first scan opens no event: the first tick captures every
+ * thread like the ptrace engine (stop only what runs), and opens events
+ * on those it finds running; the others are captured at each tick,
+ * unchanged ones reused, until a tick finds them running (perf-tick.c).
+ * Threads born later get their events at once (one refused for a thread
+ * leaves it without, captured the same way). A thread gone keeps its
+ * samples (and its place) while ticks at or before AT still need them: a
+ * late tick shows the threads that lived at its time. A thread that exits
+ * between the scan and the open is skipped. */
 int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *err)
 {
 	pid_t *tids = NULL;
@@ -273,7 +391,6 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 		return -1;
 	struct pthr *nv = sd_xcalloc(ntids + p->n + 1, sizeof(*nv));
 	size_t nn = 0, i = 0, k = 0;
-	int firsterr = 0;
 	/* Merge two sorted lists: old threads (p->v) and live tids. */
 	while (i < p->n || k < ntids) {
 		if (k == ntids || (i < p->n && p->v[i].tid < tids[k])) {
@@ -299,11 +416,19 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 			k++;
 			continue;
 		}
-		int r = thr_open(p, &nv[nn], tids[k]);
-		if (r == 0)
-			nn++;
-		else if (r != -ESRCH && !firsterr)
-			firsterr = -r;
+		struct pthr *th = &nv[nn];
+		thr_init(p, th, tids[k]);
+		int r = first ? 0 : thr_arm(p, th);
+		if (r == -ESRCH) {
+			p->st.threads_opened--; /* gone between the scan and the open */
+			k++;
+			continue;
+		}
+		nn++;
+		if (r < 0)
+			p->st.arm_failed++; /* captured as a sleeper is */
+		if (first || r < 0)
+			thr_watch(p, th);
 		k++;
 	}
 	free(tids);
@@ -311,13 +436,8 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 	p->cap = ntids + p->n + 1;
 	p->v = nv;
 	p->n = nn;
-	if (first && !nn) {
-		char what[64];
-		snprintf(what, sizeof(what), "process %d", (int)p->t->pid);
-		if (!firsterr)
-			return sd_error_set(err, ESRCH, "process %d exited", (int)p->t->pid);
-		return open_error(err, firsterr, what);
-	}
+	if (first && !nn)
+		return sd_error_set(err, ESRCH, "process %d exited", (int)p->t->pid);
 	return 0;
 }
 
@@ -619,7 +739,9 @@ struct sd_perf *perf_new(struct sd_target *t, const struct sd_perf_opts *o, stru
 		ring <<= 1;
 	p->sw_ring_kb = ring / 1024;
 	raise_fd_limit(ntids * 2 + ntids / 2 + 256);
-	if (perf_thr_sync(p, 1, UINT64_MAX, err) < 0) {
+	/* Whether this process may sample that one: asked of its leader, as
+	 * the first scan may find no thread running to open events on. */
+	if (probe_target(p, err) < 0 || perf_thr_sync(p, 1, UINT64_MAX, err) < 0) {
 		perf_free(p);
 		return NULL;
 	}
@@ -662,6 +784,10 @@ void perf_stats_add(const struct sd_perf *p, struct sd_perf_stats *st)
 		st->lost += thr_lost(p, &p->v[i]);
 	st->throttled += p->st.throttled;
 	st->seeded += p->st.seeded;
+	st->armed += p->st.armed;
+	st->arm_failed += p->st.arm_failed;
+	st->rested += p->st.rested;
+	st->watch_failed += p->st.watch_failed;
 	st->unwinds += p->st.unwinds;
 	st->threads_opened += p->st.threads_opened;
 	st->threads_closed += p->st.threads_closed;

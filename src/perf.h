@@ -33,7 +33,15 @@ struct sd_perf_stats {
 	uint64_t switch_samples; /* context-switch samples read */
 	uint64_t lost;           /* samples the kernel dropped (ring full) */
 	uint64_t throttled;      /* times the kernel throttled an event */
-	uint64_t seeded;         /* threads given a first stack by ptrace */
+	uint64_t seeded;	 /* stacks captured by ptrace (stop only what
+				  * runs): threads without events, and threads
+				  * with no sample yet */
+	uint64_t armed;		 /* times a thread's events were opened */
+	uint64_t arm_failed;	 /* ... and refused for one thread */
+	uint64_t rested;	 /* times a thread asleep for a while had its
+				  * events closed */
+	uint64_t watch_failed;	 /* threads without events whose switch
+				  * records were refused (read at every tick) */
 	uint64_t unwinds;        /* samples unwound (the rest reused a stack) */
 	uint64_t threads_opened, threads_closed;
 	uint64_t drains;         /* ring buffer reads */

@@ -596,15 +596,7 @@ static void task_dirpath(char *dirpath, size_t size, int taskdir, pid_t pid, pid
 		snprintf(dirpath, size, "%d/", (int)tid);
 }
 
-/* A ring of E's thread's context switches, written backwards over
- * itself: a PERF_RECORD_SWITCH (8 bytes) each time the thread is
- * scheduled in or out, and at each switch out, before its record, a
- * sample of its user registers (those it entered the kernel with: for a
- * thread going to sleep in a system call, the ones it sleeps with). Every
- * switch moves data_head, and reading it is one load, no system call.
- * Returns 0, -ESRCH for a thread gone, or another negative errno (refused:
- * the task clock takes its place). */
-static int switch_ring(struct procfs_taskcache *c, struct tcent *e)
+int procfs_switch_ring_open(pid_t tid, size_t page, void **ring)
 {
 	struct perf_event_attr a;
 	memset(&a, 0, sizeof(a));
@@ -620,17 +612,29 @@ static int switch_ring(struct procfs_taskcache *c, struct tcent *e)
 	/* Never polled: no wakeup at every sample. */
 	a.watermark = 1;
 	a.wakeup_watermark = 1u << 30;
-	int fd = (int)syscall(SYS_perf_event_open, &a, e->tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	/* Locked memory: past perf_event_mlock_kb an unprivileged user's
 	 * mapping is refused. */
-	void *r = mmap(NULL, 2 * c->page, PROT_READ, MAP_SHARED, fd, 0);
+	void *r = mmap(NULL, 2 * page, PROT_READ, MAP_SHARED, fd, 0);
 	if (r == MAP_FAILED) {
 		int err = errno;
 		close(fd);
 		return -err;
 	}
+	*ring = r;
+	return fd;
+}
+
+/* A ring of E's thread's context switches (procfs_switch_ring_open): 0,
+ * or a negative errno (-ESRCH: gone; else the task clock takes its place). */
+static int switch_ring(struct procfs_taskcache *c, struct tcent *e)
+{
+	void *r;
+	int fd = procfs_switch_ring_open(e->tid, c->page, &r);
+	if (fd < 0)
+		return fd;
 	e->clock = fd;
 	e->ring = r;
 	return 0;
@@ -683,15 +687,12 @@ static int task_clock(struct procfs_taskcache *c, struct tcent *e, struct sd_cou
 	return 0;
 }
 
-int procfs_task_switch_regs(struct procfs_taskcache *c, pid_t tid, uint64_t head,
+int procfs_switch_ring_regs(const void *ring, size_t page, uint64_t head,
 			    struct user_regs_struct *regs)
 {
-	struct tcent *e = tc_find(c, tid);
-	if (!e || !e->ring)
-		return -ENODATA;
-	const struct perf_event_mmap_page *mp = e->ring;
-	const uint8_t *data = (const uint8_t *)e->ring + c->page;
-	uint64_t size = c->page;
+	const struct perf_event_mmap_page *mp = ring;
+	const uint8_t *data = (const uint8_t *)ring + page;
+	uint64_t size = page;
 	uint64_t h1 = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
 	if (h1 != head)
 		return -EAGAIN; /* scheduled since that reading */
@@ -722,6 +723,15 @@ int procfs_task_switch_regs(struct procfs_taskcache *c, pid_t tid, uint64_t head
 		return 0;
 	}
 	return -ENODATA;
+}
+
+int procfs_task_switch_regs(struct procfs_taskcache *c, pid_t tid, uint64_t head,
+			    struct user_regs_struct *regs)
+{
+	struct tcent *e = tc_find(c, tid);
+	if (!e || !e->ring)
+		return -ENODATA;
+	return procfs_switch_ring_regs(e->ring, c->page, head, regs);
 }
 
 int procfs_task_counters(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,

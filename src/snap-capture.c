@@ -17,11 +17,22 @@
 #include "symbols.h"
 #include "unwind.h"
 
+static int cmp_tid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	return (x > y) - (x < y);
+}
+
 int snap_thread_wanted(pid_t tid, void *arg)
 {
 	struct pick *p = arg;
 	const struct sd_snap_opts *o = p->o;
-	if (o->tids && o->ntids) {
+	if (o->tids && o->ntids && o->tids_listed) {
+		/* In rising order: a thousand threads asked a thousand times
+		 * each was most of a tick. */
+		if (!bsearch(&tid, o->tids, o->ntids, sizeof(tid), cmp_tid))
+			return 0;
+	} else if (o->tids && o->ntids) {
 		int found = 0;
 		for (size_t i = 0; i < o->ntids; i++)
 			found |= o->tids[i] == tid;
@@ -605,9 +616,14 @@ static void regstop_group(struct snapctx *cx, const pid_t *need, size_t n)
 static int regs_from_ring(struct snapctx *cx, struct sd_thread *th, struct tplan *tp)
 {
 	struct user_regs_struct r;
-	if (!tp->have_c1 || !tp->c1.from_ring ||
-	    procfs_task_switch_regs(cx->tc, th->tid, tp->c1.switches, &r) < 0 ||
-	    r.rsp != th->regs.rsp || r.rip != th->regs.rip)
+	/* Or from the caller's ring (a perf engine's watch): its sample is
+	 * the newest record there, so the thread slept from it through the
+	 * copy, which the counters proved. */
+	int have = tp->have_c1 && tp->c1.from_ring
+		       ? procfs_task_switch_regs(cx->tc, th->tid, tp->c1.switches, &r) == 0
+		       : tp->have_c1 && cx->o->switch_regs &&
+			     cx->o->switch_regs(cx->o->switch_arg, th->tid, &r) == 0;
+	if (!have || r.rsp != th->regs.rsp || r.rip != th->regs.rip)
 		return 0;
 	r.orig_rax = th->regs.orig_rax; /* not sampled: /proc's */
 	th->regs = r;

@@ -219,6 +219,12 @@ static int list_stage(struct sd_target *t, const struct sd_snap_opts *o, int aut
 		      long nthreads, pid_t **tids, size_t *ntids, struct sd_error *err)
 {
 	uint64_t now = sd_now_ns();
+	if (o->tids && o->tids_listed) {
+		*tids = sd_xmalloc((o->ntids + 1) * sizeof(**tids));
+		memcpy(*tids, o->tids, o->ntids * sizeof(**tids));
+		*ntids = o->ntids;
+		return 0;
+	}
 	if (auto_mode && o->reuse && !o->tids && !o->name_glob && t->last_tids &&
 	    nthreads == (long)t->nlast_tids && now - t->tids_ns < 1000000000ull) {
 		*tids = sd_xmalloc((t->nlast_tids + 1) * sizeof(**tids));

@@ -92,6 +92,9 @@ struct sd_snap_opts {
 	int no_symbols;        /* unwind only (profiles symbolize later) */
 	const pid_t *tids;     /* only these threads (NULL: all) */
 	size_t ntids;
+	int tids_listed;       /* tids are threads of the process, listed by
+				* the caller in rising order: the task list
+				* is not read again (one gone is skipped) */
 	const char *name_glob; /* only threads whose name matches */
 	int keep_capture;      /* keep registers and stacks in the snapshot */
 	int keep_files;        /* keep each thread's /proc files open for the
@@ -107,6 +110,12 @@ struct sd_snap_opts {
 	enum sd_capture_mode capture; /* default AUTO */
 	int reuse;             /* samples: a thread that did not run since
 				* the last snapshot is not read again */
+	/* The registers TID went to sleep with, from the caller's own ring of
+	 * its switches, when it was not switched in since that sample (0, or
+	 * a negative errno): a sleeper whose unwind needs more registers than
+	 * /proc gives is then not stopped for them. NULL: none. */
+	int (*switch_regs)(void *arg, pid_t tid, struct user_regs_struct *regs);
+	void *switch_arg;
 	/* Called once the sleeping threads were copied and before their
 	 * counters are read again (tests: make a thread run in between). */
 	void (*between_readings)(void *arg);
