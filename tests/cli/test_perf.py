@@ -129,6 +129,16 @@ def test_phases_on_and_off_cpu():
     ok(lost * 4 <= clock, "most task-clock samples lost: " + m[0])
 
 
+def interrupt(p, fx):
+    """Ctrl-C to profile P (JSON on stdout) of fixture FX: its profile and
+    stderr, once it ended well and left FX running."""
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=300)
+    eq(p.returncode, 0, err)
+    sdtest.assert_running(fx.pid)
+    return json.loads(out), err
+
+
 def test_sleepers_without_events():
     # fx-rest: 40 nappers asleep for good, and a sprinter asleep until
     # SIGUSR1, then on the CPU for a second, then asleep for good. The
@@ -150,11 +160,7 @@ def test_sleepers_without_events():
         os.kill(fx.pid, signal.SIGUSR1)
         # A second of sprint, then asleep past the two seconds of rest.
         time.sleep(4.5)
-        p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=300)
-        eq(p.returncode, 0, err)
-        doc = json.loads(out)
-        sdtest.assert_running(fx.pid)
+        doc, err = interrupt(p, fx)
     phases = {"wait_go": [0, 0], "sprint": [0, 0], "rest": [0, 0]}
     naps = 0
     for st in doc["stacks"]:
@@ -224,11 +230,7 @@ def test_thread_born_and_exiting():
             time.sleep(0.01)
         ok(seen and len(os.listdir(task)) == 2, "the late thread did not come and go")
         time.sleep(0.5)
-        p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=300)
-        eq(p.returncode, 0, err)
-        doc = json.loads(out)
-        sdtest.assert_running(fx.pid)
+        doc, err = interrupt(p, fx)
     # By stack, not by name: thread names come from a cache read once a
     # second, and the new thread names itself after it starts.
     late = [st for st in doc["stacks"]
