@@ -374,12 +374,11 @@ struct pthr *perf_thr_find(struct sd_perf *p, pid_t tid)
 static void drain_one(struct sd_perf *p, struct pthr *th);
 
 /* Rescan the task list: follow new threads, close the events of threads
- * gone. The first scan opens no event: the first tick captures every
- * thread like the ptrace engine (stop only what runs), and opens events
- * on those it finds running; the others are captured at each tick,
- * unchanged ones reused, until a tick finds them running (perf-tick.c).
- * Threads born later get their events at once (one refused for a thread
- * leaves it without, captured the same way). A thread gone keeps its
+ * gone. The first scan opens events on the threads that run (state R) and
+ * watches the others (thr_watch): those are captured by ptrace at the
+ * first tick and again only when they ran, until a capture finds one
+ * running (perf-tick.c). Threads born later get their events at once (one
+ * refused for a thread leaves it watched, captured the same way). A thread gone keeps its
  * samples (and its place) while ticks at or before AT still need them: a
  * late tick shows the threads that lived at its time. A thread that exits
  * between the scan and the open is skipped. */
@@ -391,6 +390,14 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 		return -1;
 	struct pthr *nv = sd_xcalloc(ntids + p->n + 1, sizeof(*nv));
 	size_t nn = 0, i = 0, k = 0;
+	int taskdir = AT_FDCWD;
+	if (first) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)p->t->pid);
+		taskdir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (taskdir < 0)
+			taskdir = AT_FDCWD;
+	}
 	/* Merge two sorted lists: old threads (p->v) and live tids. */
 	while (i < p->n || k < ntids) {
 		if (k == ntids || (i < p->n && p->v[i].tid < tids[k])) {
@@ -418,7 +425,12 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 		}
 		struct pthr *th = &nv[nn];
 		thr_init(p, th, tids[k]);
-		int r = first ? 0 : thr_arm(p, th);
+		/* At the start, events go to the threads that run now (their
+		 * stat says R); the rest are watched. */
+		struct sd_taskinfo ti = {.state = 'R'};
+		if (first)
+			procfs_task_state(NULL, taskdir, p->t->pid, tids[k], &ti);
+		int r = ti.state == 'R' ? thr_arm(p, th) : 0;
 		if (r == -ESRCH) {
 			p->st.threads_opened--; /* gone between the scan and the open */
 			k++;
@@ -427,11 +439,13 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 		nn++;
 		if (r < 0)
 			p->st.arm_failed++; /* captured as a sleeper is */
-		if (first || r < 0)
+		if (ti.state != 'R' || r < 0)
 			thr_watch(p, th);
 		k++;
 	}
 	free(tids);
+	if (taskdir >= 0)
+		close(taskdir);
 	free(p->v);
 	p->cap = ntids + p->n + 1;
 	p->v = nv;
