@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The inflated image of a debug file in a memory file (debugimage.h): the
-// sections laid out again one after another, compressed ones inflated by
+// file as it is up to its first compressed section, then the sections from
+// there laid out again one after another, compressed ones inflated by
 // libdeflate straight into the mapping, the section headers rewritten to
 // match and put last.
 #include "debugimage.h"
@@ -54,13 +55,22 @@ static int left_out(const char *name)
 }
 
 /* Lay the sections of ELF (FILE, SIZE bytes) out again into SH (its
- * section headers, rewritten in place): returns the end of the last
- * section's data, or 0 when the file cannot be imaged or has nothing
- * compressed. */
-static uint64_t plan(Elf *elf, const Elf64_Ehdr *eh, const char *file, size_t size, Elf64_Shdr *sh,
-		     size_t shnum, size_t shstrndx)
+ * section headers, rewritten in place). The file up to its first
+ * compressed section stays as it is, byte for byte (*PREFIX bytes: the
+ * headers, notes and whatever the program headers point at); the sections
+ * after it follow one another. Returns the end of the last section's data,
+ * or 0 when the file cannot be imaged or has nothing compressed. */
+static uint64_t plan(Elf *elf, const char *file, size_t size, Elf64_Shdr *sh, size_t shnum,
+		     size_t shstrndx, uint64_t *prefix)
 {
-	uint64_t at = sizeof(*eh) + (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr);
+	uint64_t first = size;
+	for (size_t i = 1; i < shnum; i++)
+		if ((sh[i].sh_flags & SHF_COMPRESSED) && sh[i].sh_type != SHT_NOBITS &&
+		    sh[i].sh_offset < first)
+			first = sh[i].sh_offset;
+	if (first == size)
+		return 0;
+	uint64_t at = *prefix = first;
 	int inflated = 0;
 	for (size_t i = 1; i < shnum; i++) {
 		Elf64_Shdr *s = &sh[i];
@@ -71,6 +81,8 @@ static uint64_t plan(Elf *elf, const Elf64_Ehdr *eh, const char *file, size_t si
 			continue;
 		if (s->sh_offset > size || s->sh_size > size - s->sh_offset)
 			return 0;
+		if (!(s->sh_flags & SHF_COMPRESSED) && s->sh_offset + s->sh_size <= first)
+			continue; /* in the prefix, where it was */
 		uint64_t align = s->sh_addralign;
 		if (s->sh_flags & SHF_COMPRESSED) {
 			Elf64_Chdr ch;
@@ -97,22 +109,23 @@ static uint64_t plan(Elf *elf, const Elf64_Ehdr *eh, const char *file, size_t si
 	return inflated ? at : 0;
 }
 
-/* Fill the image MAP: the headers, and each section's bytes from FILE,
- * whose section headers are OLD. */
-static int fill(char *map, const Elf64_Ehdr *eh, const char *file, const Elf64_Shdr *old,
+/* Fill the image MAP: FILE's first PREFIX bytes as they are (the ELF
+ * header pointing at the new section headers SH, at SHOFF), then each
+ * section laid out anew, from FILE, whose section headers are OLD. */
+static int fill(char *map, const char *file, uint64_t prefix, const Elf64_Shdr *old,
 		const Elf64_Shdr *sh, size_t shnum, uint64_t shoff)
 {
-	Elf64_Ehdr h = *eh;
+	memcpy(map, file, prefix);
+	Elf64_Ehdr h;
+	memcpy(&h, map, sizeof(h));
 	h.e_shoff = shoff;
-	h.e_phoff = h.e_phnum ? sizeof(h) : 0;
 	memcpy(map, &h, sizeof(h));
-	if (eh->e_phnum)
-		memcpy(map + sizeof(h), file + eh->e_phoff, eh->e_phnum * sizeof(Elf64_Phdr));
 	struct libdeflate_decompressor *z = NULL;
 	int r = 0;
 	for (size_t i = 1; r == 0 && i < shnum; i++) {
-		if (sh[i].sh_type == SHT_NOBITS)
-			continue;
+		if (sh[i].sh_type == SHT_NOBITS || (!(old[i].sh_flags & SHF_COMPRESSED) &&
+						    old[i].sh_offset + old[i].sh_size <= prefix))
+			continue; /* nothing in the file, or in the prefix */
 		const char *src = file + old[i].sh_offset;
 		if (!(old[i].sh_flags & SHF_COMPRESSED)) {
 			memcpy(map + sh[i].sh_offset, src, sh[i].sh_size);
@@ -154,11 +167,8 @@ int debugimage_make(int fd, const unsigned char *id, size_t len)
 	const unsigned char host_data =
 	    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;
 	if (!file || !eh || eh->e_ident[EI_DATA] != host_data ||
-	    eh->e_phentsize != (eh->e_phnum ? sizeof(Elf64_Phdr) : eh->e_phentsize) ||
-	    eh->e_shentsize != sizeof(Elf64_Shdr) ||
-	    (eh->e_phnum &&
-	     (eh->e_phoff > size || eh->e_phnum * sizeof(Elf64_Phdr) > size - eh->e_phoff)) ||
-	    elf_getshdrnum(elf, &shnum) < 0 || shnum < 2 || elf_getshdrstrndx(elf, &shstrndx) < 0)
+	    eh->e_shentsize != sizeof(Elf64_Shdr) || elf_getshdrnum(elf, &shnum) < 0 || shnum < 2 ||
+	    elf_getshdrstrndx(elf, &shstrndx) < 0)
 		goto out;
 	old = sd_xcalloc(shnum, sizeof(*old));
 	for (size_t i = 0; i < shnum; i++) {
@@ -169,8 +179,12 @@ int debugimage_make(int fd, const unsigned char *id, size_t len)
 	}
 	sh = sd_xcalloc(shnum, sizeof(*sh));
 	memcpy(sh, old, shnum * sizeof(*sh));
-	uint64_t end = plan(elf, eh, file, size, sh, shnum, shstrndx);
-	if (!end)
+	uint64_t prefix = 0;
+	uint64_t end = plan(elf, file, size, sh, shnum, shstrndx, &prefix);
+	/* The program headers, where there are any, are in the prefix. */
+	if (!end || prefix < sizeof(*eh) ||
+	    (eh->e_phnum && (eh->e_phoff > prefix ||
+			     (uint64_t)eh->e_phnum * eh->e_phentsize > prefix - eh->e_phoff)))
 		goto out;
 	uint64_t shoff = align_up(end, 8), total = shoff + shnum * sizeof(*sh);
 	mfd = memfd_create("stackdump-debug", MFD_CLOEXEC);
@@ -181,7 +195,7 @@ int debugimage_make(int fd, const unsigned char *id, size_t len)
 		goto out;
 	/* Allocating the pages in one call, not a fault each: cheaper. */
 	madvise(map, total, MADV_POPULATE_WRITE);
-	int ok = fill(map, eh, file, old, sh, shnum, shoff) == 0;
+	int ok = fill(map, file, prefix, old, sh, shnum, shoff) == 0;
 	munmap(map, total);
 	if (ok) {
 		r = mfd;

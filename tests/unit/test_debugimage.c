@@ -145,6 +145,27 @@ static void test_image_is_libelfs_inflation(void **state)
 	/* Debian's libc6-dbg: .debug_info, _line, _abbrev, _str ... */
 	assert_true(inflated >= 4);
 	assert_int_equal(left, 1);
+	/* The program headers point where they did: the notes they name
+	 * give the build-id. */
+	const void *bid = NULL;
+	assert_int_equal(dwelf_elf_gnu_build_id(got, &bid), (ssize_t)libc_id_len);
+	assert_memory_equal(bid, libc_id, libc_id_len);
+	size_t nph, nph_ref;
+	assert_int_equal(elf_getphdrnum(got, &nph), 0);
+	assert_int_equal(elf_getphdrnum(ref, &nph_ref), 0);
+	assert_int_equal(nph, nph_ref);
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr a, b;
+		assert_non_null(gelf_getphdr(got, (int)i, &a));
+		assert_non_null(gelf_getphdr(ref, (int)i, &b));
+		assert_memory_equal(&a, &b, sizeof(a));
+		if (a.p_type == PT_NOTE) {
+			size_t n1, n2;
+			const char *f1 = elf_rawfile(got, &n1), *f2 = elf_rawfile(ref, &n2);
+			assert_true(a.p_offset + a.p_filesz <= n1 && b.p_offset + b.p_filesz <= n2);
+			assert_memory_equal(f1 + a.p_offset, f2 + b.p_offset, a.p_filesz);
+		}
+	}
 	/* libdw reads the image's units as the file's. */
 	assert_int_equal(count_units(got), count_units(ref));
 	assert_non_null(section_named(got, ".debug_info"));
