@@ -429,7 +429,8 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 		 * stat says R); the rest are watched. */
 		struct sd_taskinfo ti = {.state = 'R'};
 		if (first)
-			procfs_task_state(NULL, taskdir, p->t->pid, tids[k], &ti);
+			procfs_taskinfo_cached(NULL, taskdir, p->t->pid, tids[k], &ti,
+					       PROCFS_LIGHT | PROCFS_REGS_FOLLOW);
 		int r = ti.state == 'R' ? thr_arm(p, th) : 0;
 		if (r == -ESRCH) {
 			p->st.threads_opened--; /* gone between the scan and the open */
