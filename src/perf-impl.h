@@ -79,6 +79,7 @@ struct sd_perf {
 	int lost_records;  /* the kernel has no PERF_FORMAT_LOST: count
 			    * PERF_RECORD_LOST instead */
 	size_t sw_ring_kb; /* switch ring per thread */
+	size_t narmed;	   /* threads with their events open */
 	struct pthr *v;	   /* sorted by tid */
 	size_t n, cap;
 	int epfd; /* every task-clock event, for "a ring is filling" */

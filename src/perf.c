@@ -173,6 +173,15 @@ static void buf_put(struct sd_perf *p, uint8_t *b)
 	}
 }
 
+/* SIZE rounded up to a power of two pages. */
+static size_t pow2_pages(const struct sd_perf *p, size_t size)
+{
+	size_t ring = p->page;
+	while (ring < size)
+		ring <<= 1;
+	return ring;
+}
+
 /* TH for the thread TID, without events yet. */
 static void thr_init(struct sd_perf *p, struct pthr *th, pid_t tid)
 {
@@ -247,6 +256,9 @@ void perf_thr_forget_run(struct pthr *th)
  * stay (a thread at rest is captured like a sleeper from then on). */
 static void thr_disarm(struct sd_perf *p, struct pthr *th)
 {
+	if (th->opened_ns) /* armed: not a failed arming */
+		p->narmed--;
+	th->opened_ns = 0;
 	p->st.lost += thr_lost(p, th);
 	if (th->ring)
 		munmap(th->ring, th->ring_len);
@@ -289,11 +301,19 @@ static int thr_arm(struct sd_perf *p, struct pthr *th)
 	struct perf_event_attr a;
 	pid_t tid = th->tid;
 	attr_init(&a, PERF_COUNT_SW_TASK_CLOCK, p->o.period_ns, p->o.stack_copy);
-	th->ring_len = p->page + p->o.ring_kb * 1024;
-	/* A thread earns at most one sample a tick (a period of CPU time per
-	 * interval of wall time), and every tick drains: woken only when half
-	 * the ring (two samples or more) waits, that is when a tick is late. */
-	a.wakeup_watermark = (uint32_t)(p->o.ring_kb * 1024 / 2);
+	/* Room for a tick's samples and more (a thread on a CPU all the
+	 * time earns four: the period is a quarter of the interval). Less
+	 * per thread when many run (it is locked memory). */
+	size_t ring =
+	    p->o.ring_kb ? p->o.ring_kb * 1024 : pow2_pages(p, (p->narmed < 256 ? 128 : 64) << 10);
+	th->ring_len = p->page + ring;
+	/* Every tick drains: stackdump is woken (a busy thread preempted)
+	 * only when a tick is late, with room left for two more samples,
+	 * or at half the ring when it is small. */
+	size_t sample = p->o.stack_copy + 512;
+	a.wakeup_watermark =
+	    (uint32_t)(ring / 2 > ring - 2 * sample || ring < 2 * sample ? ring / 2
+									 : ring - 2 * sample);
 	int e;
 	/* The lost count of the event itself (Linux 6.0): a sample larger
 	 * than the free room is dropped, and with a ring too small for any
@@ -332,6 +352,7 @@ static int thr_arm(struct sd_perf *p, struct pthr *th)
 		goto fail;
 	th->opened_ns = sd_now_ns();
 	p->st.armed++;
+	p->narmed++;
 	thr_unwatch(p, th); /* its own switch samples say when it runs */
 	return 0;
 fail:
@@ -737,19 +758,10 @@ struct sd_perf *perf_new(struct sd_target *t, const struct sd_perf_opts *o, stru
 		return NULL;
 	}
 	free(tids);
-	/* Room for several task-clock samples between two drains (one per
-	 * interval of CPU time). Less per thread when there are many (it is
-	 * locked memory). */
-	if (!p->o.ring_kb)
-		p->o.ring_kb = ntids <= 256 ? 128 : 64;
-	/* A power of two pages, at least two samples' worth. */
-	size_t want = p->o.ring_kb * 1024, ring = p->page;
-	while (ring < want)
-		ring <<= 1;
-	p->o.ring_kb = ring / 1024;
+	if (p->o.ring_kb)
+		p->o.ring_kb = pow2_pages(p, p->o.ring_kb * 1024) / 1024;
 	/* Room for two switch samples and the one being written. */
-	want = 3 * (p->o.stack_copy + 512);
-	ring = p->page;
+	size_t want = 3 * (p->o.stack_copy + 512), ring = p->page;
 	while (ring < want)
 		ring <<= 1;
 	p->sw_ring_kb = ring / 1024;

@@ -21,10 +21,11 @@ struct sd_perf_opts {
 	uint64_t period_ns;  /* task-clock sample period (CPU time of the thread;
 			      * the sampler asks a quarter of the tick) */
 	size_t stack_copy;   /* bytes of user stack per sample (default 16 KiB) */
-	size_t ring_kb;      /* task-clock ring buffer per thread (default 128
-			      * KiB up to 256 threads, 64 KiB above), rounded
-			      * up to a power of two pages; switch samples have
-			      * a ring of three samples each */
+	size_t ring_kb;	     /* task-clock ring buffer per thread with events
+			      * (default 128 KiB while fewer than 256 threads
+			      * have theirs, 64 KiB after), rounded up to a
+			      * power of two pages; switch samples have a ring
+			      * of three samples each */
 };
 
 /* Counters of one session (or summed over several). */
