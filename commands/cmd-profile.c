@@ -58,8 +58,8 @@ static const struct cmd_option profile_options[] = {
 			       "(default auto)",
 			       "auto perf ptrace", "auto"),
     [PROF_PERF_BUFFER] = OPT_SIZE("perf-buffer", 0,
-				  "perf engine: ring buffer per thread (default 128k, 64k above "
-				  "256 threads)",
+				  "perf engine: ring buffer per thread that runs (default 128k, "
+				  "64k past 256 such threads)",
 				  4096, 64 << 20, NULL, NULL),
     [PROF_ON_CPU] = OPT_FLAG("on-cpu", 0, "only samples of threads on a CPU (state R)"),
     [PROF_OFF_CPU] = OPT_FLAG("off-cpu", 0, "only samples of threads off CPU (blocked, sleeping)"),

@@ -118,7 +118,7 @@ complete -c stackdump -n '__fish_seen_subcommand_from profile' -s d -l duration 
 complete -c stackdump -n '__fish_seen_subcommand_from profile' -s c -l count -x -d 'stop after N samples'
 complete -c stackdump -n '__fish_seen_subcommand_from profile' -l pid-of -x -a '(__stackdump_pids)' -d 'every process named NAME, aggregated'
 complete -c stackdump -n '__fish_seen_subcommand_from profile' -s e -l engine -x -a 'auto perf ptrace' -d 'auto (perf events where permitted, else ptrace), perf or ptrace (default auto)'
-complete -c stackdump -n '__fish_seen_subcommand_from profile' -l perf-buffer -x -d 'perf engine: ring buffer per thread (default 128k, 64k above 256 threads)'
+complete -c stackdump -n '__fish_seen_subcommand_from profile' -l perf-buffer -x -d 'perf engine: ring buffer per thread that runs (default 128k, 64k past 256 such threads)'
 complete -c stackdump -n '__fish_seen_subcommand_from profile' -l on-cpu -d 'only samples of threads on a CPU (state R)'
 complete -c stackdump -n '__fish_seen_subcommand_from profile' -l off-cpu -d 'only samples of threads off CPU (blocked, sleeping)'
 complete -c stackdump -n '__fish_seen_subcommand_from profile' -l no-idle -d 'hide threads idling in epoll_wait, poll, accept, condvars, sleep...'
