@@ -100,7 +100,7 @@ static void test_image_is_libelfs_inflation(void **state)
 	int img = debugimage_make(fd, libc_id, libc_id_len);
 	assert_true(img >= 0);
 	/* The reference: libelf inflating the file's sections itself. */
-	Elf *ref = elf_begin(fd, ELF_C_READ, NULL);
+	Elf *ref = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	Elf *got = elf_begin(img, ELF_C_READ_MMAP, NULL);
 	assert_non_null(ref);
 	assert_non_null(got);
