@@ -197,21 +197,22 @@ static void thr_init(struct sd_perf *p, struct pthr *th, pid_t tid)
  * stays, the thread did not run and its last capture is exact still: a
  * tick costs it one load. The registers sampled at its last switch out
  * spare the capture a stop for them (perf_switch_regs). Without the ring
- * (refused), it is captured at every tick. */
-static void thr_watch(struct sd_perf *p, struct pthr *th)
+ * (refused), it is captured at every tick. 0 or a negative errno. */
+static int thr_watch(struct sd_perf *p, struct pthr *th)
 {
 	if (th->fd_watch >= 0)
-		return;
+		return 0;
 	th->watch_head = UINT64_MAX; /* never captured: captured next */
 	void *r;
 	int fd = procfs_switch_ring_open(th->tid, p->page, &r);
 	if (fd < 0) {
 		if (fd != -ESRCH)
 			p->st.watch_failed++;
-		return;
+		return fd;
 	}
 	th->fd_watch = fd;
 	th->watch_ring = r;
+	return 0;
 }
 
 int perf_switch_regs(void *arg, pid_t tid, struct user_regs_struct *regs)
@@ -419,6 +420,7 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 		if (taskdir < 0)
 			taskdir = AT_FDCWD;
 	}
+	int firsterr = 0;
 	/* Merge two sorted lists: old threads (p->v) and live tids. */
 	while (i < p->n || k < ntids) {
 		if (k == ntids || (i < p->n && p->v[i].tid < tids[k])) {
@@ -461,8 +463,13 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 		nn++;
 		if (r < 0)
 			p->st.arm_failed++; /* captured as a sleeper is */
-		if (ti.state != 'R' || r < 0)
-			thr_watch(p, th);
+		if (ti.state != 'R' || r < 0) {
+			int w = thr_watch(p, th);
+			if (w < 0 && w != -ESRCH && !firsterr)
+				firsterr = -w;
+		}
+		if (r < 0 && r != -ESRCH && !firsterr)
+			firsterr = -r;
 		k++;
 	}
 	free(tids);
@@ -474,6 +481,14 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 	p->n = nn;
 	if (first && !nn)
 		return sd_error_set(err, ESRCH, "process %d exited", (int)p->t->pid);
+	/* Refused at the start (e.g. an unprivileged user past
+	 * perf_event_mlock_kb): the engine says why, and auto samples with
+	 * ptrace instead. Later, a refused thread is captured at every tick. */
+	if (first && firsterr) {
+		char what[64];
+		snprintf(what, sizeof(what), "process %d", (int)p->t->pid);
+		return open_error(err, firsterr, what);
+	}
 	return 0;
 }
 
