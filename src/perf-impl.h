@@ -103,7 +103,7 @@ int perf_thr_arm(struct sd_perf *p, struct pthr *th);
 void perf_thr_rest(struct sd_perf *p, struct pthr *th);
 /* Whether TH, without events, was scheduled since the last call (its
  * switch-record ring moved; always when it has none). */
-int perf_thr_ran(struct sd_perf *p, struct pthr *th);
+int perf_thr_ran(struct pthr *th);
 /* TH counts as having run at the next perf_thr_ran (its capture failed). */
 void perf_thr_forget_run(struct pthr *th);
 /* The registers TID (without events) went to sleep with, from its watch

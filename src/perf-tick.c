@@ -136,8 +136,7 @@ static void thr_unwind(struct sd_perf *p, struct sd_snapshot *s, struct sd_threa
 	p->st.unwinds++;
 }
 
-/* Is TID (named NAME; NULL: the name is not looked at) in the user's
- * selection? */
+/* Is TID, named NAME, in the user's selection? */
 static int wanted(const struct sd_snap_opts *so, pid_t tid, const char *name)
 {
 	if (so->tids) {
@@ -147,7 +146,7 @@ static int wanted(const struct sd_snap_opts *so, pid_t tid, const char *name)
 		if (i == so->ntids)
 			return 0;
 	}
-	if (so->name_glob && name && fnmatch(so->name_glob, name, 0) != 0)
+	if (so->name_glob && fnmatch(so->name_glob, name, 0) != 0)
 		return 0;
 	return 1;
 }
@@ -160,13 +159,13 @@ static int wanted(const struct sd_snap_opts *so, pid_t tid, const char *name)
 /* The threads to capture by ptrace at this tick: those with no sample
  * yet, and those without events that ran since their last capture (their
  * switch-record ring moved) or were never captured. */
-static int unsampled(struct sd_perf *p, struct pthr *th)
+static int unsampled(struct pthr *th)
 {
 	if (th->gone)
 		return 0;
 	/* The ring's head read before the capture: a run during or after
 	 * it moves the head again. */
-	int ran = th->fd < 0 && perf_thr_ran(p, th);
+	int ran = th->fd < 0 && perf_thr_ran(th);
 	return ran || th->kind == LATEST_NONE;
 }
 
@@ -180,7 +179,7 @@ static int capture_unsampled(struct sd_perf *p, const struct sd_snap_opts *so, u
 	pid_t *want = sd_xmalloc((p->n ? p->n : 1) * sizeof(*want));
 	size_t nw = 0;
 	for (size_t i = 0; i < p->n; i++)
-		if (unsampled(p, &p->v[i]))
+		if (unsampled(&p->v[i]))
 			want[nw++] = p->v[i].tid;
 	if (!nw) {
 		free(want);

@@ -103,21 +103,6 @@ static int open_error(struct sd_error *err, int e, const char *what)
 	}
 }
 
-int perf_probe(struct sd_error *err)
-{
-	struct perf_event_attr a;
-	const int cfg[2] = {PERF_COUNT_SW_TASK_CLOCK, PERF_COUNT_SW_CONTEXT_SWITCHES};
-	for (int i = 0; i < 2; i++) {
-		attr_init(&a, cfg[i], i ? 1 : 10000000, DEFAULT_STACK_COPY);
-		a.disabled = 1;
-		int fd = sys_perf_event_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-		if (fd < 0)
-			return open_error(err, errno, i ? "context-switch samples" : "task-clock samples");
-		close(fd);
-	}
-	return 0;
-}
-
 /* Open the engine's two kinds of event, disabled, on P's target and close
  * them: 0, or -1 with ERR saying why not. */
 static int probe_target(struct sd_perf *p, struct sd_error *err)
@@ -236,9 +221,8 @@ static void thr_unwatch(struct sd_perf *p, struct pthr *th)
 	th->fd_watch = -1;
 }
 
-int perf_thr_ran(struct sd_perf *p, struct pthr *th)
+int perf_thr_ran(struct pthr *th)
 {
-	(void)p;
 	if (!th->watch_ring)
 		return 1;
 	const struct perf_event_mmap_page *mp = th->watch_ring;
@@ -365,8 +349,8 @@ fail:
 int perf_thr_arm(struct sd_perf *p, struct pthr *th)
 {
 	int r = thr_arm(p, th);
-	if (r < 0)
-		p->st.arm_failed++;
+	if (r < 0 && r != -ESRCH)
+		p->st.arm_failed++; /* refused; a thread gone is not */
 	return r;
 }
 
@@ -454,22 +438,20 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 		if (first)
 			procfs_taskinfo_cached(NULL, taskdir, p->t->pid, tids[k], &ti,
 					       PROCFS_LIGHT | PROCFS_REGS_FOLLOW);
-		int r = ti.state == 'R' ? thr_arm(p, th) : 0;
+		int r = ti.state == 'R' ? perf_thr_arm(p, th) : 0;
 		if (r == -ESRCH) {
 			p->st.threads_opened--; /* gone between the scan and the open */
 			k++;
 			continue;
 		}
 		nn++;
-		if (r < 0)
-			p->st.arm_failed++; /* captured as a sleeper is */
-		if (ti.state != 'R' || r < 0) {
+		if (r < 0 && !firsterr)
+			firsterr = -r;
+		if (ti.state != 'R' || r < 0) { /* refused: captured as a sleeper is */
 			int w = thr_watch(p, th);
 			if (w < 0 && w != -ESRCH && !firsterr)
 				firsterr = -w;
 		}
-		if (r < 0 && r != -ESRCH && !firsterr)
-			firsterr = -r;
 		k++;
 	}
 	free(tids);
@@ -776,10 +758,7 @@ struct sd_perf *perf_new(struct sd_target *t, const struct sd_perf_opts *o, stru
 	if (p->o.ring_kb)
 		p->o.ring_kb = pow2_pages(p, p->o.ring_kb * 1024) / 1024;
 	/* Room for two switch samples and the one being written. */
-	size_t want = 3 * (p->o.stack_copy + 512), ring = p->page;
-	while (ring < want)
-		ring <<= 1;
-	p->sw_ring_kb = ring / 1024;
+	p->sw_ring_kb = pow2_pages(p, 3 * (p->o.stack_copy + 512)) / 1024;
 	raise_fd_limit(ntids * 2 + ntids / 2 + 256);
 	/* Whether this process may sample that one: asked of its leader, as
 	 * the first scan may find no thread running to open events on. */

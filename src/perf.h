@@ -48,13 +48,6 @@ struct sd_perf_stats {
 	uint64_t drains;         /* ring buffer reads */
 };
 
-/* Can this process use perf_event_open the way the engine does (per-thread
- * software events with user registers and stack)? Tries it on the calling
- * thread and closes at once. Returns 0, or a negative errno with ERR saying
- * why in words a user can act on (perf_event_paranoid, seccomp, no perf
- * support in the kernel). */
-int perf_probe(struct sd_error *err);
-
 /* Start sampling every thread of T (events on each thread, enabled at once).
  * O may be NULL for defaults. The session keeps T (not owned; T must
  * outlive it). NULL and ERR on failure: ERR's code is the errno of

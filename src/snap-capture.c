@@ -17,12 +17,6 @@
 #include "symbols.h"
 #include "unwind.h"
 
-static int cmp_tid(const void *a, const void *b)
-{
-	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-	return (x > y) - (x < y);
-}
-
 int snap_thread_wanted(pid_t tid, void *arg)
 {
 	struct pick *p = arg;
@@ -30,7 +24,7 @@ int snap_thread_wanted(pid_t tid, void *arg)
 	if (o->tids && o->ntids && o->tids_listed) {
 		/* In rising order: a thousand threads asked a thousand times
 		 * each was most of a tick. */
-		if (!bsearch(&tid, o->tids, o->ntids, sizeof(tid), cmp_tid))
+		if (!bsearch(&tid, o->tids, o->ntids, sizeof(tid), snap_cmp_tid))
 			return 0;
 	} else if (o->tids && o->ntids) {
 		int found = 0;
