@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The inflated debug file cache (debugcache.h): one file per build-id,
-// a copy of its image (debugimage.h) renamed into place, kept within a size cap (least recently
-// used first out) and never at the cost of the last free space of a full disk.
+// a copy of its image (debugimage.h) renamed into place, kept within a
+// size cap (least recently used first out) and never at the cost of the
+// last free space of a full disk.
 #include "debugcache.h"
 
 #include <dirent.h>
@@ -187,8 +188,7 @@ static int file_of(const unsigned char *build_id, size_t len, char *file, size_t
 	if (!dir || !build_id || len < 8 || len > 64)
 		return -1;
 	char hex[129];
-	for (size_t i = 0; i < len; i++)
-		snprintf(hex + 2 * i, 3, "%02x", build_id[i]);
+	sd_hex(hex, build_id, len);
 	int n = snprintf(file, size, "%s/%s.debug", dir, hex);
 	return n > 0 && (size_t)n < size ? 0 : -1;
 }

@@ -36,12 +36,7 @@ static void parse_note(struct sd_elf *e, uint64_t off, uint64_t len)
 		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
 		    !memcmp(e->data + name_off, "GNU", 4) && nh.n_descsz > 0 &&
 		    nh.n_descsz <= 64) {
-			for (uint32_t i = 0; i < nh.n_descsz; i++) {
-				static const char hex[] = "0123456789abcdef";
-				e->build_id[2 * i] = hex[e->data[desc_off + i] >> 4];
-				e->build_id[2 * i + 1] = hex[e->data[desc_off + i] & 15];
-			}
-			e->build_id[2 * nh.n_descsz] = '\0';
+			sd_hex(e->build_id, e->data + desc_off, nh.n_descsz);
 			return;
 		}
 		off = next;

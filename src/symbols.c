@@ -135,8 +135,7 @@ static int open_by_build_id(const unsigned char *id, size_t len, char **path)
 	if (len < 2 || len > 64)
 		return -1;
 	char hex[129], file[200];
-	for (size_t i = 0; i < len; i++)
-		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+	sd_hex(hex, id, len);
 	snprintf(file, sizeof(file), "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
 	int fd = open(file, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0)
@@ -150,8 +149,10 @@ static int open_by_build_id(const unsigned char *id, size_t len, char **path)
 static int image_of(int fd, const unsigned char *id, int len, int check)
 {
 	int img = debugimage_make(fd, check ? id : NULL, (size_t)len);
-	if (img == DEBUGIMAGE_OTHER || img < 0)
-		return img == DEBUGIMAGE_OTHER ? img : fd;
+	if (img == DEBUGIMAGE_OTHER)
+		return img;
+	if (img < 0)
+		return fd; /* nothing to inflate: the file as it is */
 	if (len > 0 && debugcache_dir())
 		debugcache_add(img, id, (size_t)len);
 	close(fd);

@@ -386,6 +386,16 @@ void *sd_bsearch_hint(const void *key, const void *base, size_t n, size_t size,
 	return (void *)e;
 }
 
+void sd_hex(char *out, const unsigned char *in, size_t n)
+{
+	static const char digit[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digit[in[i] >> 4];
+		out[2 * i + 1] = digit[in[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
 uint64_t sd_hash(const void *p, size_t n, uint64_t seed)
 {
 	const unsigned char *c = p;

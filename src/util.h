@@ -105,6 +105,10 @@ void sd_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const v
 void *sd_bsearch_hint(const void *key, const void *base, size_t n, size_t size,
 		      int (*cmp)(const void *, const void *), size_t *hint);
 
+/* The N bytes at IN in lower-case hex, NUL-terminated, into OUT (2N + 1
+ * bytes): build-ids as file names show them. */
+void sd_hex(char *out, const unsigned char *in, size_t n);
+
 /* FNV-1a hash. */
 uint64_t sd_hash(const void *p, size_t n, uint64_t seed);
 

@@ -205,6 +205,18 @@ static int cmp_int(const void *a, const void *b)
 }
 
 /* Lookups in order, again, out of order, missing, in an empty array. */
+static void test_hex(void **state)
+{
+	(void)state;
+	const unsigned char id[] = {0x00, 0x93, 0xac, 0x0f, 0xff};
+	char out[11];
+	memset(out, 'x', sizeof(out));
+	sd_hex(out, id, sizeof(id));
+	assert_string_equal(out, "0093ac0fff");
+	sd_hex(out, id, 0);
+	assert_string_equal(out, "");
+}
+
 static void test_bsearch_hint(void **state)
 {
 	(void)state;
@@ -234,11 +246,17 @@ static void test_bsearch_hint(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_parse_pid),	   cmocka_unit_test(test_parse_duration),
-	    cmocka_unit_test(test_parse_size),	   cmocka_unit_test(test_strbuf_never_null),
-	    cmocka_unit_test(test_escape),	   cmocka_unit_test(test_syscall_line),
-	    cmocka_unit_test(test_stat_line),	   cmocka_unit_test(test_maps),
-	    cmocka_unit_test(test_maps_long_line), cmocka_unit_test(test_bsearch_hint),
+	    cmocka_unit_test(test_parse_pid),
+	    cmocka_unit_test(test_parse_duration),
+	    cmocka_unit_test(test_parse_size),
+	    cmocka_unit_test(test_strbuf_never_null),
+	    cmocka_unit_test(test_escape),
+	    cmocka_unit_test(test_syscall_line),
+	    cmocka_unit_test(test_stat_line),
+	    cmocka_unit_test(test_maps),
+	    cmocka_unit_test(test_maps_long_line),
+	    cmocka_unit_test(test_bsearch_hint),
+	    cmocka_unit_test(test_hex),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
