@@ -143,8 +143,16 @@ def test_sigint_and_sigterm_detach_cleanly():
     counters = os.path.join(d, "counters")
     interrupted = 0
     with start("fx-signals", counters, "300", blocked=300) as fx:
+        # One untimed run tells how long a whole dump takes here: the
+        # signals are aimed across it (a fixed delay may fall after the
+        # end of a fast dump, or before main() on a slow build).
+        t0 = time.time()
+        r = sdtest.run(fx.pid)
+        eq(r.rc, 0, r.err)
+        whole = time.time() - t0
         for sig in (signal.SIGINT, signal.SIGTERM):
-            for delay in (0.0, 0.05, 0.1, 0.2, 0.3, 0.5):
+            for frac in (0.0, 0.15, 0.3, 0.45, 0.6, 0.8):
+                delay = whole * frac
                 p = subprocess.Popen([sdtest.binary(), str(fx.pid)], stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True)
                 time.sleep(delay)
