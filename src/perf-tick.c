@@ -225,8 +225,14 @@ static int capture_unsampled(struct sd_perf *p, const struct sd_snap_opts *so, u
 		}
 		if (th->kind != LATEST_NONE && th->fd >= 0)
 			continue; /* events opened, a sample came meanwhile */
-		if (st->kind == SD_CAPTURE_FROZEN && th->fd < 0)
-			perf_thr_arm(p, th); /* it runs: its samples from now on */
+		/* Found running, or stopped outside a system call: it runs,
+		 * its samples from now on. A sleeper stopped for registers
+		 * and preempted on its way into the stop is frozen too (the
+		 * extra switch reads as a run), but the stop finds it still
+		 * inside its wait: its ring tells when it really runs. */
+		if (st->kind == SD_CAPTURE_FROZEN && th->fd < 0 &&
+		    (st->running || !analyze_in_syscall(st)))
+			perf_thr_arm(p, th);
 		th->kind = LATEST_SEED;
 		th->time = now;
 		th->gen++;

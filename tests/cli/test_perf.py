@@ -141,7 +141,8 @@ def interrupt(p, fx):
 
 def test_sleepers_without_events():
     # fx-rest: 40 nappers asleep for good, and a sprinter asleep until
-    # SIGUSR1, then on the CPU for a second, then asleep for good. The
+    # SIGUSR1 (blocked in every other thread: main never wakes), then on
+    # the CPU for a second, then asleep for good. The
     # perf engine opens events only on what runs: the nappers are captured
     # once (read without a stop) and then only watched for a switch; the
     # sprinter is captured again when it wakes, sampled while it runs, and
@@ -177,8 +178,12 @@ def test_sleepers_without_events():
     eq(naps, nnap * samples, "every napper at every tick")
     eq(sum(c[0] for c in phases.values()), samples, "the sprinter in every tick: %r" % phases)
     ok(phases["wait_go"][0] > 0 and phases["rest"][0] > 0, phases)
-    # One second on the CPU at 20 Hz: about 20 ticks, all on CPU.
-    ok(8 <= phases["sprint"][0] <= 30, "sprint in %d ticks" % phases["sprint"][0])
+    # One second on the CPU at 20 Hz: about 20 ticks, all on CPU; on a
+    # host so busy that the sprinter gets a twentieth of a CPU it is
+    # runnable in sprint for up to a second more before it blocks in rest
+    # (seen: 38-40 ticks beside four spinners at nice -10). Far fewer than
+    # the 90 ticks a sprint never left would show.
+    ok(8 <= phases["sprint"][0] <= 45, "sprint in %d ticks" % phases["sprint"][0])
     eq(phases["sprint"][1], phases["sprint"][0], "sprint ticks off CPU")
     eq(phases["wait_go"][1] + phases["rest"][1], 0, "asleep on CPU")
     m = [l for l in err.splitlines() if l.startswith("perf: ")]
