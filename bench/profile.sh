@@ -118,21 +118,35 @@ record_profile_row() {
 }
 
 # --- throughput: interleaved baseline / sampling windows -------------------
+ptrace_window() {
+	local out=$WORK/sample$1.folded
+	run_window "sampling$1" "stackdump-ptrace@${RATE}Hz" "$STACKDUMP" profile "$TARGET_PID" \
+		--engine ptrace --rate "$RATE" --duration "$WINDOW" --format folded -o "$out" -v
+	record_profile_row "$out" "$WORK/sampling$1.err"
+}
+
+perf_window() {
+	local out=$WORK/perf$1.folded
+	run_window "perf$1" "stackdump-perf@${RATE}Hz" "$STACKDUMP" profile "$TARGET_PID" \
+		--engine perf --rate "$RATE" --duration "$WINDOW" --format folded -o "$out" -v
+	record_profile_row "$out" "$WORK/perf$1.err"
+	grep -E '^perf: ' "$WORK/perf$1.err" | sed 's/^/    /' >&2
+}
+
 for ((p = 1; p <= PAIRS; p++)); do
 	run_window "baseline$p" "none"
 	r=("${WIN_ROW[@]}")
 	record_row "${r[@]:0:6}" 0 0 "${r[6]}" "${r[7]}"
 
-	out=$WORK/sample$p.folded
-	run_window "sampling$p" "stackdump-ptrace@${RATE}Hz" "$STACKDUMP" profile "$TARGET_PID" \
-		--engine ptrace --rate "$RATE" --duration "$WINDOW" --format folded -o "$out"
-	record_profile_row "$out" "$WORK/sampling$p.err"
-
-	out=$WORK/perf$p.folded
-	run_window "perf$p" "stackdump-perf@${RATE}Hz" "$STACKDUMP" profile "$TARGET_PID" \
-		--engine perf --rate "$RATE" --duration "$WINDOW" --format folded -o "$out" -v
-	record_profile_row "$out" "$WORK/perf$p.err"
-	grep -E '^perf: ' "$WORK/perf$p.err" | sed 's/^/    /' >&2
+	# The engines take turns going first: a window's place after the
+	# baseline must not count for one engine.
+	if ((p % 2)); then
+		ptrace_window "$p"
+		perf_window "$p"
+	else
+		perf_window "$p"
+		ptrace_window "$p"
+	fi
 
 	# The floor: the same stop-the-world ptrace sampling with nothing
 	# else (threads stay seized between samples; registers only, no

@@ -322,7 +322,8 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 			continue; /* born after the seed (or after AT), no sample yet */
 		/* A new sample since the last tick: it ran. */
 		const char *name =
-		    th->gone ? NULL : target_thread_name(p->t, th->tid, th->gen != th->name_gen);
+		    th->gone ? NULL
+			     : target_thread_name(p->t, th->tid, th->gen != th->name_gen, t1);
 		th->name_gen = th->gen;
 		if (name)
 			snprintf(th->name, sizeof(th->name), "%s", name);

@@ -747,7 +747,7 @@ void snap_retry_stage(struct snapctx *cx)
 		/* It ran: a name from the cache (samples) may be one it has
 		 * given up since. */
 		if (o->light_discover >= 2) {
-			const char *name = target_thread_name(cx->t, th->tid, 1);
+			const char *name = target_thread_name(cx->t, th->tid, 1, sd_now_ns());
 			if (name)
 				th->name = strpool_intern(s->pool, name);
 		}

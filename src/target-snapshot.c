@@ -611,9 +611,9 @@ fail:
 	return NULL;
 }
 
-const char *target_thread_name(struct sd_target *t, pid_t tid, int ran)
+const char *target_thread_name(struct sd_target *t, pid_t tid, int ran, uint64_t now)
 {
-	return cached_name(t, t->taskcache, AT_FDCWD, tid, sd_now_ns(), ran);
+	return cached_name(t, t->taskcache, AT_FDCWD, tid, now, ran);
 }
 
 void target_snapshot_modules(struct sd_target *t, struct sd_snapshot *s)

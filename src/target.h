@@ -152,9 +152,10 @@ int target_alive(const struct sd_target *t);
 
 /* The name (comm) of thread TID of T, from a cache: read again a second
  * after it was read if the thread ran since (RAN: it did since the last
- * call), else after ten seconds. NULL when the thread is gone. The string
- * lives until the next call. */
-const char *target_thread_name(struct sd_target *t, pid_t tid, int ran);
+ * call), else after ten seconds, as of NOW (sd_now_ns(); a caller naming
+ * many threads reads the clock once). NULL when the thread is gone. The
+ * string lives until the next call. */
+const char *target_thread_name(struct sd_target *t, pid_t tid, int ran, uint64_t now);
 /* Fill S's module list from T's modules (for snapshots composed outside
  * target_snapshot); does nothing when S has one. */
 void target_snapshot_modules(struct sd_target *t, struct sd_snapshot *s);
