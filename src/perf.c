@@ -103,6 +103,17 @@ static int open_error(struct sd_error *err, int e, const char *what)
 	}
 }
 
+/* Events on P's target refused with errno E: -1 with ERR saying why
+ * (ESRCH: the process is gone). */
+static int target_refused(const struct sd_perf *p, struct sd_error *err, int e)
+{
+	if (e == ESRCH)
+		return sd_error_set(err, ESRCH, "process %d exited", (int)p->t->pid);
+	char what[64];
+	snprintf(what, sizeof(what), "process %d", (int)p->t->pid);
+	return open_error(err, e, what);
+}
+
 /* Open the engine's two kinds of event, disabled, on P's target and close
  * them: 0, or -1 with ERR saying why not. */
 static int probe_target(struct sd_perf *p, struct sd_error *err)
@@ -113,15 +124,8 @@ static int probe_target(struct sd_perf *p, struct sd_error *err)
 		attr_init(&a, cfg[i], i ? 1 : p->o.period_ns, p->o.stack_copy);
 		a.disabled = 1;
 		int fd = sys_perf_event_open(&a, p->t->pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-		if (fd < 0) {
-			int e = errno;
-			char what[64];
-			snprintf(what, sizeof(what), "process %d", (int)p->t->pid);
-			if (e == ESRCH)
-				return sd_error_set(err, ESRCH, "process %d exited",
-						    (int)p->t->pid);
-			return open_error(err, e, what);
-		}
+		if (fd < 0)
+			return target_refused(p, err, errno);
 		close(fd);
 	}
 	return 0;
@@ -168,13 +172,12 @@ static size_t pow2_pages(const struct sd_perf *p, size_t size)
 }
 
 /* TH for the thread TID, without events yet. */
-static void thr_init(struct sd_perf *p, struct pthr *th, pid_t tid)
+static void thr_init(struct pthr *th, pid_t tid)
 {
 	memset(th, 0, sizeof(*th));
 	th->tid = tid;
 	th->fd = th->fd_sw = th->fd_watch = -1;
 	th->syscall_nr = -1;
-	p->st.threads_opened++;
 }
 
 /* Watch TH, which has no events, for being scheduled: its ring of switch
@@ -431,7 +434,7 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 			continue;
 		}
 		struct pthr *th = &nv[nn];
-		thr_init(p, th, tids[k]);
+		thr_init(th, tids[k]);
 		/* At the start, events go to the threads that run now (their
 		 * stat says R); the rest are watched. */
 		struct sd_taskinfo ti = {.state = 'R'};
@@ -439,12 +442,12 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 			procfs_taskinfo_cached(NULL, taskdir, p->t->pid, tids[k], &ti,
 					       PROCFS_LIGHT | PROCFS_REGS_FOLLOW);
 		int r = ti.state == 'R' ? perf_thr_arm(p, th) : 0;
-		if (r == -ESRCH) {
-			p->st.threads_opened--; /* gone between the scan and the open */
+		if (r == -ESRCH) { /* gone between the scan and the open */
 			k++;
 			continue;
 		}
 		nn++;
+		p->st.threads_opened++;
 		if (r < 0 && !firsterr)
 			firsterr = -r;
 		if (ti.state != 'R' || r < 0) { /* refused: captured as a sleeper is */
@@ -462,15 +465,12 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 	p->v = nv;
 	p->n = nn;
 	if (first && !nn)
-		return sd_error_set(err, ESRCH, "process %d exited", (int)p->t->pid);
+		return target_refused(p, err, ESRCH);
 	/* Refused at the start (e.g. an unprivileged user past
 	 * perf_event_mlock_kb): the engine says why, and auto samples with
 	 * ptrace instead. Later, a refused thread is captured at every tick. */
-	if (first && firsterr) {
-		char what[64];
-		snprintf(what, sizeof(what), "process %d", (int)p->t->pid);
-		return open_error(err, firsterr, what);
-	}
+	if (first && firsterr)
+		return target_refused(p, err, firsterr);
 	return 0;
 }
 
