@@ -54,6 +54,13 @@ static int left_out(const char *name)
 	return !strcmp(name, ".debug_loc") || !strcmp(name, ".debug_loclists");
 }
 
+/* Whether section S (its header in the file) lies within the file's
+ * first PREFIX bytes, kept as they are: not compressed, and ending there. */
+static int in_prefix(const Elf64_Shdr *s, uint64_t prefix)
+{
+	return !(s->sh_flags & SHF_COMPRESSED) && s->sh_offset + s->sh_size <= prefix;
+}
+
 /* Lay the sections of ELF (FILE, SIZE bytes) out again into SH (its
  * section headers, rewritten in place). The file up to its first
  * compressed section stays as it is, byte for byte (*PREFIX bytes: the
@@ -81,8 +88,8 @@ static uint64_t plan(Elf *elf, const char *file, size_t size, Elf64_Shdr *sh, si
 			continue;
 		if (s->sh_offset > size || s->sh_size > size - s->sh_offset)
 			return 0;
-		if (!(s->sh_flags & SHF_COMPRESSED) && s->sh_offset + s->sh_size <= first)
-			continue; /* in the prefix, where it was */
+		if (in_prefix(s, first))
+			continue; /* where it was */
 		uint64_t align = s->sh_addralign;
 		if (s->sh_flags & SHF_COMPRESSED) {
 			Elf64_Chdr ch;
@@ -123,9 +130,8 @@ static int fill(char *map, const char *file, uint64_t prefix, const Elf64_Shdr *
 	struct libdeflate_decompressor *z = NULL;
 	int r = 0;
 	for (size_t i = 1; r == 0 && i < shnum; i++) {
-		if (sh[i].sh_type == SHT_NOBITS || (!(old[i].sh_flags & SHF_COMPRESSED) &&
-						    old[i].sh_offset + old[i].sh_size <= prefix))
-			continue; /* nothing in the file, or in the prefix */
+		if (sh[i].sh_type == SHT_NOBITS || in_prefix(&old[i], prefix))
+			continue; /* nothing in the file, or copied with the prefix */
 		const char *src = file + old[i].sh_offset;
 		if (!(old[i].sh_flags & SHF_COMPRESSED)) {
 			memcpy(map + sh[i].sh_offset, src, sh[i].sh_size);
