@@ -309,6 +309,10 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 		return NULL;
 
 	struct sd_snapshot *s = snapshot_new(p->t->pid);
+	/* Room for every thread at once: grown one by one, a thousand
+	 * threads' array was copied ten times and its pages faulted in anew
+	 * at every tick. */
+	sd_grow(&s->threads, &s->cap, p->n + 1, sizeof(*s->threads));
 	s->comm = strpool_intern(s->pool, p->t->info.comm);
 	s->exe = p->t->info.exe ? strpool_intern(s->pool, p->t->info.exe) : NULL;
 	s->state = pstate;
