@@ -76,6 +76,8 @@ struct sd_perf {
 	struct sd_target *t;
 	struct sd_perf_opts o;
 	size_t page;
+	int map_refused;   /* errno of a ring's mapping refused (locked
+			    * memory), 0 if none was */
 	int lost_records;  /* the kernel has no PERF_FORMAT_LOST: count
 			    * PERF_RECORD_LOST instead */
 	size_t sw_ring_kb; /* switch ring per thread */

@@ -25,6 +25,7 @@
 
 #include "analyze.h"
 #include "procfs.h"
+#include "switchring.h"
 #include "symbols.h"
 #include "target.h"
 #include "unwind.h"
@@ -109,26 +110,23 @@ static int target_refused(const struct sd_perf *p, struct sd_error *err, int e)
 {
 	if (e == ESRCH)
 		return sd_error_set(err, ESRCH, "process %d exited", (int)p->t->pid);
+	if (e == p->map_refused) {
+		char kb[32] = "unknown";
+		char *text = NULL;
+		if (sd_read_file("/proc/sys/kernel/perf_event_mlock_kb", &text, 64) >= 0 && text)
+			snprintf(kb, sizeof(kb), "%.*s", (int)strcspn(text, "\n"), text);
+		free(text);
+		return sd_error_set(
+		    err, e,
+		    "perf ring buffers for process %d refused: %s (locked memory: "
+		    "kernel.perf_event_mlock_kb is %s KiB per CPU for each user, "
+		    "then ulimit -l; run as root or with CAP_IPC_LOCK, raise either, "
+		    "or give a smaller --perf-buffer)",
+		    (int)p->t->pid, sd_strerror(e), kb);
+	}
 	char what[64];
 	snprintf(what, sizeof(what), "process %d", (int)p->t->pid);
 	return open_error(err, e, what);
-}
-
-/* Open the engine's two kinds of event, disabled, on P's target and close
- * them: 0, or -1 with ERR saying why not. */
-static int probe_target(struct sd_perf *p, struct sd_error *err)
-{
-	struct perf_event_attr a;
-	const int cfg[2] = {PERF_COUNT_SW_TASK_CLOCK, PERF_COUNT_SW_CONTEXT_SWITCHES};
-	for (int i = 0; i < 2; i++) {
-		attr_init(&a, cfg[i], i ? 1 : p->o.period_ns, p->o.stack_copy);
-		a.disabled = 1;
-		int fd = sys_perf_event_open(&a, p->t->pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-		if (fd < 0)
-			return target_refused(p, err, errno);
-		close(fd);
-	}
-	return 0;
 }
 
 /* ---- threads ---- */
@@ -171,6 +169,16 @@ static size_t pow2_pages(const struct sd_perf *p, size_t size)
 	return ring;
 }
 
+/* The task-clock ring of the next thread armed: room for a tick's
+ * samples and more (a thread on a CPU all the time earns four: the period
+ * is a quarter of the interval). Less per thread when many run (it is
+ * locked memory). */
+static size_t ring_size(const struct sd_perf *p)
+{
+	return p->o.ring_kb ? p->o.ring_kb * 1024
+			    : pow2_pages(p, (p->narmed < 256 ? 128 : 64) << 10);
+}
+
 /* TH for the thread TID, without events yet. */
 static void thr_init(struct pthr *th, pid_t tid)
 {
@@ -180,8 +188,39 @@ static void thr_init(struct pthr *th, pid_t tid)
 	th->syscall_nr = -1;
 }
 
+/* Open the engine's two kinds of event, disabled, on P's target, map the
+ * task-clock ring a thread that runs gets (locked memory: an unprivileged
+ * user past perf_event_mlock_kb is refused here), and close them: 0, or
+ * -1 with ERR saying why not. The first scan arms no thread (the first
+ * tick's capture does): this is where a refusal shows at the start. */
+static int probe_target(struct sd_perf *p, struct sd_error *err)
+{
+	struct perf_event_attr a;
+	const int cfg[2] = {PERF_COUNT_SW_TASK_CLOCK, PERF_COUNT_SW_CONTEXT_SWITCHES};
+	for (int i = 0; i < 2; i++) {
+		attr_init(&a, cfg[i], i ? 1 : p->o.period_ns, p->o.stack_copy);
+		a.disabled = 1;
+		int fd = sys_perf_event_open(&a, p->t->pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0)
+			return target_refused(p, err, errno);
+		if (!i) {
+			size_t len = p->page + ring_size(p);
+			void *r = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+			int e = errno;
+			if (r == MAP_FAILED) {
+				close(fd);
+				p->map_refused = e;
+				return target_refused(p, err, e);
+			}
+			munmap(r, len);
+		}
+		close(fd);
+	}
+	return 0;
+}
+
 /* Watch TH, which has no events, for being scheduled: its ring of switch
- * records (procfs_switch_ring_open), one page. While the ring's head
+ * records (switchring_open), one page. While the ring's head
  * stays, the thread did not run and its last capture is exact still: a
  * tick costs it one load. The registers sampled at its last switch out
  * spare the capture a stop for them (perf_switch_regs). Without the ring
@@ -192,10 +231,12 @@ static int thr_watch(struct sd_perf *p, struct pthr *th)
 		return 0;
 	th->watch_head = UINT64_MAX; /* never captured: captured next */
 	void *r;
-	int fd = procfs_switch_ring_open(th->tid, p->page, &r);
+	int fd = switchring_open(th->tid, p->page, &r);
 	if (fd < 0) {
 		if (fd != -ESRCH)
 			p->st.watch_failed++;
+		if (r == MAP_FAILED)
+			p->map_refused = -fd;
 		return fd;
 	}
 	th->fd_watch = fd;
@@ -211,7 +252,7 @@ int perf_switch_regs(void *arg, pid_t tid, struct user_regs_struct *regs)
 		return -ENODATA;
 	const struct perf_event_mmap_page *mp = th->watch_ring;
 	uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
-	return procfs_switch_ring_regs(th->watch_ring, p->page, head, regs);
+	return switchring_regs(th->watch_ring, p->page, head, regs);
 }
 
 static void thr_unwatch(struct sd_perf *p, struct pthr *th)
@@ -289,11 +330,7 @@ static int thr_arm(struct sd_perf *p, struct pthr *th)
 	struct perf_event_attr a;
 	pid_t tid = th->tid;
 	attr_init(&a, PERF_COUNT_SW_TASK_CLOCK, p->o.period_ns, p->o.stack_copy);
-	/* Room for a tick's samples and more (a thread on a CPU all the
-	 * time earns four: the period is a quarter of the interval). Less
-	 * per thread when many run (it is locked memory). */
-	size_t ring =
-	    p->o.ring_kb ? p->o.ring_kb * 1024 : pow2_pages(p, (p->narmed < 256 ? 128 : 64) << 10);
+	size_t ring = ring_size(p);
 	th->ring_len = p->page + ring;
 	/* Every tick drains: stackdump is woken (a busy thread preempted)
 	 * only when a tick is late, with room left for two more samples,
@@ -325,12 +362,12 @@ static int thr_arm(struct sd_perf *p, struct pthr *th)
 		goto fail;
 	void *r = mmap(NULL, th->ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, th->fd, 0);
 	if (r == MAP_FAILED)
-		goto fail;
+		goto map_fail;
 	th->ring = r;
 	th->sw_ring_len = p->page + p->sw_ring_kb * 1024;
 	r = mmap(NULL, th->sw_ring_len, PROT_READ, MAP_SHARED, th->fd_sw, 0);
 	if (r == MAP_FAILED)
-		goto fail;
+		goto map_fail;
 	th->sw_ring = r;
 	/* Watched for "the ring is filling" through one epoll set: a poll
 	 * of a thousand events at every wakeup cost more than all else. The
@@ -343,6 +380,8 @@ static int thr_arm(struct sd_perf *p, struct pthr *th)
 	p->narmed++;
 	thr_unwatch(p, th); /* its own switch samples say when it runs */
 	return 0;
+map_fail:
+	p->map_refused = errno;
 fail:
 	e = errno;
 	thr_disarm(p, th);
@@ -383,11 +422,11 @@ struct pthr *perf_thr_find(struct sd_perf *p, pid_t tid)
 static void drain_one(struct sd_perf *p, struct pthr *th);
 
 /* Rescan the task list: follow new threads, close the events of threads
- * gone. The first scan opens events on the threads that run (state R) and
- * watches the others (thr_watch): those are captured by ptrace at the
- * first tick and again only when they ran, until a capture finds one
- * running (perf-tick.c). Threads born later get their events at once (one
- * refused for a thread leaves it watched, captured the same way). A thread gone keeps its
+ * gone. The first scan watches every thread (thr_watch): each is captured
+ * by ptrace at the first tick and again only when it ran, until a capture
+ * finds it running and arms it (perf-tick.c). Threads born later get their
+ * events at once (one refused for a thread leaves it watched, captured the
+ * same way). A thread gone keeps its
  * samples (and its place) while ticks at or before AT still need them: a
  * late tick shows the threads that lived at its time. A thread that exits
  * between the scan and the open is skipped. */
@@ -399,14 +438,6 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 		return -1;
 	struct pthr *nv = sd_xcalloc(ntids + p->n + 1, sizeof(*nv));
 	size_t nn = 0, i = 0, k = 0;
-	int taskdir = AT_FDCWD;
-	if (first) {
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/task", (int)p->t->pid);
-		taskdir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (taskdir < 0)
-			taskdir = AT_FDCWD;
-	}
 	int firsterr = 0;
 	/* Merge two sorted lists: old threads (p->v) and live tids. */
 	while (i < p->n || k < ntids) {
@@ -435,13 +466,11 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 		}
 		struct pthr *th = &nv[nn];
 		thr_init(th, tids[k]);
-		/* At the start, events go to the threads that run now (their
-		 * stat says R); the rest are watched. */
-		struct sd_taskinfo ti = {.state = 'R'};
-		if (first)
-			procfs_taskinfo_cached(NULL, taskdir, p->t->pid, tids[k], &ti,
-					       PROCFS_LIGHT | PROCFS_REGS_FOLLOW);
-		int r = ti.state == 'R' ? perf_thr_arm(p, th) : 0;
+		/* At the start every thread is watched: the first tick's
+		 * capture reads each one and arms those it finds running (a
+		 * stat read of each here first cost as much again). Threads
+		 * born later get their events at once. */
+		int r = first ? 0 : perf_thr_arm(p, th);
 		if (r == -ESRCH) { /* gone between the scan and the open */
 			k++;
 			continue;
@@ -450,7 +479,7 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 		p->st.threads_opened++;
 		if (r < 0 && !firsterr)
 			firsterr = -r;
-		if (ti.state != 'R' || r < 0) { /* refused: captured as a sleeper is */
+		if (first || r < 0) { /* refused: captured as a sleeper is */
 			int w = thr_watch(p, th);
 			if (w < 0 && w != -ESRCH && !firsterr)
 				firsterr = -w;
@@ -458,8 +487,6 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 		k++;
 	}
 	free(tids);
-	if (taskdir >= 0)
-		close(taskdir);
 	free(p->v);
 	p->cap = ntids + p->n + 1;
 	p->v = nv;
@@ -761,7 +788,7 @@ struct sd_perf *perf_new(struct sd_target *t, const struct sd_perf_opts *o, stru
 	p->sw_ring_kb = pow2_pages(p, 3 * (p->o.stack_copy + 512)) / 1024;
 	raise_fd_limit(ntids * 2 + ntids / 2 + 256);
 	/* Whether this process may sample that one: asked of its leader, as
-	 * the first scan may find no thread running to open events on. */
+	 * the first scan opens no sampling event. */
 	if (probe_target(p, err) < 0 || perf_thr_sync(p, 1, UINT64_MAX, err) < 0) {
 		perf_free(p);
 		return NULL;

@@ -138,24 +138,6 @@ enum procfs_counter_src {
  * a negative errno (the thread exited, or nothing is readable). */
 int procfs_task_counters(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,
 			 enum procfs_counter_src src, struct sd_counters *out);
-/* Open a ring of TID's context switches, written backwards over itself:
- * a PERF_RECORD_SWITCH (8 bytes) each time the thread is scheduled in or
- * out, and at each switch out, before its record, a sample of its user
- * registers (those it entered the kernel with: for a thread going to
- * sleep in a system call, the ones it sleeps with). Every switch moves
- * data_head, and reading it is one load, no system call. The ring is two
- * pages of PAGE bytes mapped read-only at *RING (the caller unmaps it).
- * Returns the event's descriptor, or a negative errno (-ESRCH: the thread
- * is gone). */
-int procfs_switch_ring_open(pid_t tid, size_t page, void **ring);
-/* The user registers the thread of RING (procfs_switch_ring_open; PAGE
- * as given there) went to sleep with: the sample of its last switch out,
- * provided the ring's head is still HEAD and no switch in came after that
- * sample. orig_rax is -1 (not sampled). Returns 0, -EAGAIN (scheduled
- * since HEAD), or -ENODATA (no such sample: asleep since before the ring
- * was opened). */
-int procfs_switch_ring_regs(const void *ring, size_t page, uint64_t head,
-			    struct user_regs_struct *regs);
 /* The user registers TID went to sleep with, from its ring of switch
  * records in C (PROCFS_CNT_CLOCK readings opened it): the sample of its
  * last switch out, provided the ring's head is still HEAD (a reading

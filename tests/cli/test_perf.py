@@ -7,9 +7,10 @@
 # threads asleep get no events until they run, and lose them after a
 # rest; lost samples counted and shown; perf_event_open refused by a seccomp
 # filter (auto falls back and says why once, --engine perf fails with exit
-# 2); SIGKILL of stackdump mid-profile leaves the target running, untraced
-# and holding no perf event; record with --engine perf (the saved format
-# names the engine; record's default stays ptrace).
+# 2), and ring buffers past the locked-memory budget (the same); SIGKILL
+# of stackdump mid-profile leaves the target running, untraced and holding
+# no perf event; record with --engine perf (the saved format names the
+# engine; record's default stays ptrace).
 import json
 import os
 import re
@@ -365,6 +366,40 @@ def test_refused_perf_falls_back():
         eq(r.returncode, 0, r.stderr)
         contains(r.stdout, "engine ptrace")
         eq(r.stderr.count("perf engine not available"), 1, r.stderr)
+        sdtest.assert_running(fx.pid)
+
+
+def locked_memory_capped(*args):
+    """stackdump ARGS without CAP_IPC_LOCK and with no locked memory beyond
+    the kernel's perf_event_mlock_kb budget (RLIMIT_MEMLOCK 0)."""
+    import resource
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_MEMLOCK, (0, 0))
+    return subprocess.run(["setpriv", "--inh-caps=-ipc_lock", "--bounding-set=-ipc_lock",
+                           sdtest.binary()] + [str(a) for a in args],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          timeout=120, env=dict(os.environ, NO_COLOR="1"), preexec_fn=cap)
+
+
+def test_locked_memory_refused():
+    # Ring buffers are locked memory: a 16 MiB one is past any user's
+    # perf_event_mlock_kb budget (516 KiB per CPU by default) with nothing
+    # beyond it. Refused at the start, said as a mapping refusal (not as
+    # perf_event_open's), and auto samples with ptrace instead.
+    with start("fx-hot") as fx:
+        r = locked_memory_capped("profile", fx.pid, "--engine", "perf", "--perf-buffer", "16m",
+                                 "--count", "2", "-q")
+        eq(r.returncode, 2, r.stderr)
+        contains(r.stderr, "perf ring buffers for process %d refused" % fx.pid)
+        contains(r.stderr, "perf_event_mlock_kb")
+        contains(r.stderr, "CAP_IPC_LOCK")
+        eq(r.stdout, "")
+        r = locked_memory_capped("profile", fx.pid, "--perf-buffer", "16m", "--count", "3",
+                                 "--format", "json", "-q")
+        eq(r.returncode, 0, r.stderr)
+        eq(json.loads(r.stdout)["engine"], "ptrace")
+        eq(r.stderr.count("perf engine not available, sampling with ptrace"), 1, r.stderr)
         sdtest.assert_running(fx.pid)
 
 
