@@ -3,9 +3,12 @@
 # Sampling-cost benchmark: how much throughput a CPU-bound 100-thread target
 # loses while `stackdump profile` samples it, with the ptrace engine and
 # with the perf engine, beside bench/ptrace-floor (baseline and sampling
-# windows interleaved in the same run), stackdump's own CPU use and the
-# thread samples each engine delivered, and the highest snapshot rate
-# stackdump, a gdb loop and an eu-stack loop sustain on it.
+# windows interleaved in the same run, and a last baseline: each window is
+# also measured against the baselines before and after it), stackdump's own
+# CPU use and the thread samples each engine delivered, the loss split into
+# the CPU the target did not get (its threads' CPU time, from /proc: steady
+# on a noisy host) and its work per CPU second, and the highest snapshot
+# rate stackdump, a gdb loop and an eu-stack loop sustain on it.
 #
 # Needs: cc, python3, gdb, eu-stack, /usr/bin/time, setsid, timeout.
 #   apt-get install -y time gdb elfutils   (the script checks and says so)
@@ -65,16 +68,21 @@ NTASKS=$(ls /proc/"$TARGET_PID"/task | wc -l)
 bench_log "target pid $TARGET_PID ready ($NTASKS threads); warming up 2 s"
 sleep 2
 
-printf 'phase\ttool\twork\tsecs\tcpu_s\twall_s\tstacks\tsnapshots\trc\tstopped\n' >"$RESULTS"
+printf 'phase\ttool\twork\tsecs\tcpu_s\twall_s\tstacks\tsnapshots\trc\tstopped\ttarget_cpu_s\n' >"$RESULTS"
 
 # sum of the trailing counts of a folded-stacks file
 folded_total() {
 	awk '{n = $NF} n ~ /^[0-9]+$/ {s += n} END {print s + 0}' "$1" 2>/dev/null || echo 0
 }
 
-# phase tool work secs cpu wall stacks snapshots rc stopped
+# phase tool work secs cpu wall stacks snapshots rc stopped target_cpu
 record_row() {
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RESULTS"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RESULTS"
+}
+
+# CPU time the target's threads used so far (user+sys), in clock ticks.
+target_ticks() {
+	awk '{sub(/^.*\) /, ""); print $12 + $13}' /proc/"$TARGET_PID"/stat 2>/dev/null || echo 0
 }
 
 # run_window PHASE TOOL CMD...: measure target work while CMD runs (or while
@@ -82,7 +90,8 @@ record_row() {
 run_window() {
 	local phase=$1 tool=$2
 	shift 2
-	local w0 t0 w1 t1 cpu=0 wall=0 rc=0 stopped=0
+	local w0 t0 w1 t1 c0 c1 cpu=0 wall=0 rc=0 stopped=0
+	c0=$(target_ticks)
 	read -r w0 t0 < <(bench_work "$WORKFILE")
 	if (($#)); then
 		bench_timed "$TMO" "$WORK/$phase.out" "$WORK/$phase.err" "$@"
@@ -92,11 +101,14 @@ run_window() {
 		sleep "$WINDOW"
 	fi
 	read -r w1 t1 < <(bench_work "$WORKFILE")
+	c1=$(target_ticks)
 	kill -0 "$TARGET_PID" 2>/dev/null || bench_die "target died during $phase"
 	(($#)) && stopped=$(bench_check_stopped "$TARGET_PID")
 	local secs
 	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.4f", (b-a)/1e9}')
-	WIN_ROW=("$phase" "$tool" $((w1 - w0)) "$secs" "$cpu" "$wall" "$rc" "$stopped")
+	local tcpu
+	tcpu=$(awk -v a="$c0" -v b="$c1" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.2f", (b-a)/hz}')
+	WIN_ROW=("$phase" "$tool" $((w1 - w0)) "$secs" "$cpu" "$wall" "$rc" "$stopped" "$tcpu")
 	local msg
 	msg=$(printf '%-14s %-20s %10.0f units/s over %5.2f s' "$phase" "$tool" \
 		"$(awk -v w=$((w1 - w0)) -v s="$secs" 'BEGIN{print w/s}')" "$secs")
@@ -114,7 +126,7 @@ record_profile_row() {
 	stacks=$(folded_total "$folded")
 	snaps=$(grep -oE '[0-9]+ samples' "$err" 2>/dev/null | tail -n 1 | cut -d' ' -f1)
 	[[ -n $snaps ]] || snaps=$(awk -v s="$stacks" -v n="$NTASKS" 'BEGIN{printf "%.1f", s/n}')
-	record_row "${r[@]:0:6}" "$stacks" "$snaps" "${r[6]}" "${r[7]}"
+	record_row "${r[@]:0:6}" "$stacks" "$snaps" "${r[6]}" "${r[7]}" "${r[8]}"
 }
 
 # --- throughput: interleaved baseline / sampling windows -------------------
@@ -136,7 +148,7 @@ perf_window() {
 for ((p = 1; p <= PAIRS; p++)); do
 	run_window "baseline$p" "none"
 	r=("${WIN_ROW[@]}")
-	record_row "${r[@]:0:6}" 0 0 "${r[6]}" "${r[7]}"
+	record_row "${r[@]:0:6}" 0 0 "${r[6]}" "${r[7]}" "${r[8]}"
 
 	# The engines take turns going first: a window's place after the
 	# baseline must not count for one engine.
@@ -157,9 +169,15 @@ for ((p = 1; p <= PAIRS; p++)); do
 		r=("${WIN_ROW[@]}")
 		n=$(grep -oE 'samples [0-9]+' "$WORK/floor$p.out" | cut -d' ' -f2)
 		[[ -n $n ]] || n=0
-		record_row "${r[@]:0:6}" $((n * NTASKS)) "$n" "${r[6]}" "${r[7]}"
+		record_row "${r[@]:0:6}" $((n * NTASKS)) "$n" "${r[6]}" "${r[7]}" "${r[8]}"
 	fi
 done
+
+# A last baseline: each sampling window is then also measured against the
+# baselines just before and after it (the host drifts over minutes).
+run_window "baseline$((PAIRS + 1))" "none"
+r=("${WIN_ROW[@]}")
+record_row "${r[@]:0:6}" 0 0 "${r[6]}" "${r[7]}" "${r[8]}"
 
 # --- max sustained snapshot rate -------------------------------------------
 # loop_cmd SECONDS CMD...: run CMD back to back until SECONDS have passed,
@@ -180,23 +198,28 @@ if ((DO_MAX)); then
 	r=("${WIN_ROW[@]}")
 	n=$(tail -n 1 "$WORK/max-gdb.out")
 	[[ $n =~ ^[0-9]+$ ]] || n=0
-	record_row "${r[@]:0:6}" $((n * NTASKS)) "$n" "${r[6]}" "${r[7]}"
+	record_row "${r[@]:0:6}" $((n * NTASKS)) "$n" "${r[6]}" "${r[7]}" "${r[8]}"
 
 	run_window "max-eu-stack" "eu-stack -i loop" bash -c "$LOOPER" looper "$LOOP" \
 		eu-stack -i -p "$TARGET_PID"
 	r=("${WIN_ROW[@]}")
 	n=$(tail -n 1 "$WORK/max-eu-stack.out")
 	[[ $n =~ ^[0-9]+$ ]] || n=0
-	record_row "${r[@]:0:6}" $((n * NTASKS)) "$n" "${r[6]}" "${r[7]}"
+	record_row "${r[@]:0:6}" $((n * NTASKS)) "$n" "${r[6]}" "${r[7]}" "${r[8]}"
 fi
 
 python3 - "$RESULTS" "$NTHREADS" "$NTASKS" "$RATE" "$MAXRATE" "$STACKDUMP" <<'PY'
-import csv, sys
+import csv, re, statistics, sys
 
 path, nthreads, ntasks, rate, maxrate, sdpath = sys.argv[1:]
 rows = list(csv.DictReader(open(path), delimiter="\t"))
 for r in rows:
     r["rate"] = int(r["work"]) / float(r["secs"])
+    # The target's CPU time in the window: the CPU it got (share), and its
+    # work per CPU second (what each second of it achieved).
+    r["tcpu"] = float(r.get("target_cpu_s") or 0)
+    r["share"] = r["tcpu"] / float(r["secs"])
+    r["eff"] = int(r["work"]) / r["tcpu"] if r["tcpu"] > 0 else 0.0
     r["cpu_pct"] = (100 * float(r["cpu_s"]) / float(r["wall_s"])
                     if float(r["wall_s"]) > 0 else 0.0)
 base = [r for r in rows if r["phase"].startswith("baseline")]
@@ -205,9 +228,47 @@ perf = [r for r in rows if r["phase"].startswith("perf")]
 floor = [r for r in rows if r["phase"].startswith("floor")]
 mx = [r for r in rows if r["phase"].startswith("max-")]
 brate = sum(r["rate"] for r in base) / len(base)
+bshare = sum(r["share"] for r in base) / len(base)
+beff = sum(r["eff"] for r in base) / len(base)
+
+
+def split(rs):
+    """Mean of the windows RS: (CPU the target did not get, its work per CPU
+    second lost), both in % of the baselines'."""
+    share = sum(r["share"] for r in rs) / len(rs)
+    eff = sum(r["eff"] for r in rs) / len(rs)
+    return (100 * (1 - share / bshare) if bshare else 0.0,
+            100 * (1 - eff / beff) if beff else 0.0)
 
 def loss(r):
     return 100 * (1 - r["rate"] / brate)
+
+
+def pair_of(r):
+    m = re.search(r"(\d+)$", r["phase"])
+    return int(m.group(1)) if m else 0
+
+
+def adjacent(rs):
+    """Loss of each window of RS against the mean of the baselines just
+    before and after it: (mean, median, [each]) in %."""
+    by = {pair_of(b): b["rate"] for b in base}
+    each = []
+    for r in rs:
+        k = pair_of(r)
+        near = [by[j] for j in (k, k + 1) if j in by]
+        if near:
+            each.append(100 * (1 - r["rate"] / (sum(near) / len(near))))
+    if not each:
+        return None
+    return sum(each) / len(each), statistics.median(each), each
+
+
+def say_adjacent(rs):
+    a = adjacent(rs)
+    if a:
+        print(f"  against the baselines before and after each window: mean {a[0]:.1f}%, "
+              f"median {a[1]:.1f}% (" + ", ".join(f"{x:.1f}" for x in a[2]) + ")")
 
 def fmt_table(table):
     w = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
@@ -225,7 +286,7 @@ print(f"profile benchmark: cpu-target with {nthreads} busy workers "
 print(f"stackdump: {sdpath}")
 print()
 t = [["window", "sampler", "work units/s", "vs baseline", "secs",
-      "sampler cpu % core", "stacks", "snapshots/s"]]
+      "sampler cpu % core", "stacks", "snapshots/s", "target cpu", "work/cpu-s"]]
 for r in rows:
     if r["phase"].startswith("max-"):
         continue
@@ -235,7 +296,8 @@ for r in rows:
               f"{-loss(r):+.1f}%", f"{float(r['secs']):.1f}",
               f"{r['cpu_pct']:.1f}" if is_s else "-",
               r["stacks"] if is_s else "-",
-              f"{float(r['snapshots']) / wall:.1f}" if is_s else "-"])
+              f"{float(r['snapshots']) / wall:.1f}" if is_s else "-",
+              f"{r['share']:.3f}", f"{r['eff']:.0f}"])
 print(fmt_table(t))
 if samp:
     srate = sum(r["rate"] for r in samp) / len(samp)
@@ -247,7 +309,11 @@ if samp:
             if len(base) > 1 else "  (one baseline window: no noise estimate)")
     print(f"target throughput loss while stackdump (ptrace engine) samples at {rate} Hz: "
           f"{100 * (1 - srate / brate):.1f}%{note}")
+    say_adjacent(samp)
     print(f"stackdump CPU use at {rate} Hz: {cpu:.1f}% of one core (user+sys)")
+    a, b = split(samp)
+    print(f"  of the loss: CPU the target did not get {a:.1f}%, its work per CPU "
+          f"second {-b:+.1f}% (kernel work in its threads' time, caches, the host)")
     want = int(float(rate) * float(samp[0]["secs"]) + 0.5)
     print(f"thread samples per window: " +
           ", ".join(r["stacks"] for r in samp) +
@@ -257,7 +323,11 @@ if perf:
     pcpu = sum(r["cpu_pct"] for r in perf) / len(perf)
     print(f"target throughput loss while stackdump (perf engine) samples at {rate} Hz: "
           f"{100 * (1 - prate / brate):.1f}%")
+    say_adjacent(perf)
     print(f"stackdump CPU use (perf engine) at {rate} Hz: {pcpu:.1f}% of one core (user+sys)")
+    a, b = split(perf)
+    print(f"  of the loss: CPU the target did not get {a:.1f}%, its work per CPU "
+          f"second {-b:+.1f}% (kernel work in its threads' time, caches, the host)")
     print(f"thread samples per window (perf): " + ", ".join(r["stacks"] for r in perf) +
           f"; snapshots: " + ", ".join(r["snapshots"] for r in perf))
 if floor:
@@ -265,6 +335,10 @@ if floor:
     fcpu = sum(r["cpu_pct"] for r in floor) / len(floor)
     print(f"floor (ptrace-floor: stop, read registers, resume; nothing else) at {rate} Hz: "
           f"target loss {100 * (1 - frate / brate):.1f}%, {fcpu:.1f}% of one core")
+    say_adjacent(floor)
+    a, b = split(floor)
+    print(f"  of the loss: CPU the target did not get {a:.1f}%, its work per CPU "
+          f"second {-b:+.1f}%")
 if mx:
     print()
     print("highest sustained snapshot rate (each sampler running flat out for "
