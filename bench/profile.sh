@@ -145,10 +145,14 @@ perf_window() {
 	grep -E '^perf: ' "$WORK/perf$1.err" | sed 's/^/    /' >&2
 }
 
-for ((p = 1; p <= PAIRS; p++)); do
-	run_window "baseline$p" "none"
-	r=("${WIN_ROW[@]}")
+baseline_window() {
+	run_window "baseline$1" "none"
+	local r=("${WIN_ROW[@]}")
 	record_row "${r[@]:0:6}" 0 0 "${r[6]}" "${r[7]}" "${r[8]}"
+}
+
+for ((p = 1; p <= PAIRS; p++)); do
+	baseline_window "$p"
 
 	# The engines take turns going first: a window's place after the
 	# baseline must not count for one engine.
@@ -175,9 +179,7 @@ done
 
 # A last baseline: each sampling window is then also measured against the
 # baselines just before and after it (the host drifts over minutes).
-run_window "baseline$((PAIRS + 1))" "none"
-r=("${WIN_ROW[@]}")
-record_row "${r[@]:0:6}" 0 0 "${r[6]}" "${r[7]}" "${r[8]}"
+baseline_window $((PAIRS + 1))
 
 # --- max sustained snapshot rate -------------------------------------------
 # loop_cmd SECONDS CMD...: run CMD back to back until SECONDS have passed,
@@ -232,13 +234,16 @@ bshare = sum(r["share"] for r in base) / len(base)
 beff = sum(r["eff"] for r in base) / len(base)
 
 
-def split(rs):
-    """Mean of the windows RS: (CPU the target did not get, its work per CPU
-    second lost), both in % of the baselines'."""
+def say_split(rs, why=""):
+    """The loss of the windows RS (their mean) split: the CPU the target did
+    not get, and the change of its work per CPU second, both in % of the
+    baselines'; WHY is said after the second."""
     share = sum(r["share"] for r in rs) / len(rs)
     eff = sum(r["eff"] for r in rs) / len(rs)
-    return (100 * (1 - share / bshare) if bshare else 0.0,
-            100 * (1 - eff / beff) if beff else 0.0)
+    a = 100 * (1 - share / bshare) if bshare else 0.0
+    b = 100 * (1 - eff / beff) if beff else 0.0
+    print(f"  of the loss: CPU the target did not get {a:.1f}%, its work per CPU "
+          f"second {-b:+.1f}%{why}")
 
 def loss(r):
     return 100 * (1 - r["rate"] / brate)
@@ -262,6 +267,9 @@ def adjacent(rs):
     if not each:
         return None
     return sum(each) / len(each), statistics.median(each), each
+
+
+HOW = " (kernel work in its threads' time, caches, the host)"
 
 
 def say_adjacent(rs):
@@ -311,9 +319,7 @@ if samp:
           f"{100 * (1 - srate / brate):.1f}%{note}")
     say_adjacent(samp)
     print(f"stackdump CPU use at {rate} Hz: {cpu:.1f}% of one core (user+sys)")
-    a, b = split(samp)
-    print(f"  of the loss: CPU the target did not get {a:.1f}%, its work per CPU "
-          f"second {-b:+.1f}% (kernel work in its threads' time, caches, the host)")
+    say_split(samp, HOW)
     want = int(float(rate) * float(samp[0]["secs"]) + 0.5)
     print(f"thread samples per window: " +
           ", ".join(r["stacks"] for r in samp) +
@@ -325,9 +331,7 @@ if perf:
           f"{100 * (1 - prate / brate):.1f}%")
     say_adjacent(perf)
     print(f"stackdump CPU use (perf engine) at {rate} Hz: {pcpu:.1f}% of one core (user+sys)")
-    a, b = split(perf)
-    print(f"  of the loss: CPU the target did not get {a:.1f}%, its work per CPU "
-          f"second {-b:+.1f}% (kernel work in its threads' time, caches, the host)")
+    say_split(perf, HOW)
     print(f"thread samples per window (perf): " + ", ".join(r["stacks"] for r in perf) +
           f"; snapshots: " + ", ".join(r["snapshots"] for r in perf))
 if floor:
@@ -336,9 +340,7 @@ if floor:
     print(f"floor (ptrace-floor: stop, read registers, resume; nothing else) at {rate} Hz: "
           f"target loss {100 * (1 - frate / brate):.1f}%, {fcpu:.1f}% of one core")
     say_adjacent(floor)
-    a, b = split(floor)
-    print(f"  of the loss: CPU the target did not get {a:.1f}%, its work per CPU "
-          f"second {-b:+.1f}%")
+    say_split(floor)
 if mx:
     print()
     print("highest sustained snapshot rate (each sampler running flat out for "

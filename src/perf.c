@@ -57,10 +57,14 @@ static void attr_init(struct perf_event_attr *a, int sw_config, uint64_t period,
 	a->watermark = 1;
 }
 
-static const char *paranoid_text(char *buf, size_t size)
+/* The value of the kernel setting /proc/sys/kernel/NAME as text in BUF,
+ * or "unknown". */
+static const char *sysctl_text(const char *name, char *buf, size_t size)
 {
+	char path[96];
+	snprintf(path, sizeof(path), "/proc/sys/kernel/%s", name);
 	char *text = NULL;
-	if (sd_read_file("/proc/sys/kernel/perf_event_paranoid", &text, 64) < 0 || !text) {
+	if (sd_read_file(path, &text, 64) < 0 || !text) {
 		snprintf(buf, size, "unknown");
 	} else {
 		text[strcspn(text, "\n")] = '\0';
@@ -77,12 +81,13 @@ static int open_error(struct sd_error *err, int e, const char *what)
 	switch (e) {
 	case EACCES:
 	case EPERM:
-		return sd_error_set(err, e,
-				    "perf_event_open refused for %s: %s (perf_event_paranoid is %s; "
-				    "a seccomp filter such as a container's default profile also "
-				    "refuses it; run as root or with CAP_PERFMON, or lower "
-				    "kernel.perf_event_paranoid)",
-				    what, sd_strerror(e), paranoid_text(par, sizeof(par)));
+		return sd_error_set(
+		    err, e,
+		    "perf_event_open refused for %s: %s (perf_event_paranoid is %s; "
+		    "a seccomp filter such as a container's default profile also "
+		    "refuses it; run as root or with CAP_PERFMON, or lower "
+		    "kernel.perf_event_paranoid)",
+		    what, sd_strerror(e), sysctl_text("perf_event_paranoid", par, sizeof(par)));
 	case ENOSYS:
 		return sd_error_set(err, e,
 				    "perf_event_open is not available: the kernel has no perf "
@@ -111,18 +116,15 @@ static int target_refused(const struct sd_perf *p, struct sd_error *err, int e)
 	if (e == ESRCH)
 		return sd_error_set(err, ESRCH, "process %d exited", (int)p->t->pid);
 	if (e == p->map_refused) {
-		char kb[32] = "unknown";
-		char *text = NULL;
-		if (sd_read_file("/proc/sys/kernel/perf_event_mlock_kb", &text, 64) >= 0 && text)
-			snprintf(kb, sizeof(kb), "%.*s", (int)strcspn(text, "\n"), text);
-		free(text);
+		char kb[32];
 		return sd_error_set(
 		    err, e,
 		    "perf ring buffers for process %d refused: %s (locked memory: "
 		    "kernel.perf_event_mlock_kb is %s KiB per CPU for each user, "
 		    "then ulimit -l; run as root or with CAP_IPC_LOCK, raise either, "
 		    "or give a smaller --perf-buffer)",
-		    (int)p->t->pid, sd_strerror(e), kb);
+		    (int)p->t->pid, sd_strerror(e),
+		    sysctl_text("perf_event_mlock_kb", kb, sizeof(kb)));
 	}
 	char what[64];
 	snprintf(what, sizeof(what), "process %d", (int)p->t->pid);
@@ -206,11 +208,10 @@ static int probe_target(struct sd_perf *p, struct sd_error *err)
 		if (!i) {
 			size_t len = p->page + ring_size(p);
 			void *r = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-			int e = errno;
 			if (r == MAP_FAILED) {
+				p->map_refused = errno;
 				close(fd);
-				p->map_refused = e;
-				return target_refused(p, err, e);
+				return target_refused(p, err, p->map_refused);
 			}
 			munmap(r, len);
 		}
