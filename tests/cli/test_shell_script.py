@@ -248,6 +248,9 @@ def test_threads_on_the_command_line():
 
 def test_ps_lists_processes_with_thread_counts():
     with start("fx-mutex", "normal", "3", parked=3) as fx:
+        # The S column is the leader's state: main may still be on its way
+        # into its sleep when the waiters are parked (seen R under load).
+        fx.wait_state(lambda st: fx.pid in st and st[fx.pid].state == "S")
         r = sdtest.run("ps", "fx-mut*")
         sdtest.eq(r.rc, 0, r)
         sdtest.matches(r.out, r"(?m)^\s+%d\s+5\s+S\s+\S+\s+fx-mutex\s+\S*fx-mutex normal 3$" % fx.pid)
