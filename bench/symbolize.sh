@@ -114,8 +114,11 @@ build_symcost() { # BIN OUT
 	[[ -f $dir/libstackdump_engine.a && -d $src/src ]] ||
 		bench_die "no engine library next to $1 (build it with cmake)"
 	# shellcheck disable=SC2046  # pkg-config prints several words
-	$CC -O2 -I"$src/src" -I/usr/include/libiberty "$BENCH_DIR/symcost.c" \
-		"$dir/libstackdump_engine.a" $(pkg-config --libs libdw libunwind-generic jansson \
+	# The engine's headers: in the stage folders of src/ (older trees: src/).
+	local incs=(-I"$src/src") d
+	for d in "$src"/src/*/; do incs+=(-I"$d"); done
+	$CC -O2 "${incs[@]}" -I/usr/include/libiberty "$BENCH_DIR/symcost.c" \
+		"$dir/libstackdump_engine.a" $(pkg-config --libs libdw libunwind-generic jansson libdeflate \
 		libprotobuf-c zlib) -liberty -lm -lpthread -o "$2" || bench_die "symcost build failed"
 }
 build_symcost "$BEFORE" "$OUT/symcost-before"

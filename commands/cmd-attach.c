@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../src/procfs.h"
-#include "../src/ptrace.h"
+#include "procfs.h"
+#include "ptrace.h"
 #include "shell.h"
 
 enum { ATTACH_ALL };

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../src/format.h"
-#include "../src/symbols.h"
+#include "format.h"
+#include "symbols.h"
 #include "cmd.h"
 
 enum { DUMP_FORMAT = SNAP_OPT__COUNT, DUMP_VERBOSE, DUMP_GROUP, DUMP_NO_GROUP };

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../src/snapio.h"
+#include "snapio.h"
 #include "cmd.h"
 
 static void describe(struct strbuf *sb, const char *path, const struct sd_snapshot *s,

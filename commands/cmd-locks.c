@@ -7,8 +7,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../src/format.h"
-#include "../src/locks.h"
+#include "format.h"
+#include "locks.h"
 #include "cmd.h"
 
 #define LOCKS_MAX_COUNT 100000

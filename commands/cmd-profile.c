@@ -9,11 +9,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../src/format-run.h"
-#include "../src/procfs.h"
-#include "../src/profile.h"
-#include "../src/sampler.h"
-#include "../src/symbols.h"
+#include "format-run.h"
+#include "procfs.h"
+#include "profile.h"
+#include "sampler.h"
+#include "symbols.h"
 #include "cmd.h"
 
 enum {

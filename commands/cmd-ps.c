@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/format.h"
-#include "../src/procfs.h"
+#include "format.h"
+#include "procfs.h"
 #include "shell.h"
 
 enum { PS_ALL, PS_FORMAT };

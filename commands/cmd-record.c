@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 // record: the options of a recording, the signals that stop it or take a
 // snapshot at once (SIGUSR1), and a line per snapshot; the recorder itself
-// (schedule, conditions, files, manifest, retention) is src/recorder.c.
+// (schedule, conditions, files, manifest, retention) is src/record/recorder.c.
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "../src/recorder.h"
-#include "../src/triggers.h"
+#include "recorder.h"
+#include "triggers.h"
 #include "cmd.h"
 
 enum {

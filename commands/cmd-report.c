@@ -2,15 +2,15 @@
 // report: read saved snapshots (a recording directory or files) and show
 // what happened across them: the aggregated profile, a timeline of thread
 // states (text and SVG), locks over time, and the threads that sat in every
-// snapshot with the same stack. The analysis is src/series.c.
+// snapshot with the same stack. The analysis is src/report/series.c.
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../src/findings.h"
-#include "../src/series.h"
-#include "../src/timeline.h"
+#include "findings.h"
+#include "series.h"
+#include "timeline.h"
 #include "cmd.h"
 
 enum {

@@ -3,7 +3,7 @@
 // saved snapshot format, atomically, gzip-compressed on request.
 #include <string.h>
 
-#include "../src/snapio.h"
+#include "snapio.h"
 #include "cmd.h"
 
 enum { SAVE_COMPRESS };

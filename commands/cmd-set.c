@@ -30,30 +30,6 @@ int shell_color_wanted(const struct cmd_session *s)
 	return isatty(STDOUT_FILENO) && !(nc && *nc);
 }
 
-void shell_format_names(struct strbuf *sb)
-{
-	size_t start = sb->len;
-	for (size_t i = 0; i < cmd_table_len; i++) {
-		const struct cmd_option *o = cmd_table[i]->options;
-		for (; o && o->name; o++) {
-			if (strcmp(o->name, "format") || !o->choices)
-				continue;
-			const char *c = o->choices;
-			while (*c) {
-				size_t l = strcspn(c, " ");
-				if (l && !cmd_list_has(sb->buf + start, c, l)) {
-					if (sb->len > start)
-						strbuf_adds(sb, " ");
-					strbuf_add(sb, c, l);
-				}
-				c += l;
-				while (*c == ' ')
-					c++;
-			}
-		}
-	}
-}
-
 static int parse_bool(const char *v)
 {
 	if (!strcmp(v, "on") || !strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "1"))
@@ -96,7 +72,7 @@ int shell_setting_set(struct cmd_ctx *ctx, const char *name, const char *value)
 	if (!strcmp(name, "format")) {
 		struct strbuf names;
 		strbuf_init(&names);
-		shell_format_names(&names);
+		cmd_format_names(&names);
 		int ok = !strcmp(value, "default") ||
 			 (strlen(value) < sizeof(format_buf) &&
 			  cmd_list_has(names.buf, value, strlen(value)));

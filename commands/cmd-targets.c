@@ -3,7 +3,7 @@
 // and the loaded snapshot if there is one.
 #include <time.h>
 
-#include "../src/procfs.h"
+#include "procfs.h"
 #include "shell.h"
 
 static int targets_exec(struct cmd_ctx *ctx, int argc, char **argv)

@@ -12,9 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../src/analyze.h"
-#include "../src/format.h"
-#include "../src/procfs.h"
+#include "analyze.h"
+#include "format.h"
+#include "procfs.h"
 #include "shell.h"
 #include "threads-table.h"
 

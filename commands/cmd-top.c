@@ -12,11 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../src/analyze.h"
-#include "../src/locks.h"
-#include "../src/profile.h"
-#include "../src/sampler.h"
-#include "../src/topview.h"
+#include "analyze.h"
+#include "locks.h"
+#include "profile.h"
+#include "sampler.h"
+#include "topview.h"
 #include "cmd.h"
 
 enum {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The command table and what every command shares: lookup by alias, name or
-// unique prefix, option parsing from the declared options, help text,
+// What every command shares: lookup in the command table (table.c) by
+// alias, name or unique prefix, option parsing from the declared options, help text,
 // output helpers and the shared snapshot options.
 #include "cmd.h"
 
@@ -10,53 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/procfs.h"
-
-extern const struct cmd_entry cmd_attach_entry;
-extern const struct cmd_entry cmd_detach_entry;
-extern const struct cmd_entry cmd_diff_entry;
-extern const struct cmd_entry cmd_dump_entry;
-extern const struct cmd_entry cmd_help_entry;
-extern const struct cmd_entry cmd_load_entry;
-extern const struct cmd_entry cmd_locks_entry;
-extern const struct cmd_entry cmd_profile_entry;
-extern const struct cmd_entry cmd_ps_entry;
-extern const struct cmd_entry cmd_quit_entry;
-extern const struct cmd_entry cmd_record_entry;
-extern const struct cmd_entry cmd_report_entry;
-extern const struct cmd_entry cmd_save_entry;
-extern const struct cmd_entry cmd_set_entry;
-extern const struct cmd_entry cmd_show_entry;
-extern const struct cmd_entry cmd_source_entry;
-extern const struct cmd_entry cmd_targets_entry;
-extern const struct cmd_entry cmd_threads_entry;
-extern const struct cmd_entry cmd_top_entry;
-extern const struct cmd_entry cmd_use_entry;
-
-/* Sorted by name. */
-const struct cmd_entry *const cmd_table[] = {
-	&cmd_attach_entry,
-	&cmd_detach_entry,
-	&cmd_diff_entry,
-	&cmd_dump_entry,
-	&cmd_help_entry,
-	&cmd_load_entry,
-	&cmd_locks_entry,
-	&cmd_profile_entry,
-	&cmd_ps_entry,
-	&cmd_quit_entry,
-	&cmd_record_entry,
-	&cmd_report_entry,
-	&cmd_save_entry,
-	&cmd_set_entry,
-	&cmd_show_entry,
-	&cmd_source_entry,
-	&cmd_targets_entry,
-	&cmd_threads_entry,
-	&cmd_top_entry,
-	&cmd_use_entry,
-};
-const size_t cmd_table_len = sizeof(cmd_table) / sizeof(cmd_table[0]);
+#include "procfs.h"
 
 volatile sig_atomic_t cmd_interrupted;
 
@@ -938,4 +892,28 @@ void cmd_session_release(struct cmd_session *s)
 	snapshot_free(s->last);
 	free(s->loaded_path);
 	memset(s, 0, sizeof(*s));
+}
+
+void cmd_format_names(struct strbuf *sb)
+{
+	size_t start = sb->len;
+	for (size_t i = 0; i < cmd_table_len; i++) {
+		const struct cmd_option *o = cmd_table[i]->options;
+		for (; o && o->name; o++) {
+			if (strcmp(o->name, "format") || !o->choices)
+				continue;
+			const char *c = o->choices;
+			while (*c) {
+				size_t l = strcspn(c, " ");
+				if (l && !cmd_list_has(sb->buf + start, c, l)) {
+					if (sb->len > start)
+						strbuf_adds(sb, " ");
+					strbuf_add(sb, c, l);
+				}
+				c += l;
+				while (*c == ' ')
+					c++;
+			}
+		}
+	}
 }

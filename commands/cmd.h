@@ -11,10 +11,10 @@
 
 #include <stdint.h>
 
-#include "../src/jsonw.h"
-#include "../src/snapshot.h"
-#include "../src/target.h"
-#include "../src/util.h"
+#include "jsonw.h"
+#include "snapshot.h"
+#include "target.h"
+#include "util.h"
 
 /* Exit codes, documented in --help and the README. */
 enum {
@@ -284,6 +284,9 @@ enum { CMD_GLOBAL_HELP, CMD_GLOBAL_VERSION, CMD_GLOBAL_COMMANDS, CMD_GLOBAL_COMP
  * metavariable, choices are listed, no more than CMD_MAX_OPTS options).
  * Returns 0, or -1 with MSG naming the first mistake. */
 int cmd_table_check(char *msg, size_t msgsz);
+/* Append the format names any command accepts (the choices of every
+ * --format option of the table), space separated, to SB. */
+void cmd_format_names(struct strbuf *sb);
 /* Help lines of the global options. */
 void cmd_help_globals(struct strbuf *sb);
 

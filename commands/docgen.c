@@ -8,7 +8,7 @@
 
 #include "shell.h"
 #include "repl.h"
-#include "../src/version.h"
+#include "version.h"
 
 static const char *const kind_names[] = {
 	[CMPL_NONE] = "none",	    [CMPL_PID] = "pid",	      [CMPL_TID] = "tid",
@@ -36,7 +36,7 @@ static void option_choices(struct strbuf *sb, const struct cmd_option *o)
 	if (o->choices)
 		strbuf_adds(sb, o->choices);
 	else if (o->complete == CMPL_FORMAT)
-		shell_format_names(sb);
+		cmd_format_names(sb);
 }
 
 /* ------------------------------------------------------------------ */

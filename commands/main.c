@@ -10,7 +10,7 @@
 
 #include "cmd.h"
 #include "repl.h"
-#include "../src/version.h"
+#include "version.h"
 
 static void on_signal(int sig)
 {

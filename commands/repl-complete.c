@@ -268,7 +268,7 @@ static void complete_setting_value(const char *name)
 	if (!strcmp(name, "format")) {
 		struct strbuf sb;
 		strbuf_init(&sb);
-		shell_format_names(&sb);
+		cmd_format_names(&sb);
 		cand_add_list(sb.buf);
 		cand_add("default", NULL);
 		strbuf_release(&sb);
@@ -295,7 +295,7 @@ static int complete_kind(enum cmd_complete kind, const struct cmd_option *o)
 		} else {
 			struct strbuf sb;
 			strbuf_init(&sb);
-			shell_format_names(&sb);
+			cmd_format_names(&sb);
 			cand_add_list(sb.buf);
 			strbuf_release(&sb);
 		}

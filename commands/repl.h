@@ -29,8 +29,8 @@ int repl_run_stream(struct cmd_ctx *ctx, FILE *in, int rc);
  * Returns the last command's exit status. */
 int repl_run_line(struct cmd_ctx *ctx, const char *line);
 
-/* Split LINE into words (quotes and backslashes as in a POSIX shell, no
- * expansion). Returns the count, or -1 on an unterminated quote; *ARGV is
+/* Split LINE into words (repl-words.c; quotes and backslashes as in a
+ * POSIX shell, no expansion). Returns the count, or -1 on an unterminated quote; *ARGV is
  * a heap array of heap strings, free with repl_free_words(). */
 int repl_split(const char *line, char ***argv);
 void repl_free_words(int argc, char **argv);

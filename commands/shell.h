@@ -39,9 +39,6 @@ int shell_setting_set(struct cmd_ctx *ctx, const char *name, const char *value);
 /* Print one setting ("format  text  (output format: ...)"), or all when
  * NAME is NULL. Returns EXIT_USAGE for an unknown NAME. */
 int shell_setting_show(struct cmd_ctx *ctx, const char *name);
-/* Append the format names any command accepts (the choices of every
- * --format option of the table), space separated, to SB. */
-void shell_format_names(struct strbuf *sb);
 
 /* The colour the session's settings ask for: 1 or 0 (auto: a terminal on
  * stdout and no NO_COLOR). */

@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: MIT
 # The shape the tree promises: the engine (src/) includes nothing of the
 # front-end and never prints or exits (it may abort when memory runs out);
-# no engine module includes, directly or not, one that includes it back;
+# its stages (the folders of src/) include and call only the stages their
+# row of src/README.md names (tests/lib/stages.py), and the checks catch a
+# tree made wrong on purpose; no engine module includes, directly or not,
+# one that includes it back; no two files call into each other;
 # command files stay under 500 lines; the binary defines no symbol of libc
 # (libunwind's signal masking is quieted through its own GOT slots
 # instead); and profile makes only a few rt_sigprocmask calls per sample,
@@ -15,6 +18,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import sdtest  # noqa: E402
+import stages  # noqa: E402
 from fixture import start  # noqa: E402
 from sdtest import contains, eq, ok  # noqa: E402
 
@@ -27,7 +31,7 @@ def lines_of(path):
 
 
 def test_engine_includes_no_front_end_and_never_prints():
-    files = sorted(glob.glob(os.path.join(ROOT, "src", "*.[ch]")))
+    files = sorted(glob.glob(os.path.join(ROOT, "src", "*", "*.[ch]")))
     ok(len(files) > 20, files)
     bad = []
     call = re.compile(r"\b(printf|puts|putchar|fputs|exit|_exit|isatty|readline)\s*\(|"
@@ -45,31 +49,122 @@ def test_engine_includes_no_front_end_and_never_prints():
     eq(bad, [])
 
 
+SRC = os.path.join(ROOT, "src")
+TABLE = os.path.join(SRC, "README.md")
+
+
 def test_no_include_cycle_between_engine_modules():
-    deps = {}
-    for path in glob.glob(os.path.join(ROOT, "src", "*.[ch]")):
-        mod = os.path.basename(path).rsplit(".", 1)[0]
-        for inc in re.findall(r'^\s*#\s*include\s*"([^"/]+)\.h"', "\n".join(lines_of(path)),
-                              re.M):
-            if inc != mod:
-                deps.setdefault(mod, set()).add(inc)
-    ok("target" in deps and "unwind" in deps.get("target", ()), deps.get("target"))
-    # Depth-first search for a back edge; the cycle is the path to it.
-    state, cycles = {}, []
+    ok(len(stages.sources(SRC)) > 80, "too few engine files found")
+    eq(stages.include_cycles(SRC), [])
 
-    def visit(m, path):
-        state[m] = 1
-        for d in sorted(deps.get(m, ())):
-            if state.get(d) == 1:
-                cycles.append(path[path.index(d):] + [d])
-            elif d not in state:
-                visit(d, path + [d])
-        state[m] = 2
 
-    for m in sorted(deps):
-        if m not in state:
-            visit(m, [m])
-    eq(cycles, [])
+def test_stage_table_names_every_folder_in_order():
+    rows = stages.read_table(TABLE)
+    names = [r[0] for r in rows]
+    ok(len(rows) >= 10 and names[0] == "base", names)
+    eq(stages.table_problems(rows, SRC), [])
+
+
+def test_each_stage_folder_says_what_it_is():
+    bad = []
+    for st, _, uses in stages.read_table(TABLE):
+        path = os.path.join(SRC, st, "README.md")
+        text = open(path).read() if os.path.exists(path) else ""
+        m = re.search(r"^May use: (.*)\.$", text, re.M)
+        said = [] if not m or m.group(1).startswith("nothing") else \
+            [u.strip() for u in m.group(1).split(",")]
+        if not text.startswith("# %s\n" % st) or "Holds: " not in text or said != uses:
+            bad.append("%s: README.md missing, or its 'May use' is not the table's %s" %
+                       (st, uses))
+    eq(bad, [])
+
+
+def test_stage_folders_stay_small():
+    big = []
+    for st in sorted(os.listdir(SRC)):
+        d = os.path.join(SRC, st)
+        if os.path.isdir(d):
+            n = len([f for f in os.listdir(d) if f.endswith(".c")])
+            if n > 15:
+                big.append("src/%s: %d source files" % (st, n))
+    eq(big, [])
+
+
+def test_includes_follow_the_stage_table():
+    rows = stages.read_table(TABLE)
+    eq(stages.include_problems(rows, SRC), [])
+    # No file is left outside the stage folders.
+    eq(sorted(f for f in os.listdir(SRC) if f.endswith((".c", ".h"))), [])
+
+
+def build_dir():
+    return os.path.dirname(os.path.realpath(sdtest.binary()))
+
+
+def edges_of(*targets):
+    objs = {}
+    for t in targets:
+        d = os.path.join(build_dir(), "CMakeFiles", t + ".dir")
+        ok(os.path.isdir(d), "no object folder %s" % d)
+        objs.update(stages.objects(d))
+    # Only objects of sources that still exist (a build folder keeps those
+    # of files since moved).
+    return stages.call_edges({k: v for k, v in objs.items()
+                              if os.path.exists(os.path.join(ROOT, k))})
+
+
+def test_calls_follow_the_stage_table_and_no_two_files_call_each_other():
+    rows = stages.read_table(TABLE)
+    edges = edges_of("stackdump_engine", "stackdump_cli")
+    ok(len(edges) > 50, "too few object files with calls: %d" % len(edges))
+    ok("src/base/util.c" in edges.get("src/analyze/locks.c", {}), "locks.c calls util.c")
+    eq(stages.call_problems(rows, edges), [])
+    eq(stages.mutual_calls(edges), [])
+
+
+def test_the_checks_catch_a_tree_made_wrong():
+    """The same checks, on a copy of the table and two stage folders in
+    which base includes and calls upward and two files call each other:
+    each is reported."""
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "src")
+        for st in ("base", "proc"):
+            os.makedirs(os.path.join(src, st))
+        with open(os.path.join(src, "README.md"), "w") as f:
+            f.write("| stage | job | may use |\n| --- | --- | --- |\n"
+                    "| base | helpers | |\n| proc | /proc | base |\n")
+        files = {
+            "base/util.h": "int util_f(void);\n",
+            "base/util.c": '#include "util.h"\n#include "procfs.h"\n'
+                           "int util_f(void) { return procfs_g(); }\n",
+            "proc/procfs.h": '#include "util.h"\nint procfs_g(void);\n',
+            "proc/procfs.c": '#include "procfs.h"\nint procfs_g(void) { return util_f(); }\n',
+        }
+        for rel, text in files.items():
+            with open(os.path.join(src, rel), "w") as f:
+                f.write(text)
+        rows = stages.read_table(os.path.join(src, "README.md"))
+        eq(stages.table_problems(rows, src), [])
+        inc = stages.include_problems(rows, src)
+        ok(any("base/util.c (stage base) includes procfs.h of stage proc" in b for b in inc), inc)
+        ok(len(inc) == 1, inc)
+        ok(stages.include_cycles(src), "the util <-> procfs include cycle was not found")
+        # A row that uses a stage below it, out of order.
+        bad_rows = [("proc", "x", ["base"]), ("base", "y", [])]
+        ok(stages.table_problems(bad_rows, src), "a use of a later row was not refused")
+        objdir = os.path.join(d, "obj")
+        os.makedirs(os.path.join(objdir, "src", "base"))
+        os.makedirs(os.path.join(objdir, "src", "proc"))
+        for rel in ("base/util.c", "proc/procfs.c"):
+            subprocess.run(["cc", "-c", "-I", os.path.join(src, "base"), "-I",
+                            os.path.join(src, "proc"), os.path.join(src, rel), "-o",
+                            os.path.join(objdir, "src", rel + ".o")], check=True)
+        edges = stages.call_edges(stages.objects(objdir))
+        calls = stages.call_problems(rows, edges)
+        ok(any("src/base/util.c (stage base) calls procfs_g" in c for c in calls), calls)
+        mutual = stages.mutual_calls(edges)
+        ok(any("src/base/util.c and src/proc/procfs.c call into each other" in m
+               for m in mutual), mutual)
 
 
 def test_command_files_stay_small():
@@ -81,7 +176,7 @@ def test_command_files_stay_small():
 
 
 def test_no_source_file_over_1000_lines():
-    files = sorted(glob.glob(os.path.join(ROOT, "src", "*.[ch]")) +
+    files = sorted(glob.glob(os.path.join(ROOT, "src", "*", "*.[ch]")) +
                    glob.glob(os.path.join(ROOT, "commands", "*.[ch]")))
     ok(len(files) >= 60, files)
     big = ["%s: %d lines" % (os.path.relpath(p, ROOT), len(lines_of(p)))

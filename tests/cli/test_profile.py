@@ -22,7 +22,7 @@ import sdtest  # noqa: E402
 from fixture import path_of, start  # noqa: E402
 from sdtest import contains, eq, ok  # noqa: E402
 
-PROTO_DIR = os.path.join(sdtest.SRC, "src")
+PROTO_DIR = os.path.join(sdtest.SRC, "src", "render")
 
 
 def profile_json(pid, *args):

@@ -184,30 +184,12 @@ static int tid_exists(const struct ctx *c, uint64_t v)
 	return stat(path, &st) == 0;
 }
 
-/* Read lock memory captured while frozen: TH's own copy first, else any
- * other thread's copy of the same words (all taken in the same freeze). */
+/* Read lock memory captured while frozen (snapshot_lockmem_read), without
+ * a scan of every thread when none has any. */
 static int mem_read(const struct ctx *c, const struct sd_thread *th, uint64_t addr, void *buf,
 		    size_t len)
 {
-	if (c->no_lockmem)
-		return 0;
-	for (int pass = 0; pass < 2; pass++) {
-		size_t n = pass ? c->s->nthreads : 1;
-		for (size_t i = 0; i < n; i++) {
-			const struct sd_thread *o = pass ? &c->s->threads[i] : th;
-			if (pass && o == th)
-				continue;
-			for (size_t k = 0; k < o->nlockmem; k++) {
-				const struct sd_lockmem *lm = &o->lockmem[k];
-				if (addr >= lm->addr && addr + len <= lm->addr + lm->len &&
-				    addr + len > addr) {
-					memcpy(buf, lm->bytes + (addr - lm->addr), len);
-					return 1;
-				}
-			}
-		}
-	}
-	return 0;
+	return !c->no_lockmem && snapshot_lockmem_read(c->s, th, addr, buf, len);
 }
 
 static int rd32(const struct ctx *c, const struct sd_thread *th, uint64_t addr, uint32_t *v)
@@ -862,13 +844,6 @@ static void classify_futex(struct ctx *c, struct sd_thread *th)
 		w->note = intern(c, "owner unknown (classified from the stack)");
 		break;
 	}
-}
-
-int locks_mem32(const struct sd_snapshot *s, const struct sd_thread *th, uint64_t addr,
-		uint32_t *v)
-{
-	struct ctx c = {.s = (struct sd_snapshot *)s};
-	return rd32(&c, th, addr, v);
 }
 
 void locks_classify(struct sd_snapshot *s, struct sd_thread *th)

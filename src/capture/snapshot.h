@@ -280,6 +280,11 @@ void snapshot_thread_drop_frames(struct sd_thread *t);
 void snapshot_drop_capture(struct sd_snapshot *s);
 /* Find a thread of S by TID (NULL if none). */
 const struct sd_thread *snapshot_find_thread(const struct sd_snapshot *s, pid_t tid);
+/* Copy LEN bytes at ADDR from the lock memory captured while frozen into
+ * BUF: TH's own copy, or any other thread's of S that covers them. Returns
+ * 1 when found, 0 when no copy covers them (BUF untouched). */
+int snapshot_lockmem_read(const struct sd_snapshot *s, const struct sd_thread *th, uint64_t addr,
+			  void *buf, size_t len);
 
 /* A hash of TH's stack by function names (module+offset where there is
  * none), to tell "the same stack" across snapshots; 0 when TH is NULL, not

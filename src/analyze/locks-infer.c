@@ -153,14 +153,14 @@ static int waits_on(const struct sd_thread *th, const struct ilock *l)
 static void lock_mode(const struct sd_snapshot *s, const struct sd_thread *w, struct ilock *l)
 {
 	uint32_t v;
-	if (l->kind == SD_WAIT_RWLOCK_READ && locks_mem32(s, w, l->address, &v)) {
+	if (l->kind == SD_WAIT_RWLOCK_READ && snapshot_lockmem_read(s, w, l->address, &v, sizeof(v))) {
 		if (v & RW_R_WRPHASE) {
 			l->mode = "write";
 		} else if (v >> RW_R_SHIFT) {
 			l->mode = "read";
 			l->readers = v >> RW_R_SHIFT;
 		}
-	} else if (l->kind == SD_WAIT_RUST_RWLOCK && locks_mem32(s, w, l->address, &v)) {
+	} else if (l->kind == SD_WAIT_RUST_RWLOCK && snapshot_lockmem_read(s, w, l->address, &v, sizeof(v))) {
 		if ((v & RUST_RW_MASK) == RUST_RW_MASK) {
 			l->mode = "write";
 		} else if (v & RUST_RW_MASK) {

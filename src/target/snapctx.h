@@ -2,7 +2,8 @@
 // The working state one snapshot's stages share: target-snapshot.c runs
 // the stages in order, snap-capture.c captures (plan, asleep, freeze,
 // late, validate, retry, stop for registers), snap-reuse.c keeps what the
-// next sample may count again. Private to those three files.
+// next sample may count again, thread-names.c names threads. Private to
+// those files.
 #ifndef SD_SNAPCTX_H
 #define SD_SNAPCTX_H
 
@@ -94,6 +95,12 @@ struct snapctx {
 	size_t nsorted;    /* threads [0, nsorted) are in rising TID order */
 	int round;         /* 0: the main capture, 1: the retry */
 };
+
+/* thread-names.c: the name of thread TID of T from its cache, read again
+ * (through TC, in TASKDIR or AT_FDCWD) when it may have changed; RAN: the
+ * thread ran since the last call. NULL: the thread is gone. */
+const char *snap_thread_name(struct sd_target *t, struct procfs_taskcache *tc, int taskdir,
+			     pid_t tid, uint64_t now, int ran);
 
 /* snap-capture.c: the capture stages. Each takes the context and works on
  * the threads its plan names; none prints. */

@@ -38,11 +38,6 @@ void locks_classify(struct sd_snapshot *s, struct sd_thread *th);
  * owners get holds. locks_analyze() calls it. */
 void locks_infer(struct sd_snapshot *s);
 
-/* Read the 32-bit word at ADDR from the lock memory captured while frozen
- * (TH's, or any other thread's of S covering it). Returns 1 when found. */
-int locks_mem32(const struct sd_snapshot *s, const struct sd_thread *th, uint64_t addr,
-		uint32_t *v);
-
 /* Is K a wait on something (a lock, condvar, semaphore, join, futex),
  * as opposed to running or another syscall? */
 int locks_is_wait(enum sd_wait_kind k);
