@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile.h"
+#include "format-profile.h"
 #include "cmd.h"
 
 enum { DIFF_FORMAT, DIFF_OUTPUT, DIFF_LIMIT, DIFF_TITLE };

@@ -237,31 +237,4 @@ void profile_flame_free(struct sd_flame *f);
  * total. */
 struct sd_profile *profile_diff(struct sd_profile *a, struct sd_profile *b);
 
-/* Rendering. */
-struct sd_prender {
-	int limit;            /* top: stacks shown (0: all) */
-	double min_percent;   /* tree: hide nodes below */
-	int color;
-	int verbose;
-	const char *title;
-	int diff;             /* svg: differential flame graph */
-};
-
-/* pt-pmp like: hottest merged stacks first, with threads and states. */
-void format_profile_top(struct strbuf *out, struct sd_profile *p, const struct sd_prender *o);
-/* Call tree with inclusive and self percentages. */
-void format_profile_tree(struct strbuf *out, struct sd_profile *p, const struct sd_prender *o);
-/* Per-lock waiter statistics and holder stacks (profile --locks). */
-void format_profile_locks(struct strbuf *out, struct sd_profile *p, const struct sd_prender *o);
-/* Brendan Gregg's folded stacks: "root;...;leaf COUNT" per line. */
-void format_profile_folded(struct strbuf *out, struct sd_profile *p);
-/* The JSON document, written through W (read back by profile_load). */
-void format_profile_json(struct jsonw *w, struct sd_profile *p);
-/* A self-contained interactive flame graph. */
-void format_profile_svg(struct strbuf *out, struct sd_profile *p, const struct sd_prender *o);
-/* gzipped profile.proto; *OUT is heap. Returns 0 or a negative errno. */
-int format_profile_pprof(struct sd_profile *p, uint8_t **out, size_t *len, struct sd_error *err);
-/* Diff (from profile_diff) as text: the stacks that grew and shrank. */
-void format_diff_text(struct strbuf *out, struct sd_profile *d, const struct sd_prender *o);
-
 #endif

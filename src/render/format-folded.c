@@ -4,7 +4,7 @@
 // flamegraph.pl, inferno, speedscope, and by `stackdump diff`.
 #include <inttypes.h>
 
-#include "profile.h"
+#include "format-profile.h"
 
 /* A frame name as one field: control characters escaped, and ';' (the
  * separator) replaced, since the format has no quoting. */

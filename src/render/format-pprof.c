@@ -10,7 +10,7 @@
 #include <zlib.h>
 
 #include "hashmap.h"
-#include "profile.h"
+#include "format-profile.h"
 #include "profile.pb-c.h"
 
 typedef Perftools__Profiles__Profile PbProfile;

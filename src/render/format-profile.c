@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "format.h"
-#include "profile.h"
+#include "format-profile.h"
 
 static double pct(double part, double whole)
 {

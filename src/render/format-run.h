@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "perf.h"
-#include "profile.h"
+#include "format-profile.h"
 #include "util.h"
 
 /* Render P as FORMAT ("top", "tree", "folded", "svg", "pprof" or "json";

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "format.h"
-#include "profile.h"
+#include "format-profile.h"
 
 #define SVG_WIDTH 1200.0
 #define FRAME_H 16

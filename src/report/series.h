@@ -11,7 +11,7 @@
 
 #include "findings.h"
 #include "format.h"
-#include "profile.h"
+#include "format-profile.h"
 #include "snapio.h"
 #include "snapshot.h"
 #include "util.h"

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "profile.h"
+#include "format-profile.h"
 #include "topview.h"
 #include "profile.pb-c.h"
 
