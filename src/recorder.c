@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "procfs.h"
+#include "safefile.h"
 #include "snapio.h"
 #include "version.h"
 
@@ -519,45 +520,32 @@ static int target_gone(struct sd_recorder *r, uint64_t end_us, const sigset_t *u
 	}
 }
 
-static int mkdir_p(const char *dir, struct sd_error *err)
+/* The recording's folder, created 0700 when missing, and refused when
+ * another user could change what is in it (safefile.h): a recording is
+ * read back (the manifest) and pruned (--max-disk), so a sticky folder
+ * others write into (/tmp itself) is refused too. */
+static int open_dir(const char *dir, struct sd_error *err)
 {
-	char buf[4096];
-	snprintf(buf, sizeof(buf), "%s", dir);
-	size_t l = strlen(buf);
-	for (size_t i = 1; i <= l; i++) {
-		if (buf[i] != '/' && buf[i] != '\0')
-			continue;
-		char c = buf[i];
-		buf[i] = '\0';
-		if (mkdir(buf, 0700) < 0 && errno != EEXIST) {
-			int e = errno;
-			return sd_error_set(err, e, "cannot create directory %s: %s", buf,
-					    sd_strerror(e));
-		}
-		buf[i] = c;
-	}
-	struct stat st;
-	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
-		return sd_error_set(err, ENOTDIR, "%s is not a directory", dir);
-	if (access(dir, W_OK) < 0) {
+	int fd = safefile_opendir(dir, SAFEFILE_MKDIR | SAFEFILE_OWN_DIR, NULL, err);
+	if (fd < 0)
+		return fd;
+	if (faccessat(fd, ".", W_OK, AT_EACCESS) < 0) {
 		int e = errno;
+		close(fd);
 		return sd_error_set(err, e, "cannot write into %s: %s", dir, sd_strerror(e));
 	}
-	return 0;
+	return fd;
 }
 
 /* One recorder per directory: two would overwrite each other's manifest.
  * The lock (flock on DIR/.record.lock) goes away with the process, even
  * after SIGKILL. Returns the locked fd, or -1 after a message. */
-static int lock_dir(struct sd_recorder *r, struct sd_error *err)
+static int lock_dir(struct sd_recorder *r, int dirfd, struct sd_error *err)
 {
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/.record.lock", r->dir);
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		int e = errno;
-		return sd_error_set(err, e, "cannot create %s: %s", path, sd_strerror(e));
-	}
+	/* Never through a link or FIFO someone left under the name. */
+	int fd = safefile_open_own(dirfd, r->dir, ".record.lock", 0600, 0, err);
+	if (fd < 0)
+		return fd;
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		char buf[32] = "";
 		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
@@ -613,10 +601,12 @@ int recorder_open(struct sd_recorder *r, pid_t pid, struct sd_error *err)
 	if (!r->t)
 		return err->code ? -err->code : -ESRCH;
 	snprintf(r->name, sizeof(r->name), "%s", r->t->info.comm);
-	int rc = mkdir_p(r->dir, err);
-	if (rc < 0)
-		return rc;
-	r->lockfd = lock_dir(r, err);
+	int dirfd = open_dir(r->dir, err);
+	if (dirfd < 0)
+		return dirfd;
+	r->lockfd = lock_dir(r, dirfd, err);
+	close(dirfd);
+	int rc;
 	if (r->lockfd < 0)
 		return r->lockfd;
 	int stale = snapio_clean_temp(r->dir);
