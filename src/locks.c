@@ -198,10 +198,14 @@ static int mem_read(const struct ctx *c, const struct sd_thread *th, uint64_t ad
 			if (pass && o == th)
 				continue;
 			for (size_t k = 0; k < o->nlockmem; k++) {
-				const struct sd_lockmem *lm = &o->lockmem[k];
+				struct sd_lockmem *lm = &o->lockmem[k];
 				if (addr >= lm->addr && addr + len <= lm->addr + lm->len &&
 				    addr + len > addr) {
-					memcpy(buf, lm->bytes + (addr - lm->addr), len);
+					size_t at = (size_t)(addr - lm->addr);
+					memcpy(buf, lm->bytes + at, len);
+					/* What is saved of the words (snapio.c). */
+					for (size_t b = at; b < at + len; b++)
+						lm->used[b / 64] |= 1ull << (b % 64);
 					return 1;
 				}
 			}

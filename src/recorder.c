@@ -31,7 +31,7 @@ struct sd_recorder {
 	const char *dir;
 	uint64_t every_us, for_us, max_disk;
 	long count;
-	int compress, follow, verbose, burst;
+	int compress, follow, verbose, burst, cmdline;
 	const char *every_text, *max_disk_text;
 	struct sd_triggers trig;
 	struct sd_snap_opts snap;
@@ -307,6 +307,7 @@ static int take(struct sd_recorder *r, const char *reason, struct sd_snapshot *p
 		m.uid = (long)r->t->info.uid;
 	}
 	c1 = cpu_ms();
+	m.full_cmdline = r->cmdline;
 	snapio_meta_from_proc(&m, r->pid, s);
 	snapio_dump_buf(&r->out, s, &m);
 	size_t len = r->out.len;
@@ -582,6 +583,7 @@ struct sd_recorder *recorder_new(const struct sd_recorder_opts *opts, struct sd_
 	r->max_disk_text = opts->max_disk_text;
 	r->compress = opts->compress;
 	r->follow = opts->follow;
+	r->cmdline = opts->cmdline;
 	r->verbose = opts->verbose;
 	r->burst = opts->burst > 0 ? opts->burst : 1;
 	r->snap = opts->snap;

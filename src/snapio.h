@@ -35,7 +35,9 @@ struct snapio_meta {
 	uint64_t seq;         /* 1-based index within a recording, 0 if none */
 	pid_t ppid;
 	long uid;             /* -1 when unknown */
-	const char *cmdline;  /* arguments joined by spaces (escaped) */
+	const char *cmdline;  /* argv[0], or with full_cmdline the arguments
+			       * joined by spaces (escaped) */
+	int full_cmdline;     /* snapio_meta_from_proc keeps every argument */
 	const char *hostname; /* on save: NULL means this machine's */
 	const char *kernel;   /* uname release */
 	const char *machine;  /* uname machine, e.g. "x86_64" */
@@ -60,6 +62,10 @@ char *snapio_dumps(const struct sd_snapshot *s, const struct snapio_meta *meta, 
  * its memory reused). */
 void snapio_dump_buf(struct strbuf *sb, const struct sd_snapshot *s,
 		     const struct snapio_meta *meta);
+
+/* Whether a saved thread keeps the arguments of syscall NR: only those
+ * lock analysis reads (futex, restart_syscall, futex_waitv). */
+int snapio_args_kept(long nr);
 
 #define SNAPIO_GZIP 1
 #define SNAPIO_NO_DIR_SYNC 2

@@ -62,6 +62,10 @@ struct sd_lockmem {
 	uint64_t addr;
 	uint32_t len;
 	uint8_t bytes[SD_LOCKMEM_BELOW + SD_LOCKMEM_ABOVE];
+	/* Which bytes lock analysis read (bit I of used[I / 64]: bytes[I]):
+	 * only those are saved, never the memory around them (a password
+	 * next to a mutex). */
+	uint64_t used[(SD_LOCKMEM_BELOW + SD_LOCKMEM_ABOVE + 63) / 64];
 };
 
 enum sd_wait_kind {
