@@ -88,7 +88,9 @@ static void rec_note(void *arg, const char *msg)
 {
 	struct cmd_ctx *ctx = arg;
 	fflush(ctx->out);
-	fprintf(ctx->err, "stackdump: record: %s\n", msg);
+	fputs("stackdump: record: ", ctx->err);
+	cmd_put_safe(ctx->err, msg);
+	fputc('\n', ctx->err);
 	fflush(ctx->err);
 }
 

@@ -32,6 +32,13 @@ struct sd_recorder {
 	uint64_t every_us, for_us, max_disk;
 	long count;
 	int compress, follow, verbose, burst, cmdline;
+	/* Who --follow may move on to: the same user running the same
+	 * executable (device and inode), as the first target. */
+	uid_t ident_uid;
+	dev_t exe_dev;
+	ino_t exe_ino;
+	int have_ident;
+	pid_t refused_pid; /* the last candidate refused, said once */
 	const char *every_text, *max_disk_text;
 	struct sd_triggers trig;
 	struct sd_snap_opts snap;
@@ -443,6 +450,49 @@ static void sleep_until(uint64_t deadline, const sigset_t *unblocked)
 	ppoll(NULL, 0, &ts, unblocked);
 }
 
+/* The user process PID runs as and its executable's device and inode. */
+static int proc_ident(pid_t pid, uid_t *uid, dev_t *dev, ino_t *ino)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	if (stat(path, &st) < 0)
+		return -1;
+	*uid = st.st_uid;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if (stat(path, &st) < 0)
+		return -1;
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	return 0;
+}
+
+/* Whether --follow may take PID: the same user and the same executable
+ * as the process first recorded. Any local user can start a process of
+ * the same name; following it would let them feed stackdump its files. */
+static int follow_ok(struct sd_recorder *r, pid_t pid)
+{
+	uid_t uid;
+	dev_t dev;
+	ino_t ino;
+	const char *why = NULL;
+	if (!r->have_ident || proc_ident(pid, &uid, &dev, &ino) < 0)
+		why = "its user and executable cannot be read";
+	else if (uid != r->ident_uid)
+		why = "it runs as another user";
+	else if (dev != r->exe_dev || ino != r->exe_ino)
+		why = "it runs another executable";
+	if (!why)
+		return 1;
+	if (pid != r->refused_pid) {
+		struct strbuf a;
+		note(r, "not following %d \"%s\": %s", (int)pid, esc(&a, r->name), why);
+		strbuf_release(&a);
+		r->refused_pid = pid;
+	}
+	return 0;
+}
+
 static uint64_t proc_starttime(pid_t pid)
 {
 	char path[64], *text;
@@ -493,7 +543,7 @@ static int target_gone(struct sd_recorder *r, uint64_t end_us, const sigset_t *u
 		pid_t best = 0;
 		uint64_t best_start = 0;
 		for (size_t i = 0; i < n; i++) {
-			if (pids[i] == old || !proc_alive(pids[i]))
+			if (pids[i] == old || !proc_alive(pids[i]) || !follow_ok(r, pids[i]))
 				continue;
 			uint64_t st = proc_starttime(pids[i]);
 			if (!best || st > best_start) {
@@ -509,7 +559,10 @@ static int target_gone(struct sd_recorder *r, uint64_t end_us, const sigset_t *u
 				target_free(r->t);
 				r->t = t;
 				r->pid = best;
-				note(r, "following the new process %d", (int)best);
+				note(r,
+				     "following the new process %d (the same user %u and the same "
+				     "executable)",
+				     (int)best, (unsigned)r->ident_uid);
 				snprintf(detail, sizeof(detail), "pid %d", (int)best);
 				man_event(r, "followed", detail);
 				man_target(r);
@@ -603,6 +656,7 @@ int recorder_open(struct sd_recorder *r, pid_t pid, struct sd_error *err)
 	if (!r->t)
 		return err->code ? -err->code : -ESRCH;
 	snprintf(r->name, sizeof(r->name), "%s", r->t->info.comm);
+	r->have_ident = proc_ident(pid, &r->ident_uid, &r->exe_dev, &r->exe_ino) == 0;
 	int dirfd = open_dir(r->dir, err);
 	if (dirfd < 0)
 		return dirfd;
