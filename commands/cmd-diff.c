@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "format-profile.h"
+#include "profile.h"
+#include "safefile.h"
 #include "cmd.h"
 
 enum { DIFF_FORMAT, DIFF_OUTPUT, DIFF_LIMIT, DIFF_TITLE };
@@ -112,15 +114,9 @@ static int diff_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	int rc = EXIT_OK;
 	const char *outpath = cmd_str(ctx, DIFF_OUTPUT);
 	if (outpath) {
-		FILE *f = fopen(outpath, "wb");
-		int bad = !f;
-		if (f) {
-			bad = fwrite(sb.buf, 1, sb.len, f) != sb.len;
-			if (fclose(f) != 0)
-				bad = 1;
-		}
-		if (bad) {
-			cmd_error(ctx, "cannot write %s: %s", outpath, sd_strerror(errno ? errno : EIO));
+		struct sd_error werr = {0};
+		if (safefile_put(outpath, sb.buf, sb.len, 0600, 0, NULL, &werr) < 0) {
+			cmd_error(ctx, "%s", werr.msg);
 			rc = EXIT_FAIL;
 		}
 	} else {

@@ -12,6 +12,7 @@
 #include "format-run.h"
 #include "procfs.h"
 #include "profile.h"
+#include "safefile.h"
 #include "sampler.h"
 #include "symbols.h"
 #include "cmd.h"
@@ -182,7 +183,8 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	pid_t *tids = NULL;
 	struct ptarget *tv = NULL;
 	struct sd_profile *prof = NULL;
-	FILE *out = NULL;
+	struct safefile sf;
+	int have_out = 0;
 	int rc = EXIT_FAIL;
 
 	if (cmd_snap_opts(ctx, &so, &tids) < 0)
@@ -223,12 +225,15 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	int partial = ctx->target.failed > 0;
 
 	if (outpath) {
-		out = fopen(outpath, "wb");
-		if (!out) {
-			cmd_error(ctx, "cannot write %s: %s", outpath, sd_strerror(errno));
+		/* Created before sampling, so that a refused name fails at
+		 * once (safefile.h: never through a link or FIFO). */
+		struct sd_error oerr = {0};
+		if (safefile_begin(&sf, outpath, 0600, 0, &oerr) < 0) {
+			cmd_error(ctx, "%s", oerr.msg);
 			rc = EXIT_FAIL;
 			goto out;
 		}
+		have_out = 1;
 	}
 
 	struct sd_profile_opts po;
@@ -413,14 +418,16 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		rc = EXIT_FAIL;
 		goto out;
 	}
-	if (out) {
-		size_t w = fwrite(buf, 1, len, out);
-		int bad = w != len || fflush(out) != 0 || ferror(out);
-		if (fclose(out) != 0)
-			bad = 1;
-		out = NULL;
+	if (have_out) {
+		struct sd_error werr = {0};
+		int bad = safefile_write(&sf, buf, len, &werr) < 0;
+		if (bad)
+			safefile_abort(&sf);
+		else
+			bad = safefile_commit(&sf, &werr) < 0;
+		have_out = 0;
 		if (bad) {
-			cmd_error(ctx, "cannot write %s: %s", outpath, sd_strerror(errno ? errno : EIO));
+			cmd_error(ctx, "%s", werr.msg);
 			free(buf);
 			rc = EXIT_FAIL;
 			goto out;
@@ -438,8 +445,8 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		report_verbose(ctx, prof, tv, nt, cpu, (double)(stop - start) / 1e9);
 	rc = partial ? EXIT_PARTIAL : EXIT_OK;
 out:
-	if (out)
-		fclose(out);
+	if (have_out)
+		safefile_abort(&sf);
 	profile_free(prof);
 	for (size_t i = 0; i < nt; i++)
 		sampler_free(tv[i].smp);

@@ -25,6 +25,7 @@ enum {
 	REC_QUIET,
 	REC_VERBOSE,
 	REC_ENGINE,
+	REC_CMDLINE,
 };
 
 static const struct cmd_option record_options[] = {
@@ -59,6 +60,9 @@ static const struct cmd_option record_options[] = {
 			      "auto (ptrace: lock words read while stopped), ptrace, or perf "
 			      "(stacks from perf samples, lock owners unknown)",
 			      "auto perf ptrace", "auto"),
+    [REC_CMDLINE] = OPT_FLAG("cmdline", 0,
+			     "keep the target's whole command line in each snapshot (by default only "
+			     "the program: arguments can hold secrets)"),
     {0},
 };
 
@@ -84,7 +88,9 @@ static void rec_note(void *arg, const char *msg)
 {
 	struct cmd_ctx *ctx = arg;
 	fflush(ctx->out);
-	fprintf(ctx->err, "stackdump: record: %s\n", msg);
+	fputs("stackdump: record: ", ctx->err);
+	cmd_put_safe(ctx->err, msg);
+	fputc('\n', ctx->err);
 	fflush(ctx->err);
 }
 
@@ -162,6 +168,7 @@ static int parse_options(struct rec *r, pid_t **tids)
 	}
 	r->o.compress = cmd_has(ctx, REC_COMPRESS);
 	r->o.follow = cmd_has(ctx, REC_FOLLOW);
+	r->o.cmdline = cmd_has(ctx, REC_CMDLINE);
 	r->quiet = cmd_has(ctx, REC_QUIET);
 	r->o.verbose = cmd_has(ctx, REC_VERBOSE);
 	return 0;

@@ -115,7 +115,7 @@ static int emit(struct cmd_ctx *ctx, const char *path, const void *buf, size_t l
 		return 0;
 	}
 	struct sd_error err = {0};
-	if (snapio_write_atomic(path, buf, len, 0, 0644, NULL, &err) < 0) {
+	if (snapio_write_atomic(path, buf, len, 0, 0600, NULL, &err) < 0) {
 		cmd_error(ctx, "report: %s", err.msg);
 		return -1;
 	}

@@ -6,11 +6,14 @@
 #include "snapio.h"
 #include "cmd.h"
 
-enum { SAVE_COMPRESS };
+enum { SAVE_COMPRESS, SAVE_CMDLINE };
 
 static const struct cmd_option save_options[] = {
     [SAVE_COMPRESS] =
 	OPT_FLAG("compress", 'z', "gzip the file (the default when FILE ends in .gz)"),
+    [SAVE_CMDLINE] = OPT_FLAG("cmdline", 0,
+			      "keep the target's whole command line (by default only the program: "
+			      "arguments can hold secrets)"),
     {0},
 };
 
@@ -36,6 +39,7 @@ static int save_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	struct snapio_meta m;
 	snapio_meta_init(&m);
 	m.reason = "save";
+	m.full_cmdline = cmd_has(ctx, SAVE_CMDLINE);
 	if (s == ss->last)
 		snapio_meta_from_proc(&m, s->pid, s);
 	struct sd_error err = {0};

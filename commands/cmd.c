@@ -86,12 +86,38 @@ void cmd_print(struct cmd_ctx *ctx, const char *fmt, ...)
 	va_end(ap);
 }
 
+void cmd_put_safe(FILE *f, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == 0x1b)
+			fputs("\\e", f);
+		else if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f)
+			fprintf(f, "\\x%02x", *p);
+		else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+			fprintf(f, "\\x%02x", *++p); /* a C1 control: CSI, OSC... */
+		else
+			fputc(*p, f);
+	}
+}
+
+/* Messages carry names the target chose (comm, a tracer's comm, paths)
+ * however they were built, errors included: every control character is
+ * escaped on its way out, whatever escaped it before. */
+static void put_message(FILE *f, const char *fmt, va_list ap)
+{
+	char *text = NULL;
+	if (vasprintf(&text, fmt, ap) < 0)
+		return;
+	cmd_put_safe(f, text);
+	free(text);
+}
+
 void cmd_status(struct cmd_ctx *ctx, const char *fmt, ...)
 {
 	va_list ap;
 	fflush(ctx->out);
 	va_start(ap, fmt);
-	vfprintf(ctx->err, fmt, ap);
+	put_message(ctx->err, fmt, ap);
 	va_end(ap);
 }
 
@@ -101,7 +127,7 @@ void cmd_error(struct cmd_ctx *ctx, const char *fmt, ...)
 	fflush(ctx->out);
 	fputs("stackdump: ", ctx->err);
 	va_start(ap, fmt);
-	vfprintf(ctx->err, fmt, ap);
+	put_message(ctx->err, fmt, ap);
 	va_end(ap);
 	fputc('\n', ctx->err);
 }

@@ -293,6 +293,10 @@ void cmd_help_globals(struct strbuf *sb);
 /* Output helpers. */
 void cmd_print(struct cmd_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cmd_error(struct cmd_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Write S to F with every control character but newline and tab escaped
+ * (\e, \xNN; C1 controls too): what cmd_error and cmd_status do to every
+ * message, for the names the target chose in it. */
+void cmd_put_safe(FILE *f, const char *s);
 /* A status line ("attached to ...", "wrote ..."): on the error stream, so
  * that stdout carries only the output asked for, in every mode (-c,
  * scripts, pipes). */

@@ -86,9 +86,25 @@ static int check_stdout(const struct cmd_ctx *ctx, int rc)
 int main(int argc, char **argv)
 {
 	install_signals();
-	/* debuginfod is contacted only when the user asks for it. */
-	if (!getenv("STACKDUMP_DEBUGINFOD"))
+	/* debuginfod is contacted only when the user asks for it, with
+	 * STACKDUMP_DEBUGINFOD=1: any other value (0, no, an empty one)
+	 * leaves it off, and -v says so. */
+	const char *di = getenv("STACKDUMP_DEBUGINFOD");
+	if (!di || strcmp(di, "1")) {
 		unsetenv("DEBUGINFOD_URLS");
+		for (int i = 1; di && i < argc; i++)
+			if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
+				struct strbuf e;
+				strbuf_init(&e);
+				strbuf_add_escaped(&e, di);
+				fprintf(stderr,
+					"stackdump: debuginfod stays off: STACKDUMP_DEBUGINFOD is "
+					"\"%s\", not 1\n",
+					e.buf);
+				strbuf_release(&e);
+				break;
+			}
+	}
 
 	struct cmd_session session;
 	cmd_session_init(&session);

@@ -23,6 +23,7 @@
 
 #include "shell.h"
 #include "ptrace.h"
+#include "safefile.h"
 
 extern const struct cmd_entry cmd_quit_entry;
 
@@ -242,29 +243,6 @@ int repl_run_string(struct cmd_ctx *ctx, const char *script, const char *target)
 	return rc;
 }
 
-/* mkdir -p PATH (mode 0700 for what it creates). */
-static int make_dirs(const char *path)
-{
-	char *p = sd_xstrdup(path);
-	int r = 0;
-	for (char *s = p + 1;; s++) {
-		if (*s != '/' && *s)
-			continue;
-		char c = *s;
-		*s = '\0';
-		if (mkdir(p, 0700) < 0 && errno != EEXIST) {
-			r = -errno;
-			free(p);
-			return r;
-		}
-		*s = c;
-		if (!c)
-			break;
-	}
-	free(p);
-	return r;
-}
-
 char *repl_history_path(void)
 {
 	struct strbuf sb;
@@ -331,13 +309,19 @@ static void history_open(void)
 		return;
 	char *dir = sd_xstrdup(sh.history);
 	*strrchr(dir, '/') = '\0';
-	int r = make_dirs(dir);
-	int fd = r < 0 ? -1 : open(sh.history, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	/* A folder of ours that nobody else can change, and a regular file
+	 * of ours in it: readline then reads and writes it by name. */
+	struct sd_error err = {0};
+	int dfd = safefile_opendir(dir, SAFEFILE_MKDIR | SAFEFILE_OWN_DIR, NULL, &err);
+	int fd = dfd < 0 ? -1 : safefile_open_own(dfd, dir, "history", 0600, 1, &err);
+	if (dfd >= 0)
+		close(dfd);
 	if (fd < 0) {
-		if (r == 0)
-			r = -errno;
-		fprintf(stderr, "stackdump: history will not be kept: cannot create %s: %s\n",
-			sh.history, sd_strerror(-r));
+		struct strbuf e;
+		strbuf_init(&e);
+		strbuf_add_escaped(&e, err.msg);
+		fprintf(stderr, "stackdump: history will not be kept: %s\n", e.buf);
+		strbuf_release(&e);
 		free(sh.history);
 		sh.history = NULL;
 	} else {

@@ -150,7 +150,7 @@ static int waits_on(const struct sd_thread *th, const struct ilock *l)
 }
 
 /* How the lock is held, from the lock words captured while frozen. */
-static void lock_mode(const struct sd_snapshot *s, const struct sd_thread *w, struct ilock *l)
+static void lock_mode(struct sd_snapshot *s, const struct sd_thread *w, struct ilock *l)
 {
 	uint32_t v;
 	if (l->kind == SD_WAIT_RWLOCK_READ && snapshot_lockmem_read(s, w, l->address, &v, sizeof(v))) {
@@ -171,7 +171,7 @@ static void lock_mode(const struct sd_snapshot *s, const struct sd_thread *w, st
 }
 
 /* The locks waited on, grouped, with the owner memory records. */
-static struct ilock *collect(const struct sd_snapshot *s, size_t *n)
+static struct ilock *collect(struct sd_snapshot *s, size_t *n)
 {
 	struct ilock *v = NULL;
 	size_t cap = 0;

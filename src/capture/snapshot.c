@@ -308,22 +308,28 @@ const struct sd_thread *snapshot_find_thread(const struct sd_snapshot *s, pid_t 
 	return NULL;
 }
 
-int snapshot_lockmem_read(const struct sd_snapshot *s, const struct sd_thread *th, uint64_t addr,
+int snapshot_lockmem_read(struct sd_snapshot *s, const struct sd_thread *th, uint64_t addr,
 			  void *buf, size_t len)
 {
 	/* TH's own copy first, else any other thread's copy of the same words
 	 * (all taken in the same freeze). */
+	size_t own = (size_t)(th - s->threads);
 	for (int pass = 0; pass < 2; pass++) {
 		size_t n = pass ? s->nthreads : 1;
 		for (size_t i = 0; i < n; i++) {
-			const struct sd_thread *o = pass ? &s->threads[i] : th;
-			if (pass && o == th)
+			size_t ti = pass ? i : own;
+			if ((pass && ti == own) || ti >= s->nthreads)
 				continue;
+			struct sd_thread *o = &s->threads[ti];
 			for (size_t k = 0; k < o->nlockmem; k++) {
-				const struct sd_lockmem *lm = &o->lockmem[k];
+				struct sd_lockmem *lm = &o->lockmem[k];
 				if (addr >= lm->addr && addr + len <= lm->addr + lm->len &&
 				    addr + len > addr) {
-					memcpy(buf, lm->bytes + (addr - lm->addr), len);
+					size_t at = (size_t)(addr - lm->addr);
+					memcpy(buf, lm->bytes + at, len);
+					/* What is saved of the words (snapio.c). */
+					for (size_t b = at; b < at + len; b++)
+						lm->used[b / 64] |= 1ull << (b % 64);
 					return 1;
 				}
 			}

@@ -62,6 +62,10 @@ struct sd_lockmem {
 	uint64_t addr;
 	uint32_t len;
 	uint8_t bytes[SD_LOCKMEM_BELOW + SD_LOCKMEM_ABOVE];
+	/* Which bytes lock analysis read (bit I of used[I / 64]: bytes[I]):
+	 * only those are saved, never the memory around them (a password
+	 * next to a mutex). */
+	uint64_t used[(SD_LOCKMEM_BELOW + SD_LOCKMEM_ABOVE + 63) / 64];
 };
 
 enum sd_wait_kind {
@@ -281,9 +285,11 @@ void snapshot_drop_capture(struct sd_snapshot *s);
 /* Find a thread of S by TID (NULL if none). */
 const struct sd_thread *snapshot_find_thread(const struct sd_snapshot *s, pid_t tid);
 /* Copy LEN bytes at ADDR from the lock memory captured while frozen into
- * BUF: TH's own copy, or any other thread's of S that covers them. Returns
- * 1 when found, 0 when no copy covers them (BUF untouched). */
-int snapshot_lockmem_read(const struct sd_snapshot *s, const struct sd_thread *th, uint64_t addr,
+ * BUF: TH's own copy (TH a thread of S), or any other thread's of S that
+ * covers them. The bytes copied are marked used: only those are saved
+ * (store/snapio.c), hence S is not const. Returns 1 when found, 0 when no
+ * copy covers them (BUF untouched). */
+int snapshot_lockmem_read(struct sd_snapshot *s, const struct sd_thread *th, uint64_t addr,
 			  void *buf, size_t len);
 
 /* A hash of TH's stack by function names (module+offset where there is

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "procfs.h"
+#include "safefile.h"
 #include "snapio.h"
 #include "version.h"
 
@@ -30,7 +31,14 @@ struct sd_recorder {
 	const char *dir;
 	uint64_t every_us, for_us, max_disk;
 	long count;
-	int compress, follow, verbose, burst;
+	int compress, follow, verbose, burst, cmdline;
+	/* Who --follow may move on to: the same user running the same
+	 * executable (device and inode), as the first target. */
+	uid_t ident_uid;
+	dev_t exe_dev;
+	ino_t exe_ino;
+	int have_ident;
+	pid_t refused_pid; /* the last candidate refused, said once */
 	const char *every_text, *max_disk_text;
 	struct sd_triggers trig;
 	struct sd_snap_opts snap;
@@ -306,6 +314,7 @@ static int take(struct sd_recorder *r, const char *reason, struct sd_snapshot *p
 		m.uid = (long)r->t->info.uid;
 	}
 	c1 = cpu_ms();
+	m.full_cmdline = r->cmdline;
 	snapio_meta_from_proc(&m, r->pid, s);
 	snapio_dump_buf(&r->out, s, &m);
 	size_t len = r->out.len;
@@ -441,6 +450,49 @@ static void sleep_until(uint64_t deadline, const sigset_t *unblocked)
 	ppoll(NULL, 0, &ts, unblocked);
 }
 
+/* The user process PID runs as and its executable's device and inode. */
+static int proc_ident(pid_t pid, uid_t *uid, dev_t *dev, ino_t *ino)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	if (stat(path, &st) < 0)
+		return -1;
+	*uid = st.st_uid;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if (stat(path, &st) < 0)
+		return -1;
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	return 0;
+}
+
+/* Whether --follow may take PID: the same user and the same executable
+ * as the process first recorded. Any local user can start a process of
+ * the same name; following it would let them feed stackdump its files. */
+static int follow_ok(struct sd_recorder *r, pid_t pid)
+{
+	uid_t uid;
+	dev_t dev;
+	ino_t ino;
+	const char *why = NULL;
+	if (!r->have_ident || proc_ident(pid, &uid, &dev, &ino) < 0)
+		why = "its user and executable cannot be read";
+	else if (uid != r->ident_uid)
+		why = "it runs as another user";
+	else if (dev != r->exe_dev || ino != r->exe_ino)
+		why = "it runs another executable";
+	if (!why)
+		return 1;
+	if (pid != r->refused_pid) {
+		struct strbuf a;
+		note(r, "not following %d \"%s\": %s", (int)pid, esc(&a, r->name), why);
+		strbuf_release(&a);
+		r->refused_pid = pid;
+	}
+	return 0;
+}
+
 static uint64_t proc_starttime(pid_t pid)
 {
 	char path[64], *text;
@@ -491,7 +543,7 @@ static int target_gone(struct sd_recorder *r, uint64_t end_us, const sigset_t *u
 		pid_t best = 0;
 		uint64_t best_start = 0;
 		for (size_t i = 0; i < n; i++) {
-			if (pids[i] == old || !proc_alive(pids[i]))
+			if (pids[i] == old || !proc_alive(pids[i]) || !follow_ok(r, pids[i]))
 				continue;
 			uint64_t st = proc_starttime(pids[i]);
 			if (!best || st > best_start) {
@@ -507,7 +559,10 @@ static int target_gone(struct sd_recorder *r, uint64_t end_us, const sigset_t *u
 				target_free(r->t);
 				r->t = t;
 				r->pid = best;
-				note(r, "following the new process %d", (int)best);
+				note(r,
+				     "following the new process %d (the same user %u and the same "
+				     "executable)",
+				     (int)best, (unsigned)r->ident_uid);
 				snprintf(detail, sizeof(detail), "pid %d", (int)best);
 				man_event(r, "followed", detail);
 				man_target(r);
@@ -519,45 +574,32 @@ static int target_gone(struct sd_recorder *r, uint64_t end_us, const sigset_t *u
 	}
 }
 
-static int mkdir_p(const char *dir, struct sd_error *err)
+/* The recording's folder, created 0700 when missing, and refused when
+ * another user could change what is in it (safefile.h): a recording is
+ * read back (the manifest) and pruned (--max-disk), so a sticky folder
+ * others write into (/tmp itself) is refused too. */
+static int open_dir(const char *dir, struct sd_error *err)
 {
-	char buf[4096];
-	snprintf(buf, sizeof(buf), "%s", dir);
-	size_t l = strlen(buf);
-	for (size_t i = 1; i <= l; i++) {
-		if (buf[i] != '/' && buf[i] != '\0')
-			continue;
-		char c = buf[i];
-		buf[i] = '\0';
-		if (mkdir(buf, 0700) < 0 && errno != EEXIST) {
-			int e = errno;
-			return sd_error_set(err, e, "cannot create directory %s: %s", buf,
-					    sd_strerror(e));
-		}
-		buf[i] = c;
-	}
-	struct stat st;
-	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
-		return sd_error_set(err, ENOTDIR, "%s is not a directory", dir);
-	if (access(dir, W_OK) < 0) {
+	int fd = safefile_opendir(dir, SAFEFILE_MKDIR | SAFEFILE_OWN_DIR, NULL, err);
+	if (fd < 0)
+		return fd;
+	if (faccessat(fd, ".", W_OK, AT_EACCESS) < 0) {
 		int e = errno;
+		close(fd);
 		return sd_error_set(err, e, "cannot write into %s: %s", dir, sd_strerror(e));
 	}
-	return 0;
+	return fd;
 }
 
 /* One recorder per directory: two would overwrite each other's manifest.
  * The lock (flock on DIR/.record.lock) goes away with the process, even
  * after SIGKILL. Returns the locked fd, or -1 after a message. */
-static int lock_dir(struct sd_recorder *r, struct sd_error *err)
+static int lock_dir(struct sd_recorder *r, int dirfd, struct sd_error *err)
 {
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/.record.lock", r->dir);
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		int e = errno;
-		return sd_error_set(err, e, "cannot create %s: %s", path, sd_strerror(e));
-	}
+	/* Never through a link or FIFO someone left under the name. */
+	int fd = safefile_open_own(dirfd, r->dir, ".record.lock", 0600, 0, err);
+	if (fd < 0)
+		return fd;
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		char buf[32] = "";
 		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
@@ -594,6 +636,7 @@ struct sd_recorder *recorder_new(const struct sd_recorder_opts *opts, struct sd_
 	r->max_disk_text = opts->max_disk_text;
 	r->compress = opts->compress;
 	r->follow = opts->follow;
+	r->cmdline = opts->cmdline;
 	r->verbose = opts->verbose;
 	r->burst = opts->burst > 0 ? opts->burst : 1;
 	r->snap = opts->snap;
@@ -613,10 +656,13 @@ int recorder_open(struct sd_recorder *r, pid_t pid, struct sd_error *err)
 	if (!r->t)
 		return err->code ? -err->code : -ESRCH;
 	snprintf(r->name, sizeof(r->name), "%s", r->t->info.comm);
-	int rc = mkdir_p(r->dir, err);
-	if (rc < 0)
-		return rc;
-	r->lockfd = lock_dir(r, err);
+	r->have_ident = proc_ident(pid, &r->ident_uid, &r->exe_dev, &r->exe_ino) == 0;
+	int dirfd = open_dir(r->dir, err);
+	if (dirfd < 0)
+		return dirfd;
+	r->lockfd = lock_dir(r, dirfd, err);
+	close(dirfd);
+	int rc;
 	if (r->lockfd < 0)
 		return r->lockfd;
 	int stale = snapio_clean_temp(r->dir);

@@ -27,6 +27,7 @@ struct sd_recorder_opts {
 	const char *max_disk_text; /* as given */
 	int compress;		   /* gzip each file */
 	int follow;		   /* wait for a new process of the same name */
+	int cmdline;		   /* keep the whole command line, not only argv[0] */
 	int verbose;		   /* a note with the CPU cost of each snapshot */
 	int burst;		   /* snapshots per firing of a condition */
 	struct sd_snap_opts snap;  /* how each snapshot is taken */

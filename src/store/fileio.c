@@ -13,6 +13,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "safefile.h"
+
 int snapio_gzip_buf(const void *in, size_t len, struct strbuf *out, struct sd_error *err)
 {
 	z_stream zs;
@@ -111,49 +113,6 @@ int snapio_gunzip(const char *name, const void *in, size_t len, size_t max, char
 	return 0;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (w == 0)
-			return -EIO;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-static const char *errno_hint(int e)
-{
-	switch (e) {
-	case ENOSPC: return " (free some space, or bound the recording with --max-disk)";
-	case EDQUOT: return " (disk quota exceeded: free some space)";
-	case EROFS: return " (the file system is read-only)";
-	case EACCES:
-	case EPERM: return " (check the directory's permissions)";
-	default: return "";
-	}
-}
-
-/* Into PATH, which is there and not a regular file (/dev/null, a FIFO, a
- * terminal): written through, never replaced by a rename. */
-static int write_through(const char *path, const void *data, size_t len, struct sd_error *err)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	int rc = fd < 0 ? -errno : write_all(fd, data, len);
-	if (fd >= 0 && close(fd) < 0 && !rc)
-		rc = -errno;
-	if (rc < 0)
-		return sd_error_set(err, -rc, "cannot write %s: %s%s", path, sd_strerror(-rc),
-				    errno_hint(-rc));
-	return 0;
-}
-
 int snapio_write_atomic(const char *path, const void *data, size_t len, int flags,
 			unsigned mode, uint64_t *written, struct sd_error *err)
 {
@@ -168,96 +127,18 @@ int snapio_write_atomic(const char *path, const void *data, size_t len, int flag
 		data = zbuf.buf;
 		len = zbuf.len;
 	}
-	/* A rename replaces whatever has the name: a device or a FIFO (a
-	 * report written to /dev/null must not make it a regular file) is
-	 * written through; a symbolic link's target is replaced, not the
-	 * link. */
-	struct stat st;
-	char *real = NULL;
-	if (stat(path, &st) == 0) {
-		if (S_ISDIR(st.st_mode)) {
-			strbuf_release(&zbuf);
-			return sd_error_set(err, EISDIR, "cannot write %s: it is a directory", path);
-		}
-		if (!S_ISREG(st.st_mode)) {
-			int r = write_through(path, data, len, err);
-			if (r == 0 && written)
-				*written = len;
-			strbuf_release(&zbuf);
-			return r;
-		}
-		struct stat lst;
-		if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode) && (real = realpath(path, NULL)))
-			path = real;
-	}
-	/* The temporary file lives in the target directory so that rename()
-	 * is atomic; its name starts with a dot so readers skip it. */
-	const char *slash = strrchr(path, '/');
-	size_t dlen = slash ? (size_t)(slash - path) : 0;
-	const char *base = slash ? slash + 1 : path;
-	struct strbuf tmp, dir;
-	strbuf_init(&tmp);
-	strbuf_init(&dir);
-	if (slash)
-		strbuf_add(&dir, path, dlen ? dlen : 1);
-	else
-		strbuf_adds(&dir, ".");
-	strbuf_addf(&tmp, "%s/.%s.tmp.%d", dir.buf, base, (int)getpid());
-	int rc = 0, fd = -1;
-	const char *what = "write";
-	fd = open(tmp.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	if (fd < 0) {
-		rc = -errno;
-		what = "create";
-		goto fail;
-	}
-	if ((rc = write_all(fd, data, len)) < 0)
-		goto fail;
-	if (fsync(fd) < 0) {
-		rc = -errno;
-		goto fail;
-	}
-	if (close(fd) < 0) {
-		fd = -1;
-		rc = -errno;
-		goto fail;
-	}
-	fd = -1;
-	if (rename(tmp.buf, path) < 0) {
-		rc = -errno;
-		what = "rename into place";
-		goto fail;
-	}
-	/* Make the rename itself durable; failing here loses nothing. (A
-	 * caller that writes another file into the same directory next
-	 * leaves it to that one.) */
-	int dfd = flags & SNAPIO_NO_DIR_SYNC ? -1 : open(dir.buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	if (written)
-		*written = len;
-	strbuf_release(&tmp);
-	strbuf_release(&dir);
+	/* Created new, never through what another user planted
+	 * (safefile.h): a symbolic link or a FIFO at PATH is refused, a
+	 * device such as /dev/null is written through. */
+	int rc = safefile_put(path, data, len, mode,
+			      flags & SNAPIO_NO_DIR_SYNC ? SAFEFILE_NO_DIR_SYNC : 0, written, err);
 	strbuf_release(&zbuf);
-	free(real);
-	return 0;
-fail:
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp.buf);
-	sd_error_set(err, -rc, "cannot %s %s: %s%s", what, path, sd_strerror(-rc), errno_hint(-rc));
-	strbuf_release(&tmp);
-	strbuf_release(&dir);
-	strbuf_release(&zbuf);
-	free(real);
 	return rc;
 }
 
 int snapio_read_file(const char *path, char **out, size_t *len, struct sd_error *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0) {
 		int e = errno;
 		return sd_error_set(err, e, "cannot open %s: %s", path, sd_strerror(e));

@@ -56,7 +56,12 @@ int snapio_clean_temp(const char *dir)
 		if (de->d_name[0] != '.' || !t)
 			continue;
 		/* Leave alone the file of a writer that is still running. */
-		long pid = sd_parse_pid(t + 5);
+		/* ".NAME.tmp.PID" (older) or ".NAME.tmp.PID.RANDOM"
+		 * (safefile.h). */
+		char digits[16];
+		size_t nd = strspn(t + 5, "0123456789");
+		snprintf(digits, sizeof(digits), "%.*s", (int)(nd < 15 ? nd : 15), t + 5);
+		long pid = sd_parse_pid(digits);
 		if (pid > 0 && pid != (long)getpid() && kill((pid_t)pid, 0) == 0)
 			continue;
 		char path[PATH_MAX];

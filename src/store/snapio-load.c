@@ -372,14 +372,18 @@ static long syscall_by_name(const char *n)
 	return -1;
 }
 
-static int read_lockmem(struct rd *r, json_t *arr, struct sd_thread *th)
+/* "lockwords" (the bytes lock analysis read), or "lockmem" in files
+ * before them (the raw window around each lock word), KEY: the same
+ * members, addr and bytes. */
+static int read_lockmem(struct rd *r, json_t *arr, struct sd_thread *th, const char *key)
 {
 	size_t n = json_array_size(arr);
 	if (!n)
 		return 0;
-	th->lockmem = sd_xcalloc(n, sizeof(*th->lockmem));
+	th->lockmem = sd_xrealloc(th->lockmem, (th->nlockmem + n) * sizeof(*th->lockmem));
+	memset(th->lockmem + th->nlockmem, 0, n * sizeof(*th->lockmem));
 	for (size_t i = 0; i < n; i++) {
-		size_t old = rd_push(r, ".lockmem[%zu]", i);
+		size_t old = rd_push(r, ".%s[%zu]", key, i);
 		json_t *e = json_array_get(arr, i);
 		struct sd_lockmem *m = &th->lockmem[th->nlockmem];
 		const char *hexs = NULL;
@@ -401,6 +405,9 @@ static int read_lockmem(struct rd *r, json_t *arr, struct sd_thread *th)
 			m->bytes[k] = (uint8_t)v;
 		}
 		m->len = (uint32_t)(hl / 2);
+		/* Saved bytes were read: saved again if saved once. */
+		for (size_t k = 0; k < m->len; k++)
+			m->used[k / 64] |= 1ull << (k % 64);
 		th->nlockmem++;
 		rd_pop(r, old);
 	}
@@ -509,7 +516,12 @@ static int read_thread(struct rd *r, json_t *o, struct sd_thread **out)
 	json_t *lm = get_array(r, o, "lockmem", 0);
 	if (r->failed)
 		return -1;
-	if (lm && read_lockmem(r, lm, th) < 0)
+	if (lm && read_lockmem(r, lm, th, "lockmem") < 0)
+		return -1;
+	json_t *lw = get_array(r, o, "lockwords", 0);
+	if (r->failed)
+		return -1;
+	if (lw && read_lockmem(r, lw, th, "lockwords") < 0)
 		return -1;
 	json_t *holds = get_array(r, o, "holds", 0);
 	if (r->failed)

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -41,9 +42,11 @@ void snapio_meta_from_proc(struct snapio_meta *m, pid_t pid, struct sd_snapshot 
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
 	n = sd_read_file(path, &text, 1 << 16);
 	if (n >= 0) {
-		/* Arguments are NUL-separated; join them with spaces. (A
-		 * process that is exiting has none: the text is empty.) */
-		for (ssize_t i = 0; i < n - 1; i++)
+		/* Arguments are NUL-separated; join them with spaces, when
+		 * asked: by default only the program is kept, as arguments
+		 * can hold passwords and keys. (A process that is exiting has
+		 * none: the text is empty.) */
+		for (ssize_t i = 0; m->full_cmdline && i < n - 1; i++)
 			if (!text[i])
 				text[i] = ' ';
 		if (n > 0)
@@ -82,13 +85,25 @@ static const struct format_json_more saved_more = {
 	.wait = saved_wait,
 };
 
+int snapio_args_kept(long nr)
+{
+	return nr == SYS_futex || nr == SYS_restart_syscall
+#ifdef SYS_futex_waitv
+	       || nr == SYS_futex_waitv
+#endif
+	    ;
+}
+
 static void put_thread(struct jsonw *w, const struct sd_snapshot *s, const struct sd_thread *th)
 {
 	jsonw_object_begin(w);
 	format_json_thread_members(w, s, th, &saved_more);
 	/* What the dump leaves out. */
 	jsonw_kint(w, "syscall_nr", th->syscall_nr);
-	if (th->syscall_nr >= 0) {
+	/* The arguments only of the calls whose arguments the views read
+	 * (a futex wait: its word and operation); a write(2)'s buffer
+	 * address and length, or any other call's, are not kept. */
+	if (snapio_args_kept(th->syscall_nr)) {
 		jsonw_karray(w, "syscall_args");
 		for (int i = 0; i < 6; i++)
 			jsonw_hex(w, th->syscall_args[i]);
@@ -102,23 +117,38 @@ static void put_thread(struct jsonw *w, const struct sd_snapshot *s, const struc
 	jsonw_kstr(w, "wait_kind", sd_wait_kind_name(th->wait.kind));
 	if (th->stack_truncated)
 		jsonw_kbool(w, "stack_truncated", 1);
-	if (th->nlockmem) {
-		jsonw_karray(w, "lockmem");
-		for (size_t i = 0; i < th->nlockmem; i++) {
-			const struct sd_lockmem *m = &th->lockmem[i];
-			size_t n = m->len < sizeof(m->bytes) ? m->len : sizeof(m->bytes);
-			char hex[2 * sizeof(m->bytes)];
-			for (size_t k = 0; k < n; k++) {
-				hex[2 * k] = "0123456789abcdef"[m->bytes[k] >> 4];
-				hex[2 * k + 1] = "0123456789abcdef"[m->bytes[k] & 15];
+	/* Of the memory copied around lock words, only the bytes lock
+	 * analysis read (the words it classified: lock, owner, kind, counts),
+	 * as runs; never the raw window around them, which holds whatever the
+	 * program keeps next to its mutex. */
+	int any = 0;
+	for (size_t i = 0; i < th->nlockmem; i++) {
+		const struct sd_lockmem *m = &th->lockmem[i];
+		size_t n = m->len < sizeof(m->bytes) ? m->len : sizeof(m->bytes);
+		for (size_t k = 0; k < n;) {
+			if (!(m->used[k / 64] >> (k % 64) & 1)) {
+				k++;
+				continue;
 			}
+			size_t e = k;
+			char hex[2 * sizeof(m->bytes)];
+			while (e < n && (m->used[e / 64] >> (e % 64) & 1)) {
+				hex[2 * (e - k)] = "0123456789abcdef"[m->bytes[e] >> 4];
+				hex[2 * (e - k) + 1] = "0123456789abcdef"[m->bytes[e] & 15];
+				e++;
+			}
+			if (!any)
+				jsonw_karray(w, "lockwords");
+			any = 1;
 			jsonw_object_begin(w);
-			jsonw_khex(w, "addr", m->addr);
-			jsonw_kstrn(w, "bytes", hex, 2 * n);
+			jsonw_khex(w, "addr", m->addr + k);
+			jsonw_kstrn(w, "bytes", hex, 2 * (e - k));
 			jsonw_object_end(w);
+			k = e;
 		}
-		jsonw_array_end(w);
 	}
+	if (any)
+		jsonw_array_end(w);
 	jsonw_object_end(w);
 }
 

@@ -35,7 +35,9 @@ struct snapio_meta {
 	uint64_t seq;         /* 1-based index within a recording, 0 if none */
 	pid_t ppid;
 	long uid;             /* -1 when unknown */
-	const char *cmdline;  /* arguments joined by spaces (escaped) */
+	const char *cmdline;  /* argv[0], or with full_cmdline the arguments
+			       * joined by spaces (escaped) */
+	int full_cmdline;     /* snapio_meta_from_proc keeps every argument */
 	const char *hostname; /* on save: NULL means this machine's */
 	const char *kernel;   /* uname release */
 	const char *machine;  /* uname machine, e.g. "x86_64" */
@@ -61,18 +63,23 @@ char *snapio_dumps(const struct sd_snapshot *s, const struct snapio_meta *meta, 
 void snapio_dump_buf(struct strbuf *sb, const struct sd_snapshot *s,
 		     const struct snapio_meta *meta);
 
+/* Whether a saved thread keeps the arguments of syscall NR: only those
+ * lock analysis reads (futex, restart_syscall, futex_waitv). */
+int snapio_args_kept(long nr);
+
 #define SNAPIO_GZIP 1
 #define SNAPIO_NO_DIR_SYNC 2
-/* Write LEN bytes of DATA to PATH atomically: to a hidden temporary file in
- * the same directory (".NAME.tmp.PID"), fsync, rename over PATH, fsync the
- * directory. A PATH that is there and not a regular file (/dev/null, a
- * FIFO) is written through instead, never replaced; a symbolic link's
- * target is replaced, not the link. FLAGS: SNAPIO_GZIP compresses the bytes first;
- * SNAPIO_NO_DIR_SYNC leaves the directory fsync to the next write into it. The file is
- * created with MODE (e.g. 0600). On any error (ENOSPC included) the
- * temporary file is removed, PATH is untouched, ERR names PATH and the
- * reason, and a negative errno is returned. *WRITTEN (may be NULL) gets the
- * file's size. */
+/* Write LEN bytes of DATA to PATH atomically through safefile_put()
+ * (safefile.h): to a new hidden temporary file in the same directory
+ * (".NAME.tmp.PID.RANDOM"), fsync, rename over PATH, fsync the directory.
+ * A folder another user could change, and a PATH that is a symbolic link,
+ * a FIFO or another user's file, are refused; stdout ("-") and character
+ * devices (/dev/null) are written through. FLAGS: SNAPIO_GZIP compresses
+ * the bytes first; SNAPIO_NO_DIR_SYNC leaves the directory fsync to the
+ * next write into it. The file is created with MODE (e.g. 0600). On any
+ * error (ENOSPC included) the temporary file is removed, PATH is
+ * untouched, ERR names PATH and the reason, and a negative errno is
+ * returned. *WRITTEN (may be NULL) gets the file's size. */
 int snapio_write_atomic(const char *path, const void *data, size_t len, int flags,
 			unsigned mode, uint64_t *written, struct sd_error *err);
 

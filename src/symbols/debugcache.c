@@ -17,6 +17,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "safefile.h"
 #include "util.h"
 
 /* All inflated files together stay under this. */
@@ -48,22 +49,6 @@ const char *debugcache_dir(void)
 	if (!env && dir[0] && (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)))
 		dir[0] = '\0';
 	return dir[0] ? dir : NULL;
-}
-
-/* mkdir -p DIR, private to its owner. */
-static int make_dirs(const char *dir)
-{
-	char p[4096];
-	snprintf(p, sizeof(p), "%s", dir);
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0700) < 0 && errno != EEXIST)
-			return -1;
-		*s = '/';
-	}
-	return mkdir(p, 0700) < 0 && errno != EEXIST ? -1 : 0;
 }
 
 /* Whether ELF names a dwz alternate file: named relative to the debug
@@ -165,50 +150,69 @@ static int copy_fd(int from, int to)
 	}
 }
 
-static int open_valid(const char *path)
+/* The cache's file NAME, opened only if it is a regular file of ours in a
+ * folder of ours (safefile.h): never through a link or FIFO another user
+ * planted there. */
+static int open_valid(const char *dir, const char *name)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	int dfd = safefile_opendir(dir, SAFEFILE_OWN_DIR, NULL, NULL);
+	if (dfd < 0)
 		return -1;
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+			!safefile_trusted_uid(st.st_uid))) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		close(dfd);
+		return -1;
+	}
 	unsigned char magic[4];
 	if (pread(fd, magic, 4, 0) != 4 || memcmp(magic, ELFMAG, SELFMAG)) {
 		/* Cut short (a crash before the data reached the disk): made
 		 * again. */
 		close(fd);
-		unlink(path);
+		unlinkat(dfd, name, 0);
+		close(dfd);
 		return -1;
 	}
+	close(dfd);
 	return fd;
 }
 
-/* The cache's file name for BUILD_ID, or -1. */
+/* The cache's file name for BUILD_ID (HEX.debug), or -1. */
 static int file_of(const unsigned char *build_id, size_t len, char *file, size_t size)
 {
-	const char *dir = debugcache_dir();
-	if (!dir || !build_id || len < 8 || len > 64)
+	if (!debugcache_dir() || !build_id || len < 8 || len > 64)
 		return -1;
 	char hex[129];
 	sd_hex(hex, build_id, len);
-	int n = snprintf(file, size, "%s/%s.debug", dir, hex);
+	int n = snprintf(file, size, "%s.debug", hex);
 	return n > 0 && (size_t)n < size ? 0 : -1;
 }
 
 int debugcache_find(const unsigned char *build_id, size_t len, char **path)
 {
-	char file[4096 + 160];
+	char file[160];
 	if (file_of(build_id, len, file, sizeof(file)) < 0)
 		return -1;
-	int cfd = open_valid(file);
+	const char *dir = debugcache_dir();
+	int cfd = open_valid(dir, file);
 	if (cfd < 0)
 		return -1;
 	futimens(cfd, NULL); /* used now: last out of the cache */
-	*path = sd_xstrdup(file);
+	struct strbuf sb;
+	strbuf_init(&sb);
+	strbuf_addf(&sb, "%s/%s", dir, file);
+	*path = strbuf_detach(&sb);
 	return cfd;
 }
 
 void debugcache_add(int image, const unsigned char *build_id, size_t len)
 {
-	char file[4096 + 160];
+	char file[160];
 	const char *dir = debugcache_dir();
 	if (file_of(build_id, len, file, sizeof(file)) < 0)
 		return;
@@ -223,17 +227,24 @@ void debugcache_add(int image, const unsigned char *build_id, size_t len)
 		return;
 	uint64_t need = (uint64_t)st.st_size;
 	struct statvfs vfs;
-	if (make_dirs(dir) < 0 || statvfs(dir, &vfs) < 0 ||
+	/* The folder is made private (0700) and must stay so: a folder
+	 * others could write into is not used (safefile.h). */
+	int dfd = safefile_opendir(dir, SAFEFILE_MKDIR | SAFEFILE_OWN_DIR, NULL, NULL);
+	if (dfd < 0)
+		return;
+	close(dfd);
+	if (statvfs(dir, &vfs) < 0 ||
 	    (uint64_t)vfs.f_bavail * vfs.f_frsize < need + CACHE_RESERVE || make_room(dir, need) < 0)
 		return;
-	char tmp[sizeof(file) + 8];
-	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", file);
-	int tfd = mkostemp(tmp, O_CLOEXEC);
-	if (tfd < 0)
-		return;
-	int ok = copy_fd(image, tfd) == 0;
-	if (close(tfd) < 0)
-		ok = 0;
-	if (!ok || rename(tmp, file) < 0)
-		unlink(tmp);
+	struct strbuf path;
+	strbuf_init(&path);
+	strbuf_addf(&path, "%s/%s", dir, file);
+	struct safefile f;
+	if (safefile_begin(&f, path.buf, 0600, SAFEFILE_OWN_DIR | SAFEFILE_NO_DIR_SYNC, NULL) == 0) {
+		if (copy_fd(image, f.fd) == 0)
+			safefile_commit(&f, NULL);
+		else
+			safefile_abort(&f);
+	}
+	strbuf_release(&path);
 }

@@ -12,6 +12,7 @@
 #include <libdeflate.h>
 #include <libelf.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -68,8 +69,11 @@ static int in_prefix(const Elf64_Shdr *s, uint64_t prefix)
  * after it follow one another. Returns the end of the last section's data,
  * or 0 when the file cannot be imaged or has nothing compressed. */
 static uint64_t plan(Elf *elf, const char *file, size_t size, Elf64_Shdr *sh, size_t shnum,
-		     size_t shstrndx, uint64_t *prefix)
+		     size_t shstrndx, uint64_t *prefix, const struct debugimage_caps *caps,
+		     char *note, size_t notesize)
 {
+	uint64_t total = 0;
+	int refused = 0;
 	uint64_t first = size;
 	for (size_t i = 1; i < shnum; i++)
 		if ((sh[i].sh_flags & SHF_COMPRESSED) && sh[i].sh_type != SHT_NOBITS &&
@@ -104,6 +108,26 @@ static uint64_t plan(Elf *elf, const char *file, size_t size, Elf64_Shdr *sh, si
 				s->sh_size = 0;
 				continue;
 			}
+			/* The size a section claims is the file's word: a
+			 * claim past the caps is refused, not allocated. */
+			uint64_t packed = s->sh_size - sizeof(ch);
+			if (ch.ch_size > caps->max_total - total ||
+			    (caps->max_ratio && ch.ch_size / caps->max_ratio > packed)) {
+				if (note && !refused)
+					snprintf(note, notesize,
+						 "%s claims %llu bytes inflated from %llu: past the "
+						 "cap (%llu bytes in all, %llu times the compressed "
+						 "size); left out",
+						 name, (unsigned long long)ch.ch_size,
+						 (unsigned long long)packed,
+						 (unsigned long long)caps->max_total,
+						 (unsigned long long)caps->max_ratio);
+				refused = 1;
+				s->sh_type = SHT_NOBITS;
+				s->sh_size = 0;
+				continue;
+			}
+			total += ch.ch_size;
 			inflated = 1;
 			align = ch.ch_addralign;
 			s->sh_size = ch.ch_size;
@@ -113,7 +137,7 @@ static uint64_t plan(Elf *elf, const char *file, size_t size, Elf64_Shdr *sh, si
 		s->sh_offset = at;
 		at += s->sh_size;
 	}
-	return inflated ? at : 0;
+	return inflated || refused ? at : 0;
 }
 
 /* Fill the image MAP: FILE's first PREFIX bytes as they are (the ELF
@@ -154,8 +178,32 @@ static int fill(char *map, const char *file, uint64_t prefix, const Elf64_Shdr *
 	return r;
 }
 
+void debugimage_caps_default(struct debugimage_caps *c)
+{
+	c->max_total = DEBUGIMAGE_MAX_TOTAL;
+	c->max_ratio = DEBUGIMAGE_MAX_RATIO;
+	uint64_t v;
+	const char *e = getenv("STACKDUMP_MAX_INFLATE");
+	if (e && sd_parse_size(e, &v) == 0 && v > 0)
+		c->max_total = v;
+	e = getenv("STACKDUMP_MAX_INFLATE_RATIO");
+	char *end;
+	if (e && *e && (v = strtoull(e, &end, 10)) > 0 && !*end)
+		c->max_ratio = v;
+}
+
 int debugimage_make(int fd, const unsigned char *id, size_t len)
 {
+	struct debugimage_caps c;
+	debugimage_caps_default(&c);
+	return debugimage_make_capped(fd, id, len, &c, NULL, 0);
+}
+
+int debugimage_make_capped(int fd, const unsigned char *id, size_t len,
+			   const struct debugimage_caps *caps, char *note, size_t notesize)
+{
+	if (note && notesize)
+		note[0] = '\0';
 	elf_version(EV_CURRENT);
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf)
@@ -186,7 +234,7 @@ int debugimage_make(int fd, const unsigned char *id, size_t len)
 	sh = sd_xcalloc(shnum, sizeof(*sh));
 	memcpy(sh, old, shnum * sizeof(*sh));
 	uint64_t prefix = 0;
-	uint64_t end = plan(elf, file, size, sh, shnum, shstrndx, &prefix);
+	uint64_t end = plan(elf, file, size, sh, shnum, shstrndx, &prefix, caps, note, notesize);
 	/* The program headers, where there are any, are in the prefix. */
 	if (!end || prefix < sizeof(*eh) ||
 	    (eh->e_phnum && (eh->e_phoff > prefix ||

@@ -22,6 +22,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "saferead.h"
+
 struct dwp_sect {
 	const uint8_t *data; /* NULL: the package has no such section */
 	size_t size;
@@ -164,18 +166,13 @@ static void read_section(Elf_Scn *scn, uint64_t file_size, struct dwp_sect *s)
 
 struct sd_dwp *dwp_open(const char *path, struct sd_error *err)
 {
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (fd < 0) {
-		int en = errno;
-		sd_error_set(err, en, "cannot open %s: %s", path, sd_strerror(en));
-		return NULL;
-	}
+	/* Packages are found beside the target's files: inside its root,
+	 * a regular file, capped (saferead.h). */
 	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		sd_error_set(err, EINVAL, "%s is not a regular file", path);
+	int fd = saferead_open(path, saferead_cap("STACKDUMP_MAX_DEBUG_FILE", SAFEREAD_DEBUG_CAP),
+			       (uid_t)-1, &st, err);
+	if (fd < 0)
 		return NULL;
-	}
 	uint64_t fsize = (uint64_t)st.st_size;
 	elf_version(EV_CURRENT);
 	struct sd_dwp *p = sd_xcalloc(1, sizeof(*p));

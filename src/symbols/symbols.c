@@ -7,7 +7,9 @@
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -16,12 +18,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "debugcache.h"
 #include "debugimage.h"
 #include "demangle.h"
 #include "dwindex.h"
 #include "hashmap.h"
+#include "saferead.h"
 #include "space.h"
 
 /* One function of a resolved address: the innermost first. */
@@ -101,7 +105,10 @@ struct sd_symbols {
 	} pf;
 };
 
-static char *debuginfo_path;
+/* For libdwfl's own search, used only to reach debuginfod: a folder
+ * that cannot exist, so that it opens no local file. */
+static char debuginfo_none[] = "/dev/null/stackdump-no-debug-path";
+static char *debuginfo_path = debuginfo_none;
 
 static int find_elf_cb(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
 		       char **file_name, Elf **elfp)
@@ -128,18 +135,166 @@ static int find_elf_cb(Dwfl_Module *mod, void **userdata, const char *modname, D
 	return -1;
 }
 
-/* The module's debug file under /usr/lib/debug/.build-id/ (where libdwfl
- * looks first), or -1; its path in *PATH (heap, the caller's). */
-static int open_by_build_id(const unsigned char *id, size_t len, char **path)
+static uint64_t debug_cap(void)
 {
-	if (len < 2 || len > 64)
+	return saferead_cap("STACKDUMP_MAX_DEBUG_FILE", SAFEREAD_DEBUG_CAP);
+}
+
+/* Whether the ELF file open as FD has the build-id note ID (LEN bytes). */
+static int build_id_is(int fd, const unsigned char *id, int len)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		return 0;
+	const void *got = NULL;
+	ssize_t n = dwelf_elf_gnu_build_id(elf, &got);
+	int same = n == len && got && !memcmp(got, id, (size_t)len);
+	elf_end(elf);
+	return same;
+}
+
+/* The CRC-32 .gnu_debuglink names, of the whole file open as FD. */
+static int crc_is(int fd, GElf_Word want)
+{
+	char buf[1 << 16];
+	uLong crc = crc32(0, Z_NULL, 0);
+	for (off_t off = 0;;) {
+		ssize_t n = pread(fd, buf, sizeof(buf), off);
+		if (n < 0)
+			return 0;
+		if (n == 0)
+			break;
+		crc = crc32(crc, (const Bytef *)buf, (uInt)n);
+		off += n;
+	}
+	return (GElf_Word)crc == want;
+}
+
+/* The candidate debug file NAME (a path as saferead.h spells it: inside
+ * the target's root or on the host), opened through the safe opener, and
+ * kept only if it is the module's: its build-id note is ID when the module
+ * has one (LEN > 0), else its CRC is CRC when CHECK_CRC. -1 otherwise;
+ * the path in *PATH (heap, the caller's). */
+static int try_debug(const char *name, const unsigned char *id, int len, GElf_Word crc,
+		     int check_crc, char **path)
+{
+	int fd = saferead_open(name, debug_cap(), (uid_t)-1, NULL, NULL);
+	if (fd < 0)
 		return -1;
-	char hex[129], file[200];
-	sd_hex(hex, id, len);
-	snprintf(file, sizeof(file), "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
-	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	if ((len > 0 && !build_id_is(fd, id, len)) || (len <= 0 && check_crc && !crc_is(fd, crc))) {
+		close(fd);
+		return -1;
+	}
+	lseek(fd, 0, SEEK_SET);
+	*path = sd_xstrdup(name);
+	return fd;
+}
+
+/* The process a module's file was opened from ("/proc/PID/root/..." or
+ * "/proc/PID/map_files/..."), or 0 (the host). */
+static pid_t pid_of_path(const char *file)
+{
+	unsigned long v;
+	int n = 0;
+	if (file && sscanf(file, "/proc/%lu/%n", &v, &n) == 1 && n > 0 && v > 0 && v < (1ul << 31))
+		return (pid_t)v;
+	return 0;
+}
+
+/* Where the debug file of a module is looked for, in this order, each
+ * candidate through the safe opener and kept only when its build-id note
+ * (or, without one, the debuglink's CRC) matches the module's:
+ *   1. inside the target's root: /usr/lib/debug/.build-id/XX/REST.debug,
+ *      then the .gnu_debuglink name beside the file, in .debug/ beside it,
+ *      and under /usr/lib/debug/ + the file's folder;
+ *   2. on the host: the same build-id path and /usr/lib/debug/ + folder
+ *      + name.
+ * (The inflated cache, debugcache.h, is asked before either: it only ever
+ * holds a file that matched the build-id it is filed under.) Never
+ * libdwfl's own search, which opens what it finds blocking and follows
+ * the target's links into our root. */
+static int search_debug(const char *file_name, const char *link, GElf_Word crc,
+			const unsigned char *id, int len, char **path)
+{
+	pid_t pid = pid_of_path(file_name);
+	struct strbuf root, p, dir;
+	strbuf_init(&root);
+	strbuf_init(&p);
+	strbuf_init(&dir);
+	if (pid)
+		strbuf_addf(&root, "/proc/%d/root", (int)pid);
+	/* The file's folder inside its root ("" when unknown). */
+	if (file_name && pid && !strncmp(file_name, root.buf, root.len) &&
+	    file_name[root.len] == '/') {
+		const char *in = file_name + root.len, *slash = strrchr(in, '/');
+		strbuf_add(&dir, in, (size_t)(slash - in));
+	} else if (file_name && !pid && file_name[0] == '/') {
+		strbuf_add(&dir, file_name, (size_t)(strrchr(file_name, '/') - file_name));
+	}
+	char hex[129] = "";
+	if (len >= 2 && len <= 64)
+		sd_hex(hex, id, (size_t)len);
+	int fd = -1;
+	for (int host = pid ? 0 : 1; host < 2 && fd < 0; host++) {
+		const char *r = host ? "" : root.buf;
+		if (hex[0]) {
+			strbuf_release(&p);
+			strbuf_addf(&p, "%s/usr/lib/debug/.build-id/%.2s/%s.debug", r, hex, hex + 2);
+			fd = try_debug(p.buf, id, len, crc, 0, path);
+		}
+		if (fd >= 0 || !link || !link[0] || strchr(link, '/'))
+			continue;
+		if (!host && dir.len) {
+			strbuf_release(&p);
+			strbuf_addf(&p, "%s%s/%s", r, dir.buf, link);
+			fd = try_debug(p.buf, id, len, crc, 1, path);
+			if (fd < 0) {
+				strbuf_release(&p);
+				strbuf_addf(&p, "%s%s/.debug/%s", r, dir.buf, link);
+				fd = try_debug(p.buf, id, len, crc, 1, path);
+			}
+		}
+		if (fd < 0 && dir.len) {
+			strbuf_release(&p);
+			strbuf_addf(&p, "%s/usr/lib/debug%s/%s", r, dir.buf, link);
+			fd = try_debug(p.buf, id, len, crc, 1, path);
+		}
+	}
+	strbuf_release(&root);
+	strbuf_release(&p);
+	strbuf_release(&dir);
+	return fd;
+}
+
+/* A dwz alternate file (.gnu_debugaltlink) NAME, asked for by the debug
+ * file FILE_NAME: absolute, or relative to FILE_NAME's folder; inside the
+ * target's root first when FILE_NAME is, then on the host. Opened through
+ * the safe opener; its build-id cannot be checked here (libdw checks it). */
+static int find_altfile(const char *file_name, const char *name, char **path)
+{
+	pid_t pid = pid_of_path(file_name);
+	struct strbuf p;
+	strbuf_init(&p);
+	int fd = -1;
+	if (name[0] == '/') {
+		if (pid) {
+			strbuf_addf(&p, "/proc/%d/root%s", (int)pid, name);
+			fd = saferead_open(p.buf, debug_cap(), (uid_t)-1, NULL, NULL);
+		}
+		if (fd < 0) {
+			strbuf_release(&p);
+			strbuf_adds(&p, name);
+			fd = saferead_open(p.buf, debug_cap(), (uid_t)-1, NULL, NULL);
+		}
+	} else if (file_name && strrchr(file_name, '/')) {
+		strbuf_add(&p, file_name, (size_t)(strrchr(file_name, '/') - file_name) + 1);
+		strbuf_adds(&p, name);
+		fd = saferead_open(p.buf, debug_cap(), (uid_t)-1, NULL, NULL);
+	}
 	if (fd >= 0)
-		*path = sd_xstrdup(file);
+		*path = strbuf_detach(&p);
+	else
+		strbuf_release(&p);
 	return fd;
 }
 
@@ -148,7 +303,7 @@ static int open_by_build_id(const unsigned char *id, size_t len, char **path)
  * DEBUGIMAGE_OTHER when FD's build-id is not ID (when ID is given). */
 static int image_of(int fd, const unsigned char *id, int len, int check)
 {
-	int img = debugimage_make(fd, check ? id : NULL, (size_t)len);
+	int img = debugimage_make(fd, check && len > 0 ? id : NULL, len > 0 ? (size_t)len : 0);
 	if (img == DEBUGIMAGE_OTHER)
 		return img;
 	if (img < 0)
@@ -169,6 +324,12 @@ static int find_debuginfo_cb(Dwfl_Module *mod, void **userdata, const char *modn
 			     Dwarf_Addr base, const char *file_name, const char *debuglink_file,
 			     GElf_Word debuglink_crc, char **debuginfo_file_name)
 {
+	const struct sd_elf *e = *userdata;
+	/* libdwfl asks again for a dwz alternate file, naming the debug
+	 * file it belongs to instead of the module's own. */
+	if (debuglink_file && e && e->path && file_name && strcmp(file_name, e->path) != 0 &&
+	    debuglink_crc == 0)
+		return find_altfile(file_name, debuglink_file, debuginfo_file_name);
 	const unsigned char *id;
 	GElf_Addr vaddr;
 	int len = dwfl_module_build_id(mod, &id, &vaddr);
@@ -178,19 +339,28 @@ static int find_debuginfo_cb(Dwfl_Module *mod, void **userdata, const char *modn
 		*debuginfo_file_name = path;
 		return fd;
 	}
-	fd = len > 0 ? open_by_build_id(id, (size_t)len, &path) : -1;
+	fd = search_debug(file_name, debuglink_file, debuglink_crc, id, len, &path);
 	if (fd >= 0) {
+		/* Matched the module's build-id (when it has one): safe to
+		 * keep in the cache under it. */
 		int img = image_of(fd, id, len, 1);
 		if (img >= 0) {
 			*debuginfo_file_name = path;
 			return img;
 		}
-		close(fd); /* another build's file: libdwfl's search decides */
+		close(fd);
 		free(path);
+		return -1;
 	}
-	fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
-					  debuglink_crc, debuginfo_file_name);
-	return fd >= 0 ? image_of(fd, id, len, 0) : fd;
+	/* debuginfod, when asked for (STACKDUMP_DEBUGINFOD=1 leaves
+	 * DEBUGINFOD_URLS set): libdwfl's search with a debug path that
+	 * names no folder, so that only the download is left of it. */
+	const char *urls = getenv("DEBUGINFOD_URLS");
+	if (!urls || !*urls)
+		return -1;
+	fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, NULL, 0,
+					  debuginfo_file_name);
+	return fd >= 0 ? image_of(fd, id, len, 1) : fd;
 }
 
 static const Dwfl_Callbacks callbacks = {
@@ -707,38 +877,67 @@ static int cmp_perfmap(const void *a, const void *b)
 	return (x->start > y->start) - (x->start < y->start);
 }
 
-/* (Re)read the target's perf map when it changed since the last read. */
+/* (Re)read the target's perf map when it changed since the last read.
+ * The map is the target's own file in a folder anyone writes into: it is
+ * read, as perf reads it, only when it is a regular file owned by the
+ * target's user, opened inside its root without blocking, and no larger
+ * than its cap (saferead.h: STACKDUMP_MAX_PERF_MAP). */
 static void perfmap_refresh(struct sd_symbols *s)
 {
-	char path[96];
+	char path[96], proc[32];
 	pid_t pid = s->space->pid;
-	snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-%d.map", (int)pid, (int)pid);
-	struct stat st;
-	if (stat(path, &st) < 0) {
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
+	snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
+	struct stat pst, st;
+	int o = stat(proc, &pst) < 0 ? -1 : saferead_path(pid, path);
+	if (o < 0) {
+		s->npm = 0;
+		return;
+	}
+	if (fstat(o, &st) < 0) {
+		close(o);
 		s->npm = 0;
 		return;
 	}
 	if (st.st_size == s->pm_size && st.st_mtim.tv_sec == s->pm_mtime.tv_sec &&
-	    st.st_mtim.tv_nsec == s->pm_mtime.tv_nsec)
+	    st.st_mtim.tv_nsec == s->pm_mtime.tv_nsec) {
+		close(o);
 		return;
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return;
+	}
+	uint64_t cap = saferead_cap("STACKDUMP_MAX_PERF_MAP", SAFEREAD_PERFMAP_CAP);
+	int fd = saferead_reopen(o, cap, pst.st_uid, &st, path, NULL);
 	s->npm = 0;
-	size_t cap = 0;
-	char line[4096];
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long start, size;
-		int n = 0;
-		if (sscanf(line, "%llx %llx %n", &start, &size, &n) < 2 || n == 0 || !size)
+	if (fd < 0)
+		return;
+	/* Read at most CAP bytes, even if it grows meanwhile. */
+	size_t want = (size_t)st.st_size, n = 0;
+	char *text = sd_xmalloc(want + 1);
+	while (n < want) {
+		ssize_t r = read(fd, text + n, want - n);
+		if (r < 0 && errno == EINTR)
 			continue;
-		char *name = line + n;
-		name[strcspn(name, "\n")] = '\0';
-		sd_grow(&s->pm, &cap, s->npm + 1, sizeof(*s->pm));
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	text[n] = '\0';
+	size_t cap_ents = 0;
+	for (char *line = text, *next; line < text + n; line = next) {
+		next = memchr(line, '\n', (size_t)(text + n - line));
+		next = next ? next + 1 : text + n;
+		if (next[-1] == '\n')
+			next[-1] = '\0';
+		unsigned long long start, size;
+		int k = 0;
+		if (sscanf(line, "%llx %llx %n", &start, &size, &k) < 2 || k == 0 || !size)
+			continue;
+		char *name = line + k;
+		sd_grow(&s->pm, &cap_ents, s->npm + 1, sizeof(*s->pm));
 		s->pm[s->npm++] = (struct perfmap_ent){
 			.start = start, .end = start + size, .name = strpool_intern(s->pool, name)};
 	}
-	fclose(f);
+	free(text);
 	sd_sort(s->pm, s->npm, sizeof(*s->pm), cmp_perfmap);
 	s->pm_size = st.st_size;
 	s->pm_mtime = st.st_mtim;

@@ -18,6 +18,7 @@
 #include "analyze.h"
 #include "capture.h"
 #include "ptrace.h"
+#include "saferead.h"
 #include "symbols.h"
 #include "snapctx.h"
 #include "unwind.h"
@@ -175,19 +176,7 @@ static const char *basename_of(const char *p)
  * the descriptor or -errno (-ENOSYS before Linux 5.6). */
 static int open_in_root(pid_t pid, const char *path)
 {
-	char root[64];
-	snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
-	int dfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	struct open_how how = {
-		.flags = O_PATH | O_CLOEXEC,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-	};
-	int fd = (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
-	int en = errno;
-	close(dfd);
-	return fd < 0 ? -en : fd;
+	return saferead_path(pid, path);
 }
 
 /* Turn the O_PATH descriptor OPATH (closed here) into an image, if it is a
@@ -209,15 +198,10 @@ static struct sd_elf *open_checked(int opath, const struct sd_map *want, const c
 		sd_error_set(err, ESTALE, "%s is not the file mapped", name);
 		return NULL;
 	}
-	char self[64];
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", opath);
-	int fd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	int en = errno;
-	close(opath);
-	if (fd < 0) {
-		sd_error_set(err, en, "cannot open %s: %s", name, sd_strerror(en));
+	int fd = saferead_reopen(opath, saferead_cap("STACKDUMP_MAX_DEBUG_FILE", SAFEREAD_DEBUG_CAP),
+				 (uid_t)-1, NULL, name, err);
+	if (fd < 0)
 		return NULL;
-	}
 	return elfcache_open_fd(fd, name, err);
 }
 

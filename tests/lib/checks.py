@@ -13,6 +13,11 @@
                                            whole suite, skipped nothing and passed
                                            at least FLOOR checks (.ci/run)
 
+The floor's file holds two numbers on its first line: checks and
+assertions (those the CLI tests make through sdtest's eq/ok/contains/
+matches, summed over the run), so that a test gutted of its assertions
+fails the run as surely as one that stopped running.
+
 A check is one test case: a test_* function of a CLI test (sdtest prints
 "N passed, N failed[, N skipped] (N assertions)"), one cmocka test ("[  PASSED
  ] N test(s)."), or one fuzz target that finished its runs. A program that
@@ -49,6 +54,15 @@ def parse(text):
     if FUZZ_DONE.search(text):
         return 1, 0, 0, 0
     return None
+
+
+def read_floor(floor_file):
+    """(checks, assertions) from FLOOR_FILE's first line: the fewest checks
+    a whole run may pass, and the fewest assertions its CLI tests may make
+    (0 when the line names none)."""
+    with open(floor_file) as f:
+        words = f.readline().split()
+    return int(words[0]), int(words[1]) if len(words) > 1 else 0
 
 
 def cmd_run(name, outdir, argv):
@@ -106,8 +120,7 @@ def registered(build):
 
 
 def cmd_total(build, outdir, floor_file):
-    with open(floor_file) as f:
-        floor = int(f.read().split()[0])
+    floor, afloor = read_floor(floor_file)
     recs = []
     if os.path.isdir(outdir):
         for n in sorted(os.listdir(outdir)):
@@ -140,16 +153,20 @@ def cmd_total(build, outdir, floor_file):
         print("checks: %d checks passed, fewer than the floor of %d in %s: a test stopped "
               "running (or lower the floor on purpose)" % (passed, floor, floor_file))
         rc = 1
+    elif whole and not skipped and asserts < afloor:
+        print("checks: %d assertions made, fewer than the floor of %d in %s: assertions "
+              "were removed from a test (or lower the floor on purpose)"
+              % (asserts, afloor, floor_file))
+        rc = 1
     elif whole and skipped:
         print("checks: %d skipped, so the floor of %d is not applied" % (skipped, floor))
     elif whole:
-        print("checks: the floor is %d (%s)" % (floor, floor_file))
+        print("checks: the floor is %d checks, %d assertions (%s)" % (floor, afloor, floor_file))
     return rc
 
 
 def cmd_verify(build, floor_file):
-    with open(floor_file) as f:
-        floor = int(f.read().split()[0])
+    floor, afloor = read_floor(floor_file)
     try:
         with open(os.path.join(build, "checks-total")) as f:
             words = f.read().split()
@@ -157,14 +174,16 @@ def cmd_verify(build, floor_file):
         print("checks: %s has no checks-total: did ctest run there?" % build)
         return 1
     passed, failed, skipped = int(words[0]), int(words[2]), int(words[4])
+    asserts = int(words[6])
     if words[-1] != "whole":
         print("checks: the last run in %s was not the whole suite" % build)
         return 1
-    if failed or skipped or passed < floor:
-        print("checks: %d passed, %d failed, %d skipped; the floor is %d" % (
-            passed, failed, skipped, floor))
+    if failed or skipped or passed < floor or asserts < afloor:
+        print("checks: %d passed, %d failed, %d skipped, %d assertions; the floor is %d "
+              "checks, %d assertions" % (passed, failed, skipped, asserts, floor, afloor))
         return 1
-    print("checks: %d passed in %s (floor %d)" % (passed, build, floor))
+    print("checks: %d passed in %s, %d assertions (floor %d, %d)" % (
+        passed, build, asserts, floor, afloor))
     return 0
 
 
