@@ -23,6 +23,7 @@
 #include "dwindex.h"
 #include "hashmap.h"
 #include "space.h"
+#include "symcache.h"
 
 /* One function of a resolved address: the innermost first. */
 struct symentry {
@@ -54,6 +55,7 @@ struct modindex {
 	uint64_t bias;
 	struct modsym *syms;    /* function symbols by address */
 	size_t nsyms;
+	struct sd_datasyms *data; /* every symbol, for data lookups; built on the first */
 };
 
 /* One function symbol of a module (from its .symtab, or .dynsym, or the
@@ -65,6 +67,15 @@ struct modsym {
 	uint64_t start, size; /* runtime addresses */
 	const char *name;     /* libdwfl's, lives as long as the module */
 	int rank;             /* binding: global 2, weak 1, local 0 */
+};
+
+/* A data address looked up (symbols_data), keyed by (elf, file-relative
+ * address): a lock word or a condvar is named again at every sample. */
+struct datacache_slot {
+	const struct sd_elf *elf;
+	uint64_t addr;
+	const char *name; /* demangled, pool of the symbols session; NULL: none */
+	uint64_t off;
 };
 
 /* A JIT's own map of its code, /tmp/perf-PID.map ("START SIZE name" per
@@ -86,6 +97,8 @@ struct sd_symbols {
 	struct strpool *pool;
 	struct hashmap cache; /* of struct symcache_slot */
 	uint64_t lookups, hits;
+	struct hashmap datacache; /* of struct datacache_slot */
+	struct sd_symcounts counts;
 	unsigned synced_generation;
 	/* Modules whose index a second thread builds (symbols_prefetch):
 	 * while it runs, it alone touches the session. */
@@ -213,6 +226,7 @@ struct sd_symbols *symbols_new(struct sd_space *sp)
 	s->dwfl = dwfl_begin(&callbacks);
 	hashmap_init(&s->cache, sizeof(struct symcache_slot));
 	hashmap_reserve(&s->cache, 512);
+	hashmap_init(&s->datacache, sizeof(struct datacache_slot));
 	s->synced_generation = ~0u;
 	pthread_mutex_init(&s->pf.mu, NULL);
 	pthread_cond_init(&s->pf.cv, NULL);
@@ -231,7 +245,9 @@ void symbols_free(struct sd_symbols *s)
 	for (struct symcache_slot *c; (c = hashmap_next(&s->cache, &pos));)
 		free(c->v);
 	hashmap_release(&s->cache);
+	hashmap_release(&s->datacache);
 	for (size_t i = 0; i < s->nmi; i++) {
+		datasyms_free(s->mi[i].data);
 		dwindex_free(s->mi[i].idx);
 		free(s->mi[i].syms);
 		free(s->mi[i].name);
@@ -249,6 +265,16 @@ void symbols_stats(const struct sd_symbols *s, uint64_t *lookups, uint64_t *hits
 	symbols_settle((struct sd_symbols *)s);
 	*lookups = s ? s->lookups : 0;
 	*hits = s ? s->hits : 0;
+}
+
+void symbols_counts(const struct sd_symbols *s, struct sd_symcounts *c)
+{
+	symbols_settle((struct sd_symbols *)s);
+	memset(c, 0, sizeof(*c));
+	if (!s)
+		return;
+	*c = s->counts;
+	c->frame_resolves = s->lookups - s->hits;
 }
 
 void symbols_sync(struct sd_symbols *s)
@@ -290,6 +316,7 @@ void symbols_sync(struct sd_symbols *s)
 		if (alive) {
 			s->mi[keep++] = *x;
 		} else {
+			datasyms_free(x->data);
 			dwindex_free(x->idx);
 			free(x->syms);
 			free(x->name);
@@ -890,21 +917,90 @@ void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_th
 	end_at_stack_root(th);
 }
 
+static int datacache_eq(const void *entry, const void *key)
+{
+	const struct datacache_slot *c = entry, *k = key;
+	return c->elf == k->elf && c->addr == k->addr;
+}
+
+/* libdwfl's own answer: a scan of every symbol of DM. */
+static const char *data_by_libdw(struct sd_symbols *s, Dwfl_Module *dm, uint64_t addr,
+				 uint64_t *off)
+{
+	GElf_Off o = 0;
+	GElf_Sym sym;
+	s->counts.data_scans++;
+	const char *name = dwfl_module_addrinfo(dm, addr, &o, &sym, NULL, NULL, NULL);
+	if (!name || GELF_ST_TYPE(sym.st_info) == STT_FUNC || (sym.st_size && o >= sym.st_size))
+		return NULL;
+	*off = o;
+	return name;
+}
+
+const char *symbols_data_uncached(struct sd_symbols *s, struct sd_snapshot *snap, uint64_t addr,
+				  uint64_t *off)
+{
+	symbols_settle(s);
+	if (!s->dwfl)
+		return NULL;
+	Dwfl_Module *dm = dwfl_addrmodule(s->dwfl, addr);
+	uint64_t o = 0;
+	const char *name = dm ? data_by_libdw(s, dm, addr, &o) : NULL;
+	if (!name)
+		return NULL;
+	if (off)
+		*off = o;
+	return intern_demangled(snap->pool, name);
+}
+
 const char *symbols_data(struct sd_symbols *s, struct sd_snapshot *snap, uint64_t addr,
 			 uint64_t *off)
 {
 	symbols_settle(s);
 	if (!s->dwfl)
 		return NULL;
-	Dwfl_Module *dm = dwfl_addrmodule(s->dwfl, addr);
-	if (!dm)
+	s->counts.data_lookups++;
+	struct sd_tmod *m = space_module_at(s->space, addr);
+	if (!m || !m->elf || !m->dwmod || s->synced_generation != s->space->generation) {
+		s->counts.data_hits++; /* not a module's: answered without libdw */
+		if (m && m->elf && s->synced_generation != s->space->generation)
+			return symbols_data_uncached(s, snap, addr, off);
 		return NULL;
-	GElf_Off o = 0;
-	GElf_Sym sym;
-	const char *name = dwfl_module_addrinfo(dm, addr, &o, &sym, NULL, NULL, NULL);
-	if (!name || GELF_ST_TYPE(sym.st_info) == STT_FUNC || (sym.st_size && o >= sym.st_size))
+	}
+	int found;
+	struct datacache_slot k = {.elf = m->elf, .addr = addr - m->bias};
+	uint64_t key[2] = {(uintptr_t)k.elf, k.addr};
+	struct datacache_slot *c =
+	    hashmap_put(&s->datacache, sd_hash(key, sizeof(key), 0), &k, datacache_eq, &found);
+	if (found) {
+		s->counts.data_hits++;
+	} else {
+		*c = k;
+		Dwfl_Module *dm = m->dwmod;
+		struct modindex *x = module_index(s, dm);
+		if (!x->data)
+			x->data = datasyms_new(dm);
+		const char *name = NULL;
+		uint64_t o = 0;
+		int type = 0;
+		switch (datasyms_lookup(x->data, addr, &name, &o, &type)) {
+		case DATASYMS_FOUND:
+			if (type == STT_FUNC)
+				name = NULL;
+			break;
+		case DATASYMS_NONE:
+			name = NULL;
+			break;
+		default:
+			name = data_by_libdw(s, dm, addr, &o);
+			break;
+		}
+		c->name = name ? intern_demangled(s->pool, name) : NULL;
+		c->off = o;
+	}
+	if (!c->name)
 		return NULL;
 	if (off)
-		*off = o;
-	return intern_demangled(snap->pool, name);
+		*off = c->off;
+	return strpool_intern(snap->pool, c->name);
 }
