@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../src/budget.h"
 #include "../src/format-run.h"
 #include "../src/procfs.h"
 #include "../src/profile.h"
@@ -24,6 +25,7 @@ enum {
 	PROF_PID_OF,
 	PROF_ENGINE,
 	PROF_PERF_BUFFER,
+	PROF_CPU_BUDGET,
 	PROF_ON_CPU,
 	PROF_OFF_CPU,
 	PROF_NO_IDLE,
@@ -61,6 +63,7 @@ static const struct cmd_option profile_options[] = {
 				  "perf engine: ring buffer per thread that runs (default 128k, "
 				  "64k past 256 such threads)",
 				  4096, 64 << 20, NULL, NULL),
+    [PROF_CPU_BUDGET] = OPT_CPU_BUDGET,
     [PROF_ON_CPU] = OPT_FLAG("on-cpu", 0, "only samples of threads on a CPU (state R)"),
     [PROF_OFF_CPU] = OPT_FLAG("off-cpu", 0, "only samples of threads off CPU (blocked, sleeping)"),
     [PROF_NO_IDLE] = OPT_FLAG(
@@ -111,23 +114,66 @@ static int interrupted_early(const struct sd_profile *p, uint64_t interval_us)
 
 /* profile -v: what the run cost, on stderr. */
 static void report_verbose(struct cmd_ctx *ctx, struct sd_profile *p, struct ptarget *v, size_t n,
-			   double cpu, double wall)
+			   double cpu, double wall, const struct sd_budget *b)
 {
 	uint64_t lookups = 0, hits = 0;
 	struct sd_perf_stats ps = {0};
+	struct sd_symcounts sc = {0};
 	for (size_t i = 0; i < n; i++) {
 		uint64_t l, h;
 		symbols_stats(v[i].t->sym, &l, &h);
 		lookups += l;
 		hits += h;
+		struct sd_symcounts c;
+		symbols_counts(v[i].t->sym, &c);
+		sc.frame_resolves += c.frame_resolves;
+		sc.data_lookups += c.data_lookups;
+		sc.data_hits += c.data_hits;
+		sc.data_scans += c.data_scans;
 		if (v[i].smp)
 			sampler_stats_add(v[i].smp, &ps);
 	}
 	struct strbuf sb;
 	strbuf_init(&sb);
 	format_profile_costs(&sb, p, &ps, lookups, hits, cpu, wall);
+	format_budget_costs(&sb, b, &sc, p);
 	fputs(sb.buf, ctx->err);
 	strbuf_release(&sb);
+}
+
+/* Is sampling keeping up? Judged over windows of two seconds or more:
+ * fewer than 90% of the ticks the interval asks for, or (perf, ticks on
+ * a grid) a tick composed more than a second after its time. */
+struct pace {
+	uint64_t win_start, win_samples, last_said;
+	double last_rate, last_window_s;
+};
+
+static void pace_init(struct pace *p, uint64_t start)
+{
+	memset(p, 0, sizeof(*p));
+	p->win_start = start;
+}
+
+/* Nonzero when it is time to say that sampling fell behind (at most once
+ * in ten seconds). */
+static int pace_check(struct pace *p, uint64_t now, uint64_t samples, uint64_t interval_ns,
+		      uint64_t lag_ns)
+{
+	uint64_t win = now - p->win_start;
+	if (win < 2000000000ull && win < interval_ns * 8)
+		return 0;
+	double want = (double)win / (double)interval_ns;
+	double got = (double)(samples - p->win_samples);
+	p->last_window_s = (double)win / 1e9;
+	p->last_rate = got / p->last_window_s;
+	p->win_start = now;
+	p->win_samples = samples;
+	int behind = got < want * 0.9 || (lag_ns > 1000000000ull && lag_ns < (1ull << 62));
+	if (!behind || (p->last_said && now - p->last_said < 10000000000ull))
+		return 0;
+	p->last_said = now;
+	return 1;
 }
 
 /* Checks between options, before the processes are resolved. */
@@ -143,7 +189,9 @@ static int profile_check(struct cmd_ctx *ctx)
 		cmd_error(ctx, "profile: --on-cpu and --off-cpu exclude each other");
 		return -1;
 	}
-	const char *format = cmd_str(ctx, PROF_FORMAT);
+	const char *format = cmd_output_format(ctx, PROF_FORMAT, PROF_OUTPUT, 0);
+	if (!format)
+		return -1;
 	int locks = cmd_has(ctx, PROF_LOCKS);
 	if (locks && cmd_is(ctx, PROF_ENGINE, "perf")) {
 		cmd_error(ctx, "profile: --locks needs --engine ptrace (lock words are read while "
@@ -200,7 +248,9 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		interval_us = cmd_num(ctx, PROF_INTERVAL);
 	if (count && !cmd_has(ctx, PROF_DURATION))
 		duration_us = 0;
-	const char *format = cmd_str(ctx, PROF_FORMAT);
+	const char *format = cmd_output_format(ctx, PROF_FORMAT, PROF_OUTPUT, 1);
+	if (!format)
+		return EXIT_USAGE;
 	int locks = cmd_has(ctx, PROF_LOCKS);
 	struct sd_sampler_opts smo = {.engine = SD_ENGINE_AUTO};
 	sd_engine_parse(cmd_str(ctx, PROF_ENGINE), &smo.engine); /* a checked choice */
@@ -246,6 +296,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	po.no_source = so.no_source;
 	prof = profile_new(&po);
 	prof->interval_us = interval_us;
+	prof->rate_asked = 1e6 / (double)interval_us;
 
 	/* One sampler per process; auto says once why perf could not be used. */
 	smo.interval_us = interval_us;
@@ -279,6 +330,12 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	double cpu0 = sd_cpu_seconds();
 	uint64_t start = sd_now_ns(), next = start, last_progress = 0;
 	uint64_t interval_ns = interval_us * 1000, end_ns = duration_us ? start + duration_us * 1000 : 0;
+	/* Our own CPU against the budget: over it, ticks come less often. */
+	struct sd_budget budget;
+	budget_init(&budget, cmd_real(ctx, PROF_CPU_BUDGET), interval_ns, start);
+	struct pace pace;
+	pace_init(&pace, start);
+	int ended_by_clock = 0;
 	size_t live = nt;
 	int fatal = 0;
 	struct sd_sampler **smps = sd_xcalloc(nt + 1, sizeof(*smps));
@@ -308,6 +365,12 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		uint64_t now = sd_now_ns();
 		if (end_ns && (on_grid ? next : now) >= end_ns)
 			break;
+		/* The time asked is kept: ticks a late stackdump has not
+		 * composed by then are not made up after it. */
+		if (end_ns && now >= end_ns) {
+			ended_by_clock = 1;
+			break;
+		}
 		int took = 0;
 		for (size_t i = 0; i < nt && !cmd_interrupted; i++) {
 			if (tv[i].gone)
@@ -354,6 +417,45 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			fflush(ctx->err);
 			last_progress = now;
 		}
+		/* A new stack's first symbolization is work done once, not
+		 * per sample: not held against the budget. */
+		double used = sd_cpu_seconds() - cpu0 - (double)prof->symbolize_cpu_ns / 1e9;
+		switch (budget_tick(&budget, now, used)) {
+		case BUDGET_SLOWER:
+			prof->rate_note = "slowed to keep within the CPU budget (--cpu-budget)";
+			if (progress)
+				fprintf(ctx->err, "\r\033[K");
+			fprintf(ctx->err,
+				"stackdump: sampling costs %.1f%% of a core, over the budget of %g%% "
+				"(--cpu-budget): %.1f Hz instead of %.1f Hz\n",
+				budget.last_percent, budget.percent, 1e9 / (double)budget.interval_ns,
+				rate);
+			break;
+		case BUDGET_FASTER:
+			if (progress)
+				fprintf(ctx->err, "\r\033[K");
+			fprintf(ctx->err,
+				"stackdump: sampling costs %.1f%% of a core: %.1f Hz again (%.1f Hz "
+				"asked)\n",
+				budget.last_percent, 1e9 / (double)budget.interval_ns, rate);
+			break;
+		}
+		if (budget.interval_ns != interval_ns) {
+			pace_init(&pace, now); /* judged again at the new rate */
+			pace.win_samples = prof->samples;
+		}
+		interval_ns = budget.interval_ns;
+		if (pace_check(&pace, now, prof->samples, interval_ns, on_grid ? now - next : 0)) {
+			if (!prof->rate_note)
+				prof->rate_note = "stackdump fell behind (a busy host, or samples "
+						  "slower than the interval)";
+			if (progress)
+				fprintf(ctx->err, "\r\033[K");
+			fprintf(ctx->err,
+				"stackdump: falling behind: %.1f samples/s over the last %.0f s, %.1f "
+				"Hz asked\n",
+				pace.last_rate, pace.last_window_s, 1e9 / (double)interval_ns);
+		}
 		next += interval_ns;
 		if (next < now && !on_grid)
 			next = now; /* behind: sample again at once, skip the missed ticks */
@@ -385,6 +487,10 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	 * to the last one. */
 	if (nperf && !interrupted_early(prof, interval_us) && prof->samples)
 		prof->duration_us = (last_tick - start) / 1000;
+	/* Ended by the clock with ticks not composed: the run covered the
+	 * time asked, at the rate it got. */
+	if (ended_by_clock && nperf && !interrupted_early(prof, interval_us))
+		prof->duration_us = duration_us;
 	double cpu = sd_cpu_seconds() - cpu0;
 	if (progress)
 		fprintf(ctx->err, "\r\033[K");
@@ -425,17 +531,28 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			rc = EXIT_FAIL;
 			goto out;
 		}
-		fprintf(ctx->err, "stackdump: wrote %s (%s): %llu samples, %llu thread stacks, %zu "
-				  "distinct\n",
-			outpath, format, (unsigned long long)prof->samples,
-			(unsigned long long)profile_total(prof), prof->nstacks);
+		struct strbuf rs;
+		strbuf_init(&rs);
+		format_profile_rate(&rs, prof);
+		fprintf(ctx->err, "stackdump: wrote %s (%s): %s, %llu thread stacks, %zu distinct\n",
+			outpath, format, rs.buf, (unsigned long long)profile_total(prof),
+			prof->nstacks);
+		strbuf_release(&rs);
 	} else {
 		cmd_write(ctx, (const char *)buf, len);
+		/* Folded stacks have no header: the rate got goes to stderr. */
+		if (!strcmp(format, "folded")) {
+			struct strbuf rs;
+			strbuf_init(&rs);
+			format_profile_rate(&rs, prof);
+			fprintf(ctx->err, "stackdump: folded profile: %s\n", rs.buf);
+			strbuf_release(&rs);
+		}
 	}
 	free(buf);
 	fflush(ctx->out);
 	if (cmd_has(ctx, PROF_VERBOSE))
-		report_verbose(ctx, prof, tv, nt, cpu, (double)(stop - start) / 1e9);
+		report_verbose(ctx, prof, tv, nt, cpu, (double)(stop - start) / 1e9, &budget);
 	rc = partial ? EXIT_PARTIAL : EXIT_OK;
 out:
 	if (out)

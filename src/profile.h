@@ -141,8 +141,11 @@ struct sd_profile {
 	uint64_t throttled;     /* perf: times the kernel throttled sampling */
 	uint64_t interval_us;   /* planned interval between samples */
 	uint64_t duration_us;   /* wall time sampled */
+	double rate_asked;      /* Hz asked (0: not known, files from before) */
+	const char *rate_note;  /* why fewer samples were taken than asked (static), or NULL */
 	double start_time;      /* wall clock of the first sample */
 	uint64_t capture_us, unwind_us, symbolize_us; /* summed over samples */
+	uint64_t symbolize_cpu_ns; /* CPU of the first symbolization of each stack */
 	uint64_t max_pause_us;
 	/* Threads by capture kind, summed over samples (see sd_snapshot). */
 	uint64_t nfrozen, nasleep, nreused, nretried, nregstops;
@@ -246,6 +249,12 @@ struct sd_prender {
 	const char *title;
 	int diff;             /* svg: differential flame graph */
 };
+
+/* Samples per second P got over its duration (0 without samples). */
+double profile_rate_achieved(const struct sd_profile *p);
+/* "200 samples in 10.00 s (20.0 Hz)", or with the rate asked beside the
+ * one got when they differ ("(12.4 Hz of 20.0 Hz asked: ...)"). */
+void format_profile_rate(struct strbuf *out, const struct sd_profile *p);
 
 /* pt-pmp like: hottest merged stacks first, with threads and states. */
 void format_profile_top(struct strbuf *out, struct sd_profile *p, const struct sd_prender *o);
