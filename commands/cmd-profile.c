@@ -16,6 +16,7 @@
 #include "../src/sampler.h"
 #include "../src/symbols.h"
 #include "cmd.h"
+#include "sampling.h"
 
 enum {
 	PROF_RATE = SNAP_OPT__COUNT,
@@ -110,70 +111,6 @@ static int interrupted_early(const struct sd_profile *p, uint64_t interval_us)
 		if (p->procs[i].exited)
 			return 1;
 	return 0;
-}
-
-/* profile -v: what the run cost, on stderr. */
-static void report_verbose(struct cmd_ctx *ctx, struct sd_profile *p, struct ptarget *v, size_t n,
-			   double cpu, double wall, const struct sd_budget *b)
-{
-	uint64_t lookups = 0, hits = 0;
-	struct sd_perf_stats ps = {0};
-	struct sd_symcounts sc = {0};
-	for (size_t i = 0; i < n; i++) {
-		uint64_t l, h;
-		symbols_stats(v[i].t->sym, &l, &h);
-		lookups += l;
-		hits += h;
-		struct sd_symcounts c;
-		symbols_counts(v[i].t->sym, &c);
-		sc.frame_resolves += c.frame_resolves;
-		sc.data_lookups += c.data_lookups;
-		sc.data_hits += c.data_hits;
-		sc.data_scans += c.data_scans;
-		if (v[i].smp)
-			sampler_stats_add(v[i].smp, &ps);
-	}
-	struct strbuf sb;
-	strbuf_init(&sb);
-	format_profile_costs(&sb, p, &ps, lookups, hits, cpu, wall);
-	format_budget_costs(&sb, b, &sc, p);
-	fputs(sb.buf, ctx->err);
-	strbuf_release(&sb);
-}
-
-/* Is sampling keeping up? Judged over windows of two seconds or more:
- * fewer than 90% of the ticks the interval asks for, or (perf, ticks on
- * a grid) a tick composed more than a second after its time. */
-struct pace {
-	uint64_t win_start, win_samples, last_said;
-	double last_rate, last_window_s;
-};
-
-static void pace_init(struct pace *p, uint64_t start)
-{
-	memset(p, 0, sizeof(*p));
-	p->win_start = start;
-}
-
-/* Nonzero when it is time to say that sampling fell behind (at most once
- * in ten seconds). */
-static int pace_check(struct pace *p, uint64_t now, uint64_t samples, uint64_t interval_ns,
-		      uint64_t lag_ns)
-{
-	uint64_t win = now - p->win_start;
-	if (win < 2000000000ull && win < interval_ns * 8)
-		return 0;
-	double want = (double)win / (double)interval_ns;
-	double got = (double)(samples - p->win_samples);
-	p->last_window_s = (double)win / 1e9;
-	p->last_rate = got / p->last_window_s;
-	p->win_start = now;
-	p->win_samples = samples;
-	int behind = got < want * 0.9 || (lag_ns > 1000000000ull && lag_ns < (1ull << 62));
-	if (!behind || (p->last_said && now - p->last_said < 10000000000ull))
-		return 0;
-	p->last_said = now;
-	return 1;
 }
 
 /* Checks between options, before the processes are resolved. */
@@ -333,7 +270,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	/* Our own CPU against the budget: over it, ticks come less often. */
 	struct sd_budget budget;
 	budget_init(&budget, cmd_real(ctx, PROF_CPU_BUDGET), interval_ns, start);
-	struct pace pace;
+	struct sd_pace pace;
 	pace_init(&pace, start);
 	int ended_by_clock = 0;
 	size_t live = nt;
@@ -420,27 +357,11 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		/* A new stack's first symbolization is work done once, not
 		 * per sample: not held against the budget. */
 		double used = sd_cpu_seconds() - cpu0 - (double)prof->symbolize_cpu_ns / 1e9;
-		switch (budget_tick(&budget, now, used)) {
-		case BUDGET_SLOWER:
-			prof->rate_note = "slowed to keep within the CPU budget (--cpu-budget)";
-			if (progress)
-				fprintf(ctx->err, "\r\033[K");
-			fprintf(ctx->err,
-				"stackdump: sampling costs %.1f%% of a core, over the budget of %g%% "
-				"(--cpu-budget): %.1f Hz instead of %.1f Hz\n",
-				budget.last_percent, budget.percent, 1e9 / (double)budget.interval_ns,
-				rate);
-			break;
-		case BUDGET_FASTER:
-			if (progress)
-				fprintf(ctx->err, "\r\033[K");
-			fprintf(ctx->err,
-				"stackdump: sampling costs %.1f%% of a core: %.1f Hz again (%.1f Hz "
-				"asked)\n",
-				budget.last_percent, 1e9 / (double)budget.interval_ns, rate);
-			break;
-		}
-		if (budget.interval_ns != interval_ns) {
+		int change = budget_tick(&budget, now, used);
+		if (change != BUDGET_SAME) {
+			if (change == BUDGET_SLOWER)
+				prof->rate_note = "slowed to keep within the CPU budget (--cpu-budget)";
+			sampling_say(ctx, progress, &budget, change, NULL);
 			pace_init(&pace, now); /* judged again at the new rate */
 			pace.win_samples = prof->samples;
 		}
@@ -449,12 +370,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			if (!prof->rate_note)
 				prof->rate_note = "stackdump fell behind (a busy host, or samples "
 						  "slower than the interval)";
-			if (progress)
-				fprintf(ctx->err, "\r\033[K");
-			fprintf(ctx->err,
-				"stackdump: falling behind: %.1f samples/s over the last %.0f s, %.1f "
-				"Hz asked\n",
-				pace.last_rate, pace.last_window_s, 1e9 / (double)interval_ns);
+			sampling_say(ctx, progress, &budget, BUDGET_SAME, &pace);
 		}
 		next += interval_ns;
 		if (next < now && !on_grid)
@@ -519,40 +435,25 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		rc = EXIT_FAIL;
 		goto out;
 	}
-	if (out) {
-		size_t w = fwrite(buf, 1, len, out);
-		int bad = w != len || fflush(out) != 0 || ferror(out);
-		if (fclose(out) != 0)
-			bad = 1;
-		out = NULL;
-		if (bad) {
-			cmd_error(ctx, "cannot write %s: %s", outpath, sd_strerror(errno ? errno : EIO));
-			free(buf);
-			rc = EXIT_FAIL;
-			goto out;
-		}
-		struct strbuf rs;
-		strbuf_init(&rs);
-		format_profile_rate(&rs, prof);
-		fprintf(ctx->err, "stackdump: wrote %s (%s): %s, %llu thread stacks, %zu distinct\n",
-			outpath, format, rs.buf, (unsigned long long)profile_total(prof),
-			prof->nstacks);
-		strbuf_release(&rs);
-	} else {
-		cmd_write(ctx, (const char *)buf, len);
-		/* Folded stacks have no header: the rate got goes to stderr. */
-		if (!strcmp(format, "folded")) {
-			struct strbuf rs;
-			strbuf_init(&rs);
-			format_profile_rate(&rs, prof);
-			fprintf(ctx->err, "stackdump: folded profile: %s\n", rs.buf);
-			strbuf_release(&rs);
-		}
+	if (sampling_write(ctx, prof, format, buf, len, &out, outpath) < 0) {
+		free(buf);
+		rc = EXIT_FAIL;
+		goto out;
 	}
 	free(buf);
 	fflush(ctx->out);
 	if (cmd_has(ctx, PROF_VERBOSE))
-		report_verbose(ctx, prof, tv, nt, cpu, (double)(stop - start) / 1e9, &budget);
+	{
+		struct sd_target **ts = sd_xcalloc(nt + 1, sizeof(*ts));
+		struct sd_sampler **ss = sd_xcalloc(nt + 1, sizeof(*ss));
+		for (size_t i = 0; i < nt; i++) {
+			ts[i] = tv[i].t;
+			ss[i] = tv[i].smp;
+		}
+		sampling_costs(ctx, prof, ts, ss, nt, cpu, (double)(stop - start) / 1e9, &budget);
+		free(ts);
+		free(ss);
+	}
 	rc = partial ? EXIT_PARTIAL : EXIT_OK;
 out:
 	if (out)

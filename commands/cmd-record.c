@@ -25,6 +25,7 @@ enum {
 	REC_QUIET,
 	REC_VERBOSE,
 	REC_ENGINE,
+	REC_CPU_BUDGET,
 };
 
 static const struct cmd_option record_options[] = {
@@ -59,6 +60,7 @@ static const struct cmd_option record_options[] = {
 			      "auto (ptrace: lock words read while stopped), ptrace, or perf "
 			      "(stacks from perf samples, lock owners unknown)",
 			      "auto perf ptrace", "auto"),
+    [REC_CPU_BUDGET] = OPT_CPU_BUDGET,
     {0},
 };
 
@@ -164,6 +166,7 @@ static int parse_options(struct rec *r, pid_t **tids)
 	r->o.follow = cmd_has(ctx, REC_FOLLOW);
 	r->quiet = cmd_has(ctx, REC_QUIET);
 	r->o.verbose = cmd_has(ctx, REC_VERBOSE);
+	r->o.cpu_budget = cmd_real(ctx, REC_CPU_BUDGET);
 	return 0;
 }
 

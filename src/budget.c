@@ -4,6 +4,8 @@
 // and brought back by halves when the cost is well under.
 #include "budget.h"
 
+#include <string.h>
+
 void budget_init(struct sd_budget *b, double percent, uint64_t interval_ns, uint64_t start_ns)
 {
 	*b = (struct sd_budget){.percent = percent, .asked_ns = interval_ns, .interval_ns = interval_ns};
@@ -65,4 +67,29 @@ double budget_steady_percent(const struct sd_budget *b)
 	if (!b->steady_ns)
 		return -1;
 	return 100.0 * b->steady_cpu / ((double)b->steady_ns / 1e9);
+}
+
+void pace_init(struct sd_pace *p, uint64_t start)
+{
+	memset(p, 0, sizeof(*p));
+	p->win_start = start;
+}
+
+int pace_check(struct sd_pace *p, uint64_t now, uint64_t samples, uint64_t interval_ns,
+		      uint64_t lag_ns)
+{
+	uint64_t win = now - p->win_start;
+	if (win < 2000000000ull && win < interval_ns * 8)
+		return 0;
+	double want = (double)win / (double)interval_ns;
+	double got = (double)(samples - p->win_samples);
+	p->last_window_s = (double)win / 1e9;
+	p->last_rate = got / p->last_window_s;
+	p->win_start = now;
+	p->win_samples = samples;
+	int behind = got < want * 0.9 || (lag_ns > 1000000000ull && lag_ns < (1ull << 62));
+	if (!behind || (p->last_said && now - p->last_said < 10000000000ull))
+		return 0;
+	p->last_said = now;
+	return 1;
 }

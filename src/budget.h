@@ -44,4 +44,20 @@ int budget_tick(struct sd_budget *b, uint64_t now_ns, double cpu_s);
  * was measured). */
 double budget_steady_percent(const struct sd_budget *b);
 
+/* Is sampling keeping up? Judged over windows of two seconds or more
+ * (and eight ticks): fewer than 90% of the ticks the interval asks for,
+ * or (perf, ticks on a grid) a tick composed more than a second after
+ * its time. */
+struct sd_pace {
+	uint64_t win_start, win_samples, last_said;
+	double last_rate, last_window_s;
+};
+
+void pace_init(struct sd_pace *p, uint64_t start);
+/* After a tick at NOW with SAMPLES taken so far at INTERVAL_NS, LAG_NS
+ * behind its planned time: nonzero when it is time to say that sampling
+ * fell behind (at most once in ten seconds). */
+int pace_check(struct sd_pace *p, uint64_t now, uint64_t samples, uint64_t interval_ns,
+	       uint64_t lag_ns);
+
 #endif

@@ -146,3 +146,20 @@ void format_budget_costs(struct strbuf *sb, const struct sd_budget *b,
 			    (unsigned long long)(c->data_lookups - c->data_scans));
 	}
 }
+
+void format_sampling_note(struct strbuf *sb, const struct sd_budget *b, int change,
+			  const struct sd_pace *pace)
+{
+	double asked = 1e9 / (double)b->asked_ns, now = 1e9 / (double)b->interval_ns;
+	if (pace)
+		strbuf_addf(sb, "falling behind: %.1f samples/s over the last %.0f s, %.1f Hz asked",
+			    pace->last_rate, pace->last_window_s, now);
+	else if (change == BUDGET_SLOWER)
+		strbuf_addf(sb,
+			    "sampling costs %.1f%% of a core, over the budget of %g%% "
+			    "(--cpu-budget): %.1f Hz instead of %.1f Hz",
+			    b->last_percent, b->percent, now, asked);
+	else
+		strbuf_addf(sb, "sampling costs %.1f%% of a core: %.1f Hz again (%.1f Hz asked)",
+			    b->last_percent, now, asked);
+}

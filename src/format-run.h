@@ -31,9 +31,16 @@ void format_profile_costs(struct strbuf *sb, const struct sd_profile *p,
 			  const struct sd_perf_stats *ps, uint64_t sym_lookups, uint64_t sym_hits,
 			  double cpu, double wall);
 
+/* What changed while sampling, for stderr: CHANGE (BUDGET_SLOWER or
+ * BUDGET_FASTER, budget.h) of B's interval, or with PACE, that sampling
+ * fell behind. */
+struct sd_budget;
+struct sd_pace;
+void format_sampling_note(struct strbuf *sb, const struct sd_budget *b, int change,
+			  const struct sd_pace *pace);
+
 /* -v's lines on the CPU budget (budget.h; NULL: none) and on what the
  * symbols session asked libdw (symbols.h), per sample of P. */
-struct sd_budget;
 struct sd_symcounts;
 void format_budget_costs(struct strbuf *sb, const struct sd_budget *b,
 			 const struct sd_symcounts *c, const struct sd_profile *p);

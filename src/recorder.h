@@ -29,6 +29,7 @@ struct sd_recorder_opts {
 	int follow;		   /* wait for a new process of the same name */
 	int verbose;		   /* a note with the CPU cost of each snapshot */
 	int burst;		   /* snapshots per firing of a condition */
+	double cpu_budget;	   /* our CPU, % of one core (budget.h; 0: none) */
 	struct sd_snap_opts snap;  /* how each snapshot is taken */
 	struct sd_sampler_opts smo; /* and by which engine */
 };

@@ -69,15 +69,6 @@ struct modsym {
 	int rank;             /* binding: global 2, weak 1, local 0 */
 };
 
-/* A data address looked up (symbols_data), keyed by (elf, file-relative
- * address): a lock word or a condvar is named again at every sample. */
-struct datacache_slot {
-	const struct sd_elf *elf;
-	uint64_t addr;
-	const char *name; /* demangled, pool of the symbols session; NULL: none */
-	uint64_t off;
-};
-
 /* A JIT's own map of its code, /tmp/perf-PID.map ("START SIZE name" per
  * line, hex), as node --perf-basic-prof and JVM agents write it. */
 struct perfmap_ent {
@@ -97,7 +88,7 @@ struct sd_symbols {
 	struct strpool *pool;
 	struct hashmap cache; /* of struct symcache_slot */
 	uint64_t lookups, hits;
-	struct hashmap datacache; /* of struct datacache_slot */
+	struct hashmap datacache; /* of struct sd_dataslot (symcache.h) */
 	struct sd_symcounts counts;
 	unsigned synced_generation;
 	/* Modules whose index a second thread builds (symbols_prefetch):
@@ -226,7 +217,7 @@ struct sd_symbols *symbols_new(struct sd_space *sp)
 	s->dwfl = dwfl_begin(&callbacks);
 	hashmap_init(&s->cache, sizeof(struct symcache_slot));
 	hashmap_reserve(&s->cache, 512);
-	hashmap_init(&s->datacache, sizeof(struct datacache_slot));
+	hashmap_init(&s->datacache, sizeof(struct sd_dataslot));
 	s->synced_generation = ~0u;
 	pthread_mutex_init(&s->pf.mu, NULL);
 	pthread_cond_init(&s->pf.cv, NULL);
@@ -917,12 +908,6 @@ void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_th
 	end_at_stack_root(th);
 }
 
-static int datacache_eq(const void *entry, const void *key)
-{
-	const struct datacache_slot *c = entry, *k = key;
-	return c->elf == k->elf && c->addr == k->addr;
-}
-
 /* libdwfl's own answer: a scan of every symbol of DM. */
 static const char *data_by_libdw(struct sd_symbols *s, Dwfl_Module *dm, uint64_t addr,
 				 uint64_t *off)
@@ -968,14 +953,10 @@ const char *symbols_data(struct sd_symbols *s, struct sd_snapshot *snap, uint64_
 		return NULL;
 	}
 	int found;
-	struct datacache_slot k = {.elf = m->elf, .addr = addr - m->bias};
-	uint64_t key[2] = {(uintptr_t)k.elf, k.addr};
-	struct datacache_slot *c =
-	    hashmap_put(&s->datacache, sd_hash(key, sizeof(key), 0), &k, datacache_eq, &found);
+	struct sd_dataslot *c = dataslot_get(&s->datacache, m->elf, addr - m->bias, &found);
 	if (found) {
 		s->counts.data_hits++;
 	} else {
-		*c = k;
 		Dwfl_Module *dm = m->dwmod;
 		struct modindex *x = module_index(s, dm);
 		if (!x->data)

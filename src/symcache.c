@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hashmap.h"
 #include "util.h"
 
 struct dsym {
@@ -194,4 +195,20 @@ int datasyms_lookup(const struct sd_datasyms *d, uint64_t addr, const char **nam
 	*off = addr - best->value;
 	*type = best->type;
 	return DATASYMS_FOUND;
+}
+
+static int dataslot_eq(const void *entry, const void *key)
+{
+	const struct sd_dataslot *c = entry, *k = key;
+	return c->elf == k->elf && c->addr == k->addr;
+}
+
+struct sd_dataslot *dataslot_get(struct hashmap *map, const void *elf, uint64_t addr, int *found)
+{
+	struct sd_dataslot k = {.elf = elf, .addr = addr};
+	uint64_t key[2] = {(uintptr_t)elf, addr};
+	struct sd_dataslot *c = hashmap_put(map, sd_hash(key, sizeof(key), 0), &k, dataslot_eq, found);
+	if (!*found)
+		*c = k;
+	return c;
 }

@@ -37,4 +37,18 @@ int datasyms_lookup(const struct sd_datasyms *d, uint64_t addr, const char **nam
 /* Symbols indexed (for tests and -v). */
 size_t datasyms_count(const struct sd_datasyms *d);
 
+/* A data address's answer, kept by (ELF image, file-relative address): a
+ * lock word or a condvar is named again at every sample. */
+struct sd_dataslot {
+	const void *elf;
+	uint64_t addr;
+	const char *name; /* the caller's string (NULL: no symbol) */
+	uint64_t off;
+};
+struct hashmap;
+/* The slot of (ELF, ADDR) in MAP (a hashmap of struct sd_dataslot): the
+ * one filled before (*FOUND 1), or a new one with its key set and no
+ * answer yet (*FOUND 0), valid until the next call. */
+struct sd_dataslot *dataslot_get(struct hashmap *map, const void *elf, uint64_t addr, int *found);
+
 #endif
