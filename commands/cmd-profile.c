@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "format-run.h"
 #include "procfs.h"
 #include "profile.h"
@@ -16,6 +17,7 @@
 #include "sampler.h"
 #include "symbols.h"
 #include "cmd.h"
+#include "sampling.h"
 
 enum {
 	PROF_RATE = SNAP_OPT__COUNT,
@@ -25,6 +27,7 @@ enum {
 	PROF_PID_OF,
 	PROF_ENGINE,
 	PROF_PERF_BUFFER,
+	PROF_CPU_BUDGET,
 	PROF_ON_CPU,
 	PROF_OFF_CPU,
 	PROF_NO_IDLE,
@@ -62,6 +65,7 @@ static const struct cmd_option profile_options[] = {
 				  "perf engine: ring buffer per thread that runs (default 128k, "
 				  "64k past 256 such threads)",
 				  4096, 64 << 20, NULL, NULL),
+    [PROF_CPU_BUDGET] = OPT_CPU_BUDGET,
     [PROF_ON_CPU] = OPT_FLAG("on-cpu", 0, "only samples of threads on a CPU (state R)"),
     [PROF_OFF_CPU] = OPT_FLAG("off-cpu", 0, "only samples of threads off CPU (blocked, sleeping)"),
     [PROF_NO_IDLE] = OPT_FLAG(
@@ -110,27 +114,6 @@ static int interrupted_early(const struct sd_profile *p, uint64_t interval_us)
 	return 0;
 }
 
-/* profile -v: what the run cost, on stderr. */
-static void report_verbose(struct cmd_ctx *ctx, struct sd_profile *p, struct ptarget *v, size_t n,
-			   double cpu, double wall)
-{
-	uint64_t lookups = 0, hits = 0;
-	struct sd_perf_stats ps = {0};
-	for (size_t i = 0; i < n; i++) {
-		uint64_t l, h;
-		symbols_stats(v[i].t->sym, &l, &h);
-		lookups += l;
-		hits += h;
-		if (v[i].smp)
-			sampler_stats_add(v[i].smp, &ps);
-	}
-	struct strbuf sb;
-	strbuf_init(&sb);
-	format_profile_costs(&sb, p, &ps, lookups, hits, cpu, wall);
-	fputs(sb.buf, ctx->err);
-	strbuf_release(&sb);
-}
-
 /* Checks between options, before the processes are resolved. */
 static int profile_check(struct cmd_ctx *ctx)
 {
@@ -144,7 +127,9 @@ static int profile_check(struct cmd_ctx *ctx)
 		cmd_error(ctx, "profile: --on-cpu and --off-cpu exclude each other");
 		return -1;
 	}
-	const char *format = cmd_str(ctx, PROF_FORMAT);
+	const char *format = cmd_output_format(ctx, PROF_FORMAT, PROF_OUTPUT, 0);
+	if (!format)
+		return -1;
 	int locks = cmd_has(ctx, PROF_LOCKS);
 	if (locks && cmd_is(ctx, PROF_ENGINE, "perf")) {
 		cmd_error(ctx, "profile: --locks needs --engine ptrace (lock words are read while "
@@ -202,7 +187,9 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		interval_us = cmd_num(ctx, PROF_INTERVAL);
 	if (count && !cmd_has(ctx, PROF_DURATION))
 		duration_us = 0;
-	const char *format = cmd_str(ctx, PROF_FORMAT);
+	const char *format = cmd_output_format(ctx, PROF_FORMAT, PROF_OUTPUT, 1);
+	if (!format)
+		return EXIT_USAGE;
 	int locks = cmd_has(ctx, PROF_LOCKS);
 	struct sd_sampler_opts smo = {.engine = SD_ENGINE_AUTO};
 	sd_engine_parse(cmd_str(ctx, PROF_ENGINE), &smo.engine); /* a checked choice */
@@ -251,6 +238,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	po.no_source = so.no_source;
 	prof = profile_new(&po);
 	prof->interval_us = interval_us;
+	prof->rate_asked = 1e6 / (double)interval_us;
 
 	/* One sampler per process; auto says once why perf could not be used. */
 	smo.interval_us = interval_us;
@@ -284,6 +272,12 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	double cpu0 = sd_cpu_seconds();
 	uint64_t start = sd_now_ns(), next = start, last_progress = 0;
 	uint64_t interval_ns = interval_us * 1000, end_ns = duration_us ? start + duration_us * 1000 : 0;
+	/* Our own CPU against the budget: over it, ticks come less often. */
+	struct sd_budget budget;
+	budget_init(&budget, cmd_real(ctx, PROF_CPU_BUDGET), interval_ns, start);
+	struct sd_pace pace;
+	pace_init(&pace, start);
+	int ended_by_clock = 0;
 	size_t live = nt;
 	int fatal = 0;
 	struct sd_sampler **smps = sd_xcalloc(nt + 1, sizeof(*smps));
@@ -313,6 +307,12 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		uint64_t now = sd_now_ns();
 		if (end_ns && (on_grid ? next : now) >= end_ns)
 			break;
+		/* The time asked is kept: ticks a late stackdump has not
+		 * composed by then are not made up after it. */
+		if (end_ns && now >= end_ns) {
+			ended_by_clock = 1;
+			break;
+		}
 		int took = 0;
 		for (size_t i = 0; i < nt && !cmd_interrupted; i++) {
 			if (tv[i].gone)
@@ -359,6 +359,24 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			fflush(ctx->err);
 			last_progress = now;
 		}
+		/* A new stack's first symbolization is work done once, not
+		 * per sample: not held against the budget. */
+		double used = sd_cpu_seconds() - cpu0 - (double)prof->symbolize_cpu_ns / 1e9;
+		int change = budget_tick(&budget, now, used);
+		if (change != BUDGET_SAME) {
+			if (change == BUDGET_SLOWER)
+				prof->rate_note = "slowed to keep within the CPU budget (--cpu-budget)";
+			sampling_say(ctx, progress, &budget, change, NULL);
+			pace_init(&pace, now); /* judged again at the new rate */
+			pace.win_samples = prof->samples;
+		}
+		interval_ns = budget.interval_ns;
+		if (pace_check(&pace, now, prof->samples, interval_ns, on_grid ? now - next : 0)) {
+			if (!prof->rate_note)
+				prof->rate_note = "stackdump fell behind (a busy host, or samples "
+						  "slower than the interval)";
+			sampling_say(ctx, progress, &budget, BUDGET_SAME, &pace);
+		}
 		next += interval_ns;
 		if (next < now && !on_grid)
 			next = now; /* behind: sample again at once, skip the missed ticks */
@@ -390,6 +408,10 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	 * to the last one. */
 	if (nperf && !interrupted_early(prof, interval_us) && prof->samples)
 		prof->duration_us = (last_tick - start) / 1000;
+	/* Ended by the clock with ticks not composed: the run covered the
+	 * time asked, at the rate it got. */
+	if (ended_by_clock && nperf && !interrupted_early(prof, interval_us))
+		prof->duration_us = duration_us;
 	double cpu = sd_cpu_seconds() - cpu0;
 	if (progress)
 		fprintf(ctx->err, "\r\033[K");
@@ -418,31 +440,26 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		rc = EXIT_FAIL;
 		goto out;
 	}
-	if (have_out) {
-		struct sd_error werr = {0};
-		int bad = safefile_write(&sf, buf, len, &werr) < 0;
-		if (bad)
-			safefile_abort(&sf);
-		else
-			bad = safefile_commit(&sf, &werr) < 0;
-		have_out = 0;
-		if (bad) {
-			cmd_error(ctx, "%s", werr.msg);
-			free(buf);
-			rc = EXIT_FAIL;
-			goto out;
-		}
-		fprintf(ctx->err, "stackdump: wrote %s (%s): %llu samples, %llu thread stacks, %zu "
-				  "distinct\n",
-			outpath, format, (unsigned long long)prof->samples,
-			(unsigned long long)profile_total(prof), prof->nstacks);
-	} else {
-		cmd_write(ctx, (const char *)buf, len);
+	int written = sampling_write(ctx, prof, format, buf, len, have_out ? &sf : NULL, outpath);
+	have_out = 0;
+	if (written < 0) {
+		free(buf);
+		rc = EXIT_FAIL;
+		goto out;
 	}
 	free(buf);
 	fflush(ctx->out);
-	if (cmd_has(ctx, PROF_VERBOSE))
-		report_verbose(ctx, prof, tv, nt, cpu, (double)(stop - start) / 1e9);
+	if (cmd_has(ctx, PROF_VERBOSE)) {
+		struct sd_target **ts = sd_xcalloc(nt + 1, sizeof(*ts));
+		struct sd_sampler **ss = sd_xcalloc(nt + 1, sizeof(*ss));
+		for (size_t i = 0; i < nt; i++) {
+			ts[i] = tv[i].t;
+			ss[i] = tv[i].smp;
+		}
+		sampling_costs(ctx, prof, ts, ss, nt, cpu, (double)(stop - start) / 1e9, &budget);
+		free(ts);
+		free(ss);
+	}
 	rc = partial ? EXIT_PARTIAL : EXIT_OK;
 out:
 	if (have_out)

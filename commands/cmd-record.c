@@ -26,6 +26,7 @@ enum {
 	REC_VERBOSE,
 	REC_ENGINE,
 	REC_CMDLINE,
+	REC_CPU_BUDGET,
 };
 
 static const struct cmd_option record_options[] = {
@@ -63,6 +64,7 @@ static const struct cmd_option record_options[] = {
     [REC_CMDLINE] = OPT_FLAG("cmdline", 0,
 			     "keep the target's whole command line in each snapshot (by default only "
 			     "the program: arguments can hold secrets)"),
+    [REC_CPU_BUDGET] = OPT_CPU_BUDGET,
     {0},
 };
 
@@ -171,6 +173,7 @@ static int parse_options(struct rec *r, pid_t **tids)
 	r->o.cmdline = cmd_has(ctx, REC_CMDLINE);
 	r->quiet = cmd_has(ctx, REC_QUIET);
 	r->o.verbose = cmd_has(ctx, REC_VERBOSE);
+	r->o.cpu_budget = cmd_real(ctx, REC_CPU_BUDGET);
 	return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "analyze.h"
+#include "budget.h"
 #include "locks.h"
 #include "profile.h"
 #include "sampler.h"
@@ -22,6 +23,7 @@
 enum {
 	TOP_RATE = SNAP_OPT__COUNT,
 	TOP_ENGINE,
+	TOP_CPU_BUDGET,
 	TOP_REFRESH,
 	TOP_DURATION,
 	TOP_COUNT,
@@ -38,6 +40,7 @@ static const struct cmd_option top_options[] = {
 			      "auto (perf events where permitted, else ptrace), perf or ptrace "
 			      "(default auto)",
 			      "auto perf ptrace", "auto"),
+    [TOP_CPU_BUDGET] = OPT_CPU_BUDGET,
     [TOP_REFRESH] = OPT_DURATION("refresh", 0, "time between screens (default 1s)", 50000, 1e15,
 				 "1s", "e.g. 1s, 500ms; at least 50ms"),
     [TOP_DURATION] = OPT_DURATION("duration", 'd', "stop after this long (default: at Ctrl-C)", 0,
@@ -85,9 +88,13 @@ static void screen(struct strbuf *sb, struct sd_profile *p, const struct sd_targ
 	strbuf_adds(sb, tty ? "\033[H" : "\n");
 	strbuf_addf(sb, "stackdump top: %d \"", (int)t->pid);
 	strbuf_add_escaped(sb, t->info.comm);
-	strbuf_addf(sb, "\"  %.1f s, %llu samples (%.1f Hz), engine %s, longest pause %.2f ms",
-		    elapsed, (unsigned long long)p->samples,
-		    elapsed > 0 ? (double)p->samples / elapsed : 0.0, p->engine ? p->engine : "ptrace",
+	double got = elapsed > 0 ? (double)p->samples / elapsed : 0.0;
+	strbuf_addf(sb, "\"  %.1f s, %llu samples (%.1f Hz", elapsed,
+		    (unsigned long long)p->samples, got);
+	/* The rate got beside the rate asked when sampling was slowed. */
+	if (p->rate_note && p->rate_asked > 0)
+		strbuf_addf(sb, " of %.1f Hz asked: %s", p->rate_asked, p->rate_note);
+	strbuf_addf(sb, "), engine %s, longest pause %.2f ms", p->engine ? p->engine : "ptrace",
 		    (double)p->max_pause_us / 1000.0);
 	if (p->lost_samples)
 		strbuf_addf(sb, ", %llu samples lost", (unsigned long long)p->lost_samples);
@@ -292,6 +299,7 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	p = profile_new(&po);
 	uint64_t interval_ns = (uint64_t)(1e9 / rate);
 	p->interval_us = interval_ns / 1000;
+	p->rate_asked = rate;
 	struct sd_sampler_opts smo = {.engine = SD_ENGINE_AUTO, .interval_us = p->interval_us};
 	sd_engine_parse(cmd_str(ctx, TOP_ENGINE), &smo.engine); /* a checked choice */
 	{
@@ -311,6 +319,9 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	int tty = isatty(fileno(ctx->out));
 	uint64_t start = sd_now_ns(), next = start, next_screen = start + refresh_us * 1000;
 	uint64_t end = duration_us ? start + duration_us * 1000 : 0;
+	struct sd_budget budget;
+	budget_init(&budget, cmd_real(ctx, TOP_CPU_BUDGET), interval_ns, start);
+	double cpu0 = sd_cpu_seconds();
 	long screens = 0;
 	rc = EXIT_OK;
 	ssize_t *groups = NULL;
@@ -418,6 +429,15 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		}
 		if (last || (count && screens >= count))
 			break;
+		/* Our own CPU against the budget (new stacks' first
+		 * symbolization is work done once: not counted). */
+		double used = sd_cpu_seconds() - cpu0 - (double)p->symbolize_cpu_ns / 1e9;
+		int change = budget_tick(&budget, now, used);
+		if (change == BUDGET_SLOWER)
+			p->rate_note = "slowed to keep within the CPU budget (--cpu-budget)";
+		else if (change == BUDGET_FASTER && budget.interval_ns == budget.asked_ns)
+			p->rate_note = NULL;
+		interval_ns = budget.interval_ns;
 		next += interval_ns;
 		if (next < now)
 			next = now;

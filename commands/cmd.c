@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format-run.h"
 #include "procfs.h"
 
 volatile sig_atomic_t cmd_interrupted;
@@ -138,6 +139,34 @@ static int opt_index(const struct cmd_entry *e, const char *name)
 		if (!strcmp(e->options[i].name, name))
 			return i;
 	return -1;
+}
+
+const char *cmd_output_format(struct cmd_ctx *ctx, int format_opt, int output_opt, int say)
+{
+	const char *path = cmd_str(ctx, output_opt), *given = ctx->opt[format_opt].str;
+	/* A shell's `set format` is no -f: the file's name comes first. */
+	if (given && ctx->session && given == ctx->session->settings.format)
+		given = NULL;
+	const char *named = format_for_path(path);
+	const char *choices = ctx->entry->options[format_opt].choices;
+	if (named && !cmd_list_has(choices, named, strlen(named)))
+		named = NULL;
+	if (given && named && strcmp(given, named) != 0 &&
+	    !(!strcmp(named, "top") && !strcmp(given, "tree"))) {
+		cmd_error(ctx, "%s: -f %s does not match the output file %s (a %s file by its name): "
+			       "give -f %s, or a name that fits (or none)",
+			  ctx->entry->name, given, path, named, named);
+		return NULL;
+	}
+	if (given || named)
+		return given ? given : named;
+	const char *def = cmd_str(ctx, format_opt);
+	if (path && say)
+		fprintf(ctx->err,
+			"stackdump: %s: no format known by that name (.pprof, .pb, .pb.gz, .svg, "
+			".json, .folded, .txt); writing %s (-f chooses)\n",
+			path, def);
+	return def;
 }
 
 int cmd_has(const struct cmd_ctx *ctx, int opt)

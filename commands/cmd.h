@@ -129,6 +129,15 @@ struct cmd_option {
 		.setting = CMD_SET_FORMAT                                                          \
 	}
 
+/* --cpu-budget PERCENT, shared by the sampling commands (profile, top,
+ * record): stackdump's own CPU while it samples, a share of one core; over
+ * it, samples are taken less often (budget.h). */
+#define OPT_CPU_BUDGET                                                                             \
+	OPT_REAL("cpu-budget", 0, "PERCENT",                                                       \
+		 "stackdump's own CPU while sampling, % of one core (default 2, 0: no limit); "    \
+		 "over it, samples are taken less often",                                          \
+		 0, 100, "2", "0 to 100 (% of one core)")
+
 enum {
 	CMD_NEEDS_TARGET = 1 << 0, /* one PID|NAME (or the --pid-of option), or in the shell
 				      the current target; cmd_run resolves it into
@@ -272,6 +281,12 @@ int cmd_has(const struct cmd_ctx *ctx, int opt);
 const char *cmd_str(const struct cmd_ctx *ctx, int opt);
 uint64_t cmd_num(const struct cmd_ctx *ctx, int opt);
 double cmd_real(const struct cmd_ctx *ctx, int opt);
+/* The format of a command's output (FORMAT_OPT, a choice) to the file
+ * named by OUTPUT_OPT: the one -f gives; else the one the file's name asks
+ * for (format_for_path), when the command has it; else the shell's setting
+ * or the default, and with SAY a line on stderr that the name told
+ * nothing. -f that the name contradicts is a usage error: NULL, said. */
+const char *cmd_output_format(struct cmd_ctx *ctx, int format_opt, int output_opt, int say);
 /* Is the chosen word of a choice option WORD? */
 int cmd_is(const struct cmd_ctx *ctx, int opt, const char *word);
 

@@ -134,11 +134,11 @@ _stackdump()
 			compopt -o filenames 2>/dev/null
 			COMPREPLY=($(compgen -f -- "$cur"))
 			return ;;
-		-t|--tid|-n|--name|--max-frames|--stack-bytes|--stack-total|--timeout|-r|--rate|-i|--interval|-d|--duration|-c|--count|--perf-buffer|-l|--limit|--min-percent|--title)
+		-t|--tid|-n|--name|--max-frames|--stack-bytes|--stack-total|--timeout|-r|--rate|-i|--interval|-d|--duration|-c|--count|--perf-buffer|--cpu-budget|-l|--limit|--min-percent|--title)
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --rate --interval --duration --count --pid-of --engine --perf-buffer --on-cpu --off-cpu --no-idle --idle --group-threads --by-address --locks --format --output --limit --min-percent --title --quiet --verbose --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --rate --interval --duration --count --pid-of --engine --perf-buffer --cpu-budget --on-cpu --off-cpu --no-idle --idle --group-threads --by-address --locks --format --output --limit --min-percent --title --quiet --verbose --help" -- "$cur"))
 		else
 			_stackdump_pids "$cur"
 		fi
@@ -167,11 +167,11 @@ _stackdump()
 		--engine)
 			COMPREPLY=($(compgen -W "auto perf ptrace" -- "$cur"))
 			return ;;
-		-t|--tid|-n|--name|--max-frames|--stack-bytes|--stack-total|--timeout|-e|--every|--for|-c|--count|--max-disk|-w|--when|-b|--burst)
+		-t|--tid|-n|--name|--max-frames|--stack-bytes|--stack-total|--timeout|-e|--every|--for|-c|--count|--max-disk|-w|--when|-b|--burst|--cpu-budget)
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --pid-of --every --for --count --out --max-disk --compress --follow --when --burst --quiet --verbose --engine --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --pid-of --every --for --count --out --max-disk --compress --follow --when --burst --quiet --verbose --engine --cmdline --cpu-budget --help" -- "$cur"))
 		else
 			_stackdump_pids "$cur"
 		fi
@@ -222,11 +222,11 @@ _stackdump()
 		-s|--sort)
 			COMPREPLY=($(compgen -W "cpu name tid" -- "$cur"))
 			return ;;
-		-t|--tid|-n|--name|--max-frames|--stack-bytes|--stack-total|--timeout|-r|--rate|--refresh|-d|--duration|-c|--count|-l|--limit)
+		-t|--tid|-n|--name|--max-frames|--stack-bytes|--stack-total|--timeout|-r|--rate|--cpu-budget|--refresh|-d|--duration|-c|--count|-l|--limit)
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --rate --engine --refresh --duration --count --idle --sort --limit --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --rate --engine --cpu-budget --refresh --duration --count --idle --sort --limit --help" -- "$cur"))
 		else
 			_stackdump_pids "$cur"
 		fi

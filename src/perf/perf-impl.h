@@ -90,6 +90,11 @@ struct sd_perf {
 	uint8_t *scratch; /* a record that wraps around the ring's end */
 	size_t scratch_cap;
 	uint64_t synced_ns; /* when the task list was last read */
+	/* The stat and syscall files of threads found blocked (thr_state),
+	 * kept open: a pread at each new switch-out, not an open and close
+	 * of two files (a loaded server's threads block many times a
+	 * second). NULL until the first. */
+	struct procfs_taskcache *tc;
 	struct sd_perf_stats st;
 };
 

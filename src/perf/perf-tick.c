@@ -56,7 +56,10 @@ static void thr_state(struct sd_perf *p, struct pthr *th)
 	th->state = 'S';
 	th->running = 0;
 	struct sd_taskinfo ti;
-	if (procfs_taskinfo_ex(p->t->pid, th->tid, &ti, PROCFS_LIGHT) == 0 && ti.syscall_known &&
+	if (!p->tc)
+		p->tc = procfs_taskcache_new();
+	if (procfs_taskinfo_cached(p->tc, AT_FDCWD, p->t->pid, th->tid, &ti, PROCFS_LIGHT) == 0 &&
+	    ti.syscall_known &&
 	    !ti.running && ti.syscall_nr >= 0 && ti.sp == th->regs.rsp && ti.pc == th->regs.rip) {
 		th->syscall_known = 1;
 		th->syscall_nr = ti.syscall_nr;

@@ -437,6 +437,7 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 	size_t ntids = 0;
 	if (procfs_list_tids(p->t->pid, &tids, &ntids, err) < 0)
 		return -1;
+	procfs_taskcache_prune(p->tc, tids, ntids); /* files of threads gone */
 	struct pthr *nv = sd_xcalloc(ntids + p->n + 1, sizeof(*nv));
 	size_t nn = 0, i = 0, k = 0;
 	int firsterr = 0;
@@ -809,6 +810,8 @@ void perf_stop(struct sd_perf *p)
 	if (p->epfd >= 0)
 		close(p->epfd);
 	p->epfd = -1;
+	procfs_taskcache_free(p->tc);
+	p->tc = NULL;
 }
 
 void perf_free(struct sd_perf *p)

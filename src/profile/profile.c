@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/syscall.h>
 
 #include "analyze.h"
@@ -462,8 +463,13 @@ static ssize_t symbolize_stack(struct sd_profile *p, struct sd_target *t, struct
 	memcpy(tmp.frames, th->frames, th->nframes * sizeof(*th->frames));
 	tmp.nframes = th->nframes;
 	uint64_t t0 = sd_now_us();
+	struct timespec c0, c1;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
 	symbols_thread(t->sym, s, &tmp, p->opts.no_inline, p->opts.no_source);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
 	p->symbolize_us += sd_now_us() - t0;
+	p->symbolize_cpu_ns += (uint64_t)((c1.tv_sec - c0.tv_sec) * 1000000000ll +
+					  (c1.tv_nsec - c0.tv_nsec));
 	struct sd_pframe *f = sd_xmalloc((tmp.nframes ? tmp.nframes : 1) * sizeof(*f));
 	for (size_t i = 0; i < tmp.nframes; i++) {
 		const struct sd_frame *sf = &tmp.frames[i];

@@ -141,8 +141,11 @@ struct sd_profile {
 	uint64_t throttled;     /* perf: times the kernel throttled sampling */
 	uint64_t interval_us;   /* planned interval between samples */
 	uint64_t duration_us;   /* wall time sampled */
+	double rate_asked;      /* Hz asked (0: not known, files from before) */
+	const char *rate_note;  /* why fewer samples were taken than asked (static), or NULL */
 	double start_time;      /* wall clock of the first sample */
 	uint64_t capture_us, unwind_us, symbolize_us; /* summed over samples */
+	uint64_t symbolize_cpu_ns; /* CPU of the first symbolization of each stack */
 	uint64_t max_pause_us;
 	/* Threads by capture kind, summed over samples (see sd_snapshot). */
 	uint64_t nfrozen, nasleep, nreused, nretried, nregstops;

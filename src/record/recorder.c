@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "procfs.h"
 #include "safefile.h"
 #include "snapio.h"
@@ -43,6 +44,8 @@ struct sd_recorder {
 	struct sd_triggers trig;
 	struct sd_snap_opts snap;
 	struct sd_sampler_opts smo;
+	double cpu_budget;
+	struct sd_budget budget; /* over it, the schedule is stretched */
 	struct sd_sampler *smp; /* takes the snapshots of t */
 	const struct sd_target *smp_t;
 	int said_fallback;
@@ -641,6 +644,7 @@ struct sd_recorder *recorder_new(const struct sd_recorder_opts *opts, struct sd_
 	r->burst = opts->burst > 0 ? opts->burst : 1;
 	r->snap = opts->snap;
 	r->smo = opts->smo;
+	r->cpu_budget = opts->cpu_budget;
 	if (trig) {
 		r->trig = *trig;
 		memset(trig, 0, sizeof(*trig));
@@ -708,6 +712,7 @@ enum sd_recorder_status recorder_run(struct sd_recorder *r)
 	double cpu0 = cpu_ms();
 	uint64_t end = r->for_us ? start + r->for_us : 0;
 	uint64_t next = start;
+	budget_init(&r->budget, r->cpu_budget, r->every_us * 1000, start * 1000);
 	for (;;) {
 		if (stopping(r)) {
 			r->stop_why = "interrupted";
@@ -782,11 +787,30 @@ enum sd_recorder_status recorder_run(struct sd_recorder *r)
 				strbuf_release(&why);
 			}
 			/* A fixed schedule: a slow snapshot skips ticks
-			 * rather than bunching them up. */
+			 * rather than bunching them up. Over the CPU budget
+			 * it is stretched, and said. */
 			now = sd_now_us();
-			next += r->every_us;
+			uint64_t before = r->budget.interval_ns;
+			switch (budget_tick(&r->budget, now * 1000, (cpu_ms() - cpu0) / 1e3)) {
+			case BUDGET_SLOWER:
+				note(r, "snapshots cost %.1f%% of a core, over the budget of %g%% "
+					"(--cpu-budget): one every %.2f s instead of every %s",
+				     r->budget.last_percent, r->budget.percent,
+				     (double)r->budget.interval_ns / 1e9, r->every_text);
+				break;
+			case BUDGET_FASTER:
+				note(r, "snapshots cost %.1f%% of a core: one every %.2f s (every %s "
+					"asked)",
+				     r->budget.last_percent, (double)r->budget.interval_ns / 1e9,
+				     r->every_text);
+				break;
+			}
+			uint64_t every = r->budget.interval_ns / 1000;
+			next += every;
+			if (r->budget.interval_ns != before)
+				next = now + every;
 			if (next <= now)
-				next = now + r->every_us - (now - start) % r->every_us;
+				next = now + every - (now - start) % every;
 		}
 		if (gone) {
 			if (target_gone(r, end, r->io.wake) < 0) {

@@ -30,6 +30,7 @@ struct sd_recorder_opts {
 	int cmdline;		   /* keep the whole command line, not only argv[0] */
 	int verbose;		   /* a note with the CPU cost of each snapshot */
 	int burst;		   /* snapshots per firing of a condition */
+	double cpu_budget;	   /* our CPU, % of one core (budget.h; 0: none) */
 	struct sd_snap_opts snap;  /* how each snapshot is taken */
 	struct sd_sampler_opts smo; /* and by which engine */
 };

@@ -5,6 +5,7 @@
 // Parca ingest it. Samples carry thread, tid, pid and on/off-CPU labels.
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -297,7 +298,13 @@ int format_profile_pprof(struct sd_profile *p, uint8_t **out, size_t *len, struc
 	b.strtab[b.nstr++] = sd_xstrdup("");
 	smap_get(&b.strs, "", 0, &found);
 
+	/* The period is the interval sampling achieved (the duration over
+	 * the samples) when it is not the one asked (within 2%, as the
+	 * header says): a slowed run's samples each stand for more time. */
 	int64_t period = (int64_t)(p->interval_us ? p->interval_us : 1) * 1000;
+	double got = profile_rate_achieved(p);
+	if (got > 0 && p->interval_us && fabs(got * (double)p->interval_us / 1e6 - 1) > 0.02)
+		period = (int64_t)(1e9 / got);
 	b.prof.n_sample_type = 2;
 	b.prof.sample_type = sd_xmalloc(2 * sizeof(*b.prof.sample_type));
 	b.prof.sample_type[0] = value_type(&b, "samples", "count");

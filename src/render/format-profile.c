@@ -51,10 +51,10 @@ static void add_header(struct strbuf *out, struct sd_profile *p)
 	} else {
 		strbuf_adds(out, "Profile");
 	}
-	double secs = (double)p->duration_us / 1e6;
-	if (p->samples)
-		strbuf_addf(out, ": %" PRIu64 " samples in %.2f s (%.1f Hz)", p->samples, secs,
-			    secs > 0 ? (double)p->samples / secs : 0.0);
+	if (p->samples) {
+		strbuf_adds(out, ": ");
+		format_profile_rate(out, p);
+	}
 	strbuf_addf(out, ", %" PRIu64 " thread samples", p->thread_samples);
 	if (p->engine)
 		strbuf_addf(out, ", engine %s", p->engine);
@@ -390,8 +390,16 @@ void format_profile_json(struct jsonw *w, struct sd_profile *p)
 	jsonw_ku64(w, "samples", p->samples);
 	jsonw_ku64(w, "duration_us", p->duration_us);
 	jsonw_ku64(w, "interval_us", p->interval_us);
-	jsonw_kdouble(w, "rate_hz",
-		      p->duration_us ? (double)p->samples * 1e6 / (double)p->duration_us : 0.0);
+	jsonw_kdouble(w, "rate_hz", profile_rate_achieved(p));
+	/* The rate asked beside the rate got: they differ when sampling was
+	 * slowed (the CPU budget) or fell behind. */
+	jsonw_kdouble(w, "rate_asked", p->rate_asked > 0 ? p->rate_asked
+							 : p->interval_us ? 1e6 / (double)p->interval_us
+									  : 0.0);
+	jsonw_kdouble(w, "rate_achieved", profile_rate_achieved(p));
+	jsonw_kdouble(w, "duration_s", (double)p->duration_us / 1e6);
+	if (p->rate_note)
+		jsonw_kstr(w, "rate_note", p->rate_note);
 	jsonw_ku64(w, "thread_samples", total);
 	jsonw_ku64(w, "on_cpu", p->on_cpu);
 	jsonw_ku64(w, "off_cpu", total - p->on_cpu);
@@ -554,4 +562,23 @@ void format_diff_text(struct strbuf *out, struct sd_profile *d, const struct sd_
 	if (!shown)
 		strbuf_adds(out, "  (no change)\n");
 	free(fd);
+}
+
+double profile_rate_achieved(const struct sd_profile *p)
+{
+	return p->duration_us ? (double)p->samples * 1e6 / (double)p->duration_us : 0.0;
+}
+
+void format_profile_rate(struct strbuf *out, const struct sd_profile *p)
+{
+	double got = profile_rate_achieved(p), asked = p->rate_asked;
+	strbuf_addf(out, "%" PRIu64 " samples in %.2f s (%.1f Hz", p->samples,
+		    (double)p->duration_us / 1e6, got);
+	/* Within 2% is the rate asked (the first tick comes an interval in). */
+	if (asked > 0 && (got < asked * 0.98 || got > asked * 1.02)) {
+		strbuf_addf(out, " of %.1f Hz asked", asked);
+		if (p->rate_note)
+			strbuf_addf(out, ": %s", p->rate_note);
+	}
+	strbuf_adds(out, ")");
 }

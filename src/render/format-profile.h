@@ -22,6 +22,12 @@ struct sd_prender {
 	int diff;             /* svg: differential flame graph */
 };
 
+/* Samples per second P got over its duration (0 without samples). */
+double profile_rate_achieved(const struct sd_profile *p);
+/* "200 samples in 10.00 s (20.0 Hz)", or with the rate asked beside the
+ * one got when they differ ("(12.4 Hz of 20.0 Hz asked: ...)"). */
+void format_profile_rate(struct strbuf *out, const struct sd_profile *p);
+
 /* pt-pmp like: hottest merged stacks first, with threads and states. */
 void format_profile_top(struct strbuf *out, struct sd_profile *p, const struct sd_prender *o);
 /* Call tree with inclusive and self percentages. */

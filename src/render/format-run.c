@@ -5,6 +5,10 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+#include "budget.h"
+#include "symbols.h"
 
 int format_profile_as(struct sd_profile *p, const char *format, const struct sd_prender *ro,
 		      uint8_t **buf, size_t *len, struct sd_error *err)
@@ -84,4 +88,78 @@ void format_profile_costs(struct strbuf *sb, const struct sd_profile *p,
 			    (double)p->nreused * per, (double)p->nretried * per,
 			    (double)p->nregstops * per, p->proof ? "; sleepers proven by " : "",
 			    p->proof ? p->proof : "");
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n > k && strcasecmp(s + n - k, suffix) == 0;
+}
+
+const char *format_for_path(const char *path)
+{
+	static const struct {
+		const char *suffix, *format;
+	} by_name[] = {
+	    {".pprof", "pprof"}, {".pb", "pprof"},   {".pb.gz", "pprof"}, {".svg", "svg"},
+	    {".json", "json"},	 {".folded", "folded"}, {".txt", "top"},
+	};
+	for (size_t i = 0; path && i < sizeof(by_name) / sizeof(by_name[0]); i++)
+		if (ends_with(path, by_name[i].suffix))
+			return by_name[i].format;
+	return NULL;
+}
+
+void format_budget_costs(struct strbuf *sb, const struct sd_budget *b,
+			 const struct sd_symcounts *c, const struct sd_profile *p)
+{
+	uint64_t samples = p->samples;
+	if (b) {
+		double steady = budget_steady_percent(b);
+		strbuf_addf(sb, "cpu budget: ");
+		if (b->percent > 0)
+			strbuf_addf(sb, "%g%% of a core (--cpu-budget)", b->percent);
+		else
+			strbuf_adds(sb, "none (--cpu-budget 0)");
+		if (steady >= 0)
+			strbuf_addf(sb,
+				    "; used %.2f%% of a core after the first two seconds (the first "
+				    "symbolization of each new stack, %.0f ms of CPU in all, not "
+				    "counted)",
+				    steady, (double)p->symbolize_cpu_ns / 1e6);
+		strbuf_addf(sb, "; sampling slowed %u times, sped up again %u times", b->slowed,
+			    b->restored);
+		if (b->interval_ns != b->asked_ns)
+			strbuf_addf(sb, "; last at %.2f Hz of %.2f Hz asked", 1e9 / (double)b->interval_ns,
+				    1e9 / (double)b->asked_ns);
+		strbuf_adds(sb, "\n");
+	}
+	if (c) {
+		double per = samples ? 1.0 / (double)samples : 0;
+		strbuf_addf(sb,
+			    "libdw lookups: %llu frame addresses resolved, %llu data symbol scans "
+			    "(%.3f per sample); data symbols: %llu lookups, %llu from the cache or "
+			    "index without libdw\n",
+			    (unsigned long long)c->frame_resolves, (unsigned long long)c->data_scans,
+			    (double)(c->frame_resolves + c->data_scans) * per,
+			    (unsigned long long)c->data_lookups,
+			    (unsigned long long)(c->data_lookups - c->data_scans));
+	}
+}
+
+void format_sampling_note(struct strbuf *sb, const struct sd_budget *b, int change,
+			  const struct sd_pace *pace)
+{
+	double asked = 1e9 / (double)b->asked_ns, now = 1e9 / (double)b->interval_ns;
+	if (pace)
+		strbuf_addf(sb, "falling behind: %.1f samples/s over the last %.0f s, %.1f Hz asked",
+			    pace->last_rate, pace->last_window_s, now);
+	else if (change == BUDGET_SLOWER)
+		strbuf_addf(sb,
+			    "sampling costs %.1f%% of a core, over the budget of %g%% "
+			    "(--cpu-budget): %.1f Hz instead of %.1f Hz",
+			    b->last_percent, b->percent, now, asked);
+	else
+		strbuf_addf(sb, "sampling costs %.1f%% of a core: %.1f Hz again (%.1f Hz asked)",
+			    b->last_percent, now, asked);
 }

@@ -27,6 +27,7 @@
 #include "hashmap.h"
 #include "saferead.h"
 #include "space.h"
+#include "symcache.h"
 
 /* One function of a resolved address: the innermost first. */
 struct symentry {
@@ -58,6 +59,7 @@ struct modindex {
 	uint64_t bias;
 	struct modsym *syms;    /* function symbols by address */
 	size_t nsyms;
+	struct sd_datasyms *data; /* every symbol, for data lookups; built on the first */
 };
 
 /* One function symbol of a module (from its .symtab, or .dynsym, or the
@@ -90,6 +92,8 @@ struct sd_symbols {
 	struct strpool *pool;
 	struct hashmap cache; /* of struct symcache_slot */
 	uint64_t lookups, hits;
+	struct hashmap datacache; /* of struct sd_dataslot (symcache.h) */
+	struct sd_symcounts counts;
 	unsigned synced_generation;
 	/* Modules whose index a second thread builds (symbols_prefetch):
 	 * while it runs, it alone touches the session. */
@@ -383,6 +387,7 @@ struct sd_symbols *symbols_new(struct sd_space *sp)
 	s->dwfl = dwfl_begin(&callbacks);
 	hashmap_init(&s->cache, sizeof(struct symcache_slot));
 	hashmap_reserve(&s->cache, 512);
+	hashmap_init(&s->datacache, sizeof(struct sd_dataslot));
 	s->synced_generation = ~0u;
 	pthread_mutex_init(&s->pf.mu, NULL);
 	pthread_cond_init(&s->pf.cv, NULL);
@@ -401,7 +406,9 @@ void symbols_free(struct sd_symbols *s)
 	for (struct symcache_slot *c; (c = hashmap_next(&s->cache, &pos));)
 		free(c->v);
 	hashmap_release(&s->cache);
+	hashmap_release(&s->datacache);
 	for (size_t i = 0; i < s->nmi; i++) {
+		datasyms_free(s->mi[i].data);
 		dwindex_free(s->mi[i].idx);
 		free(s->mi[i].syms);
 		free(s->mi[i].name);
@@ -419,6 +426,16 @@ void symbols_stats(const struct sd_symbols *s, uint64_t *lookups, uint64_t *hits
 	symbols_settle((struct sd_symbols *)s);
 	*lookups = s ? s->lookups : 0;
 	*hits = s ? s->hits : 0;
+}
+
+void symbols_counts(const struct sd_symbols *s, struct sd_symcounts *c)
+{
+	symbols_settle((struct sd_symbols *)s);
+	memset(c, 0, sizeof(*c));
+	if (!s)
+		return;
+	*c = s->counts;
+	c->frame_resolves = s->lookups - s->hits;
 }
 
 void symbols_sync(struct sd_symbols *s)
@@ -460,6 +477,7 @@ void symbols_sync(struct sd_symbols *s)
 		if (alive) {
 			s->mi[keep++] = *x;
 		} else {
+			datasyms_free(x->data);
 			dwindex_free(x->idx);
 			free(x->syms);
 			free(x->name);
@@ -1089,21 +1107,80 @@ void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_th
 	end_at_stack_root(th);
 }
 
+/* libdwfl's own answer: a scan of every symbol of DM. */
+static const char *data_by_libdw(struct sd_symbols *s, Dwfl_Module *dm, uint64_t addr,
+				 uint64_t *off)
+{
+	GElf_Off o = 0;
+	GElf_Sym sym;
+	s->counts.data_scans++;
+	const char *name = dwfl_module_addrinfo(dm, addr, &o, &sym, NULL, NULL, NULL);
+	if (!name || GELF_ST_TYPE(sym.st_info) == STT_FUNC || (sym.st_size && o >= sym.st_size))
+		return NULL;
+	*off = o;
+	return name;
+}
+
+const char *symbols_data_uncached(struct sd_symbols *s, struct sd_snapshot *snap, uint64_t addr,
+				  uint64_t *off)
+{
+	symbols_settle(s);
+	if (!s->dwfl)
+		return NULL;
+	Dwfl_Module *dm = dwfl_addrmodule(s->dwfl, addr);
+	uint64_t o = 0;
+	const char *name = dm ? data_by_libdw(s, dm, addr, &o) : NULL;
+	if (!name)
+		return NULL;
+	if (off)
+		*off = o;
+	return intern_demangled(snap->pool, name);
+}
+
 const char *symbols_data(struct sd_symbols *s, struct sd_snapshot *snap, uint64_t addr,
 			 uint64_t *off)
 {
 	symbols_settle(s);
 	if (!s->dwfl)
 		return NULL;
-	Dwfl_Module *dm = dwfl_addrmodule(s->dwfl, addr);
-	if (!dm)
+	s->counts.data_lookups++;
+	struct sd_tmod *m = space_module_at(s->space, addr);
+	if (!m || !m->elf || !m->dwmod || s->synced_generation != s->space->generation) {
+		s->counts.data_hits++; /* not a module's: answered without libdw */
+		if (m && m->elf && s->synced_generation != s->space->generation)
+			return symbols_data_uncached(s, snap, addr, off);
 		return NULL;
-	GElf_Off o = 0;
-	GElf_Sym sym;
-	const char *name = dwfl_module_addrinfo(dm, addr, &o, &sym, NULL, NULL, NULL);
-	if (!name || GELF_ST_TYPE(sym.st_info) == STT_FUNC || (sym.st_size && o >= sym.st_size))
+	}
+	int found;
+	struct sd_dataslot *c = dataslot_get(&s->datacache, m->elf, addr - m->bias, &found);
+	if (found) {
+		s->counts.data_hits++;
+	} else {
+		Dwfl_Module *dm = m->dwmod;
+		struct modindex *x = module_index(s, dm);
+		if (!x->data)
+			x->data = datasyms_new(dm);
+		const char *name = NULL;
+		uint64_t o = 0;
+		int type = 0;
+		switch (datasyms_lookup(x->data, addr, &name, &o, &type)) {
+		case DATASYMS_FOUND:
+			if (type == STT_FUNC)
+				name = NULL;
+			break;
+		case DATASYMS_NONE:
+			name = NULL;
+			break;
+		default:
+			name = data_by_libdw(s, dm, addr, &o);
+			break;
+		}
+		c->name = name ? intern_demangled(s->pool, name) : NULL;
+		c->off = o;
+	}
+	if (!c->name)
 		return NULL;
 	if (off)
-		*off = o;
-	return intern_demangled(snap->pool, name);
+		*off = c->off;
+	return strpool_intern(snap->pool, c->name);
 }

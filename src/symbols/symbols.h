@@ -26,9 +26,14 @@ void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_th
 		    int no_inline, int no_source);
 
 /* The data symbol (global or static object) holding ADDR, demangled, into
- * SNAP's pool; NULL if none. *OFF gets ADDR's offset into it. */
+ * SNAP's pool; NULL if none. *OFF gets ADDR's offset into it. Answered from
+ * a cache by (ELF image, address), filled from the module's symbol index
+ * (symcache.h): libdw scans its symbols only when the index cannot decide. */
 const char *symbols_data(struct sd_symbols *s, struct sd_snapshot *snap, uint64_t addr,
 			 uint64_t *off);
+/* The same answer from libdwfl alone, every time (for tests). */
+const char *symbols_data_uncached(struct sd_symbols *s, struct sd_snapshot *snap, uint64_t addr,
+				  uint64_t *off);
 
 
 /* Start reading the debug info of the module holding PC (a stack's
@@ -43,5 +48,15 @@ void symbols_settle(struct sd_symbols *s);
 
 /* Cache statistics, for -v. */
 void symbols_stats(const struct sd_symbols *s, uint64_t *lookups, uint64_t *hits);
+
+/* What the session asked libdw, for -v and tests. */
+struct sd_symcounts {
+	uint64_t frame_resolves; /* frame addresses resolved through libdw (cache misses) */
+	uint64_t data_lookups;	 /* symbols_data calls */
+	uint64_t data_hits;	 /* of those, answered without a new lookup */
+	uint64_t data_scans;	 /* dwfl_module_addrinfo calls (a scan of a module's symbols) */
+};
+/* Zero for NULL. */
+void symbols_counts(const struct sd_symbols *s, struct sd_symcounts *c);
 
 #endif

@@ -38,7 +38,8 @@ def test_engine_includes_no_front_end_and_never_prints():
                       r"\b(stdout|stderr|stdin)\b")
     for path in files:
         for n, line in enumerate(lines_of(path), 1):
-            code = line.split("//")[0]
+            # What the code says, not its strings ("/dev/stdout" is a name).
+            code = re.sub(r'"(\\.|[^"\\])*"', '""', line).split("//")[0]
             if code.lstrip().startswith(("*", "/*")):
                 continue
             if re.match(r'\s*#\s*include\s*["<](\.\./commands/|cmd\.h|repl\.h|shell\.h|'

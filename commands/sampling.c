@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+// What profile and top print besides the profile itself (sampling.h).
+#include "sampling.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "budget.h"
+#include "format-profile.h"
+#include "format-run.h"
+#include "safefile.h"
+#include "profile.h"
+#include "sampler.h"
+#include "symbols.h"
+#include "target.h"
+
+void sampling_say(struct cmd_ctx *ctx, int progress, const struct sd_budget *b, int change,
+		  const struct sd_pace *pace)
+{
+	struct strbuf sb;
+	strbuf_init(&sb);
+	format_sampling_note(&sb, b, change, pace);
+	if (progress)
+		fprintf(ctx->err, "\r\033[K");
+	fprintf(ctx->err, "stackdump: %s\n", sb.buf);
+	strbuf_release(&sb);
+}
+
+int sampling_write(struct cmd_ctx *ctx, const struct sd_profile *p, const char *format,
+		   const uint8_t *buf, size_t len, struct safefile *sf, const char *outpath)
+{
+	struct strbuf rs;
+	strbuf_init(&rs);
+	format_profile_rate(&rs, p);
+	if (sf) {
+		struct sd_error werr = {0};
+		int bad = safefile_write(sf, buf, len, &werr) < 0;
+		if (bad)
+			safefile_abort(sf);
+		else
+			bad = safefile_commit(sf, &werr) < 0;
+		if (bad) {
+			cmd_error(ctx, "%s", werr.msg);
+			strbuf_release(&rs);
+			return -1;
+		}
+		fprintf(ctx->err, "stackdump: wrote %s (%s): %s, %llu thread stacks, %zu distinct\n",
+			outpath, format, rs.buf, (unsigned long long)profile_total(p), p->nstacks);
+	} else {
+		cmd_write(ctx, (const char *)buf, len);
+		/* Folded stacks have no header: the rate got goes to stderr. */
+		if (!strcmp(format, "folded"))
+			fprintf(ctx->err, "stackdump: folded profile: %s\n", rs.buf);
+	}
+	strbuf_release(&rs);
+	return 0;
+}
+
+void sampling_costs(struct cmd_ctx *ctx, const struct sd_profile *p, struct sd_target *const *t,
+		    struct sd_sampler *const *s, size_t n, double cpu, double wall,
+		    const struct sd_budget *b)
+{
+	uint64_t lookups = 0, hits = 0;
+	struct sd_perf_stats ps = {0};
+	struct sd_symcounts sc = {0};
+	for (size_t i = 0; i < n; i++) {
+		uint64_t l, h;
+		symbols_stats(t[i]->sym, &l, &h);
+		lookups += l;
+		hits += h;
+		struct sd_symcounts c;
+		symbols_counts(t[i]->sym, &c);
+		sc.frame_resolves += c.frame_resolves;
+		sc.data_lookups += c.data_lookups;
+		sc.data_hits += c.data_hits;
+		sc.data_scans += c.data_scans;
+		if (s[i])
+			sampler_stats_add(s[i], &ps);
+	}
+	struct strbuf sb;
+	strbuf_init(&sb);
+	format_profile_costs(&sb, p, &ps, lookups, hits, cpu, wall);
+	format_budget_costs(&sb, b, &sc, p);
+	fputs(sb.buf, ctx->err);
+	strbuf_release(&sb);
+}
