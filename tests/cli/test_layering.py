@@ -27,7 +27,7 @@ def lines_of(path):
 
 
 def test_engine_includes_no_front_end_and_never_prints():
-    files = sorted(glob.glob(os.path.join(ROOT, "src", "*.[ch]")))
+    files = sorted(glob.glob(os.path.join(ROOT, "src", "**", "*.[ch]"), recursive=True))
     ok(len(files) > 20, files)
     bad = []
     call = re.compile(r"\b(printf|puts|putchar|fputs|exit|_exit|isatty|readline)\s*\(|"
@@ -47,7 +47,7 @@ def test_engine_includes_no_front_end_and_never_prints():
 
 def test_no_include_cycle_between_engine_modules():
     deps = {}
-    for path in glob.glob(os.path.join(ROOT, "src", "*.[ch]")):
+    for path in glob.glob(os.path.join(ROOT, "src", "**", "*.[ch]"), recursive=True):
         mod = os.path.basename(path).rsplit(".", 1)[0]
         for inc in re.findall(r'^\s*#\s*include\s*"([^"/]+)\.h"', "\n".join(lines_of(path)),
                               re.M):
@@ -81,7 +81,7 @@ def test_command_files_stay_small():
 
 
 def test_no_source_file_over_1000_lines():
-    files = sorted(glob.glob(os.path.join(ROOT, "src", "*.[ch]")) +
+    files = sorted(glob.glob(os.path.join(ROOT, "src", "**", "*.[ch]"), recursive=True) +
                    glob.glob(os.path.join(ROOT, "commands", "*.[ch]")))
     ok(len(files) >= 60, files)
     big = ["%s: %d lines" % (os.path.relpath(p, ROOT), len(lines_of(p)))
