@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "format.h"
+#include "format-go.h"
 #include "locks.h"
 #include "procfs.h"
 
@@ -27,6 +28,11 @@ static void frame_value(struct jsonw *w, const struct sd_frame *f,
 	if (more && more->frame)
 		more->frame(w, f);
 	jsonw_object_end(w);
+}
+
+void format_json_frame(struct jsonw *w, const struct sd_frame *f)
+{
+	frame_value(w, f, NULL);
 }
 
 static void wait_value(struct jsonw *w, const struct sd_thread *th,
@@ -168,5 +174,6 @@ void format_json_snapshot(struct jsonw *w, const struct sd_snapshot *s)
 		jsonw_object_end(w);
 	}
 	jsonw_array_end(w);
+	format_go_json(w, s);
 	jsonw_object_end(w);
 }
