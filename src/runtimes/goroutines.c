@@ -384,15 +384,25 @@ static void created_by(struct goread *r, struct sd_goroutine *g, uint64_t gopc)
 	snapshot_thread_drop_frames(&th);
 }
 
-/* The running goroutine G on thread TID: its frames are that thread's,
- * frozen by the snapshot, when the thread's stack pointer is in G's stack
- * (else the thread runs on its scheduler stack: 0). */
+static int runs_on(const struct sd_thread *th, uint64_t lo, uint64_t hi)
+{
+	return th && th->nframes && th->frames[0].sp >= lo && th->frames[0].sp < hi;
+}
+
+/* The running goroutine G: its frames are those of the thread frozen by
+ * the snapshot on its stack, TID (its M as read after the thaw) or, when
+ * the scheduler moved it to another M since, the one whose stack pointer
+ * was in G's stack then (G->thread becomes that one). 0 when no thread
+ * was on its stack (its M runs on the scheduler stack). */
 static int from_thread(struct goread *r, struct sd_goroutine *g, pid_t tid, uint64_t lo,
 		       uint64_t hi)
 {
 	const struct sd_thread *th = snapshot_find_thread(r->s, tid);
-	if (!th || !th->nframes || th->frames[0].sp < lo || th->frames[0].sp >= hi)
+	for (size_t i = 0; !runs_on(th, lo, hi) && i < r->s->nthreads; i++)
+		th = &r->s->threads[i];
+	if (!runs_on(th, lo, hi))
 		return 0;
+	g->thread = th->tid;
 	g->frames = sd_xmalloc(th->nframes * sizeof(*g->frames));
 	memcpy(g->frames, th->frames, th->nframes * sizeof(*g->frames));
 	g->nframes = th->nframes;
@@ -433,10 +443,16 @@ static int read_one(struct goread *r, uint64_t gp, struct sd_goroutine *g, uint8
 				bp = get(b, &rt->syscallbp);
 		}
 		g->thread = thread_of(r, get(b, &rt->m));
-		if (st == SD_GO_RUNNING && g->thread && from_thread(r, g, g->thread, lo, hi))
+		if (st == SD_GO_RUNNING && from_thread(r, g, g->thread, lo, hi))
 			break;
 		if (!pc || !sp) {
-			g->unwind_stop = strpool_intern(r->s->pool, "no saved registers");
+			/* Go's own words: it runs, on no thread the snapshot froze
+			 * on its stack (it was scheduled after the freeze). */
+			g->unwind_stop = strpool_intern(r->s->pool,
+							st == SD_GO_RUNNING
+							    ? "running on another thread since the freeze; "
+							      "stack unavailable"
+							    : "no saved registers");
 			break;
 		}
 		if (hi <= lo || hi - lo > GO_MAX_STACK_SPAN || sp < lo || sp >= hi) {
