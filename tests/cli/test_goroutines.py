@@ -181,6 +181,69 @@ def test_goroutines_match_the_runtime_go124():
     compare_with_runtime("fx-goroutines-go124", "go1.24")
 
 
+def parse_delve(text):
+    """{id: [(fn, file, line)]} from delve's `goroutines -t`."""
+    gs, cur = {}, None
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        # The first one follows the prompt: "(dlv)   Goroutine 1 - ...".
+        m = re.match(r"^(?:\(dlv\))?\s*\*?\s*Goroutine (\d+) - ", line)
+        if m:
+            cur = gs.setdefault(int(m.group(1)), [])
+            continue
+        m = re.match(r"^\s+\d+\s+0x[0-9a-f]+ in (\S+)$", line)
+        if m and cur is not None:
+            at = re.match(r"^\s+at (\S+):(\d+)$", lines[i + 1])
+            ok(at, "no location after %r" % line)
+            cur.append((m.group(1), at.group(1), int(at.group(2))))
+    return gs
+
+
+def test_goroutines_match_delve_go119():
+    """delve (Debian 12's 1.20, which knows Go 1.19) attached after our
+    dump, `goroutines -t`: the same goroutines with the same frames. delve
+    names a parked goroutine's first frame at its saved pc (runtime.gopark
+    a line below Go's own, which looks up pc - 1), and a goroutine in a
+    system call from its thread's registers (from the syscall wrapper down,
+    where Go's traceback starts at syscall.Syscall, at the line where it
+    entered the call): ours is then the end of delve's."""
+    need("fx-goroutines")
+    dlv = sdtest.tool("dlv", "delve")
+    empty = tempfile.mkdtemp()  # delve shortens the paths below its cwd
+    with start("fx-goroutines", POOL, stdin=True) as fx:
+        r = sdtest.run("--format", "json", fx.pid)
+        eq(r.rc, 0, r.err)
+        p = subprocess.run([dlv, "attach", str(fx.pid), "--allow-non-terminal-interactive=true"],
+                           input="goroutines -t 200\nquit -c\n", capture_output=True, text=True,
+                           timeout=300, cwd=empty)
+        os.rmdir(empty)
+        sdtest.assert_running(fx.pid)
+    want = parse_delve(p.stdout)
+    ok(len(want) >= POOL + 8, p.stdout[:3000] + p.stderr[:2000])
+    ours = {g["id"]: g for g in r.json()["goroutines"]}
+    eq(sorted(ours), sorted(want))
+    matched = 0
+    for gid, w in want.items():
+        g = ours[gid]
+        mine = [(f["function"], f["file"], f["line"]) for f in g["frames"]]
+        if g["status"] in ("running", "runnable", "preempted"):
+            eq([f[0] for f in mine][:1], [f[0] for f in w][-len(mine):][:1], "goroutine %d" % gid)
+            continue
+        if g["status"] == "syscall":
+            # The same frames; the first one's line differs: ours is where
+            # it entered the system call (entersyscall), as Go prints it,
+            # delve's where its thread is now.
+            theirs = w[len(w) - len(mine):]
+            eq([f[0] for f in mine], [f[0] for f in theirs], "goroutine %d" % gid)
+            eq(mine[1:], theirs[1:], "goroutine %d" % gid)
+        else:
+            eq([f[0] for f in mine], [f[0] for f in w], "goroutine %d" % gid)
+            eq(mine[1:], w[1:], "goroutine %d" % gid)
+        matched += 1
+    ok(matched >= POOL + 8, "matched %d" % matched)
+    print("fx-goroutines: %d goroutines of delve's matched" % matched)
+
+
 def test_text_form_grouping_and_thread_view():
     need("fx-goroutines")
     with start("fx-goroutines", POOL, stdin=True) as fx:
