@@ -335,6 +335,36 @@ def test_binary_without_dwarf_says_what_it_cannot_show():
     sdtest.matches(text, r"^Thread \d+ \"")
 
 
+def test_stacks_that_move_while_read():
+    """Goroutines that keep growing their stacks (copied by the runtime to a
+    larger one) and parking, dumped again and again: each is shown whole
+    (down to runtime.goexit) or says why not; never a crash or garbage."""
+    need("fx-goroutines")
+    whole = cut = retaken = 0
+    with start("fx-goroutines", 4, "churn", stdin=True) as fx:
+        for _ in range(15):
+            r = sdtest.run("--format", "json", fx.pid)
+            eq(r.rc, 0, r.err)
+            for g in r.json()["goroutines"]:
+                fns = [f["function"] for f in g["frames"]]
+                if "main.churn" not in fns and not (g["unwind_stop"] and not fns):
+                    continue
+                retaken += g.get("retakes", 0)
+                if fns and fns[-1] == "runtime.goexit":
+                    # Whole: every frame a function of the program.
+                    ok(all(f in ("main.deep", "main.churn", "runtime.goexit") or
+                           f.startswith(("runtime.", "time.", "sync/atomic."))
+                           for f in fns if f), fns)
+                    whole += 1
+                else:
+                    ok(g["unwind_stop"], "goroutine %d ends early without a word: %r" %
+                       (g["id"], fns))
+                    cut += 1
+        sdtest.assert_running(fx.pid)
+    ok(whole >= 15, "whole %d, cut %d" % (whole, cut))
+    print("churn: %d stacks whole, %d cut with a reason, %d retakes" % (whole, cut, retaken))
+
+
 def test_other_programs_have_no_goroutines():
     with start("fx-idle") as fx:
         r = sdtest.run("--format", "json", fx.pid)
