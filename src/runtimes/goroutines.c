@@ -304,6 +304,8 @@ struct goread {
 	} *ms;
 	size_t nms, ms_cap;
 	size_t unknown_status, unreadable;
+	uint8_t *stack;	      /* one buffer for every goroutine's stack copy */
+	size_t stack_cap;
 };
 
 static void read_reasons(struct goread *r)
@@ -473,7 +475,12 @@ static int read_one(struct goread *r, uint64_t gp, struct sd_goroutine *g, uint8
 			len = r->o->max_stack;
 			th.stack_truncated = 1;
 		}
-		th.stack = sd_xmalloc(len);
+		if (len > r->stack_cap) {
+			free(r->stack);
+			r->stack_cap = len < 65536 ? 65536 : len;
+			r->stack = sd_xmalloc(r->stack_cap);
+		}
+		th.stack = r->stack;
 		th.stack_base = sp;
 		th.stack_len = len;
 		int copied = rtmem_read(&r->mem, sp, th.stack, len, "a goroutine stack", &err) == 0;
@@ -485,7 +492,6 @@ static int read_one(struct goread *r, uint64_t gp, struct sd_goroutine *g, uint8
 			   get(b2, &rt->syscallsp) == get(b, &rt->syscallsp) &&
 			   get(b2, &rt->goid) == get(b, &rt->goid);
 		if (!same && copied && attempt + 1 < GO_RETAKES) {
-			free(th.stack);
 			g->retakes++;
 			memcpy(b, b2, rt->g_size);
 			k = map_status(rt, get(b, &rt->status), &st);
@@ -495,7 +501,6 @@ static int read_one(struct goread *r, uint64_t gp, struct sd_goroutine *g, uint8
 		}
 		if (!copied) {
 			g->unwind_stop = strpool_intern(r->s->pool, err.msg);
-			free(th.stack);
 			break;
 		}
 		unwind_thread(r->u, r->s, &th, r->o->max_frames);
@@ -511,7 +516,6 @@ static int read_one(struct goread *r, uint64_t gp, struct sd_goroutine *g, uint8
 			g->unwind_stop = strpool_intern(r->s->pool,
 							"it ran while it was read: its stack may be "
 							"out of date");
-		free(th.stack);
 		break;
 	}
 	uint64_t wr = get(b, &rt->waitreason);
@@ -613,5 +617,6 @@ void goroutines_read(struct sd_goruntime **rtp, struct sd_space *sp, struct sd_u
 	free(gps);
 	free(r.reasons);
 	free(r.ms);
+	free(r.stack);
 	s->go_us = (sd_now_ns() - t0) / 1000;
 }
