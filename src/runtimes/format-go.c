@@ -176,8 +176,10 @@ void format_go_text(struct strbuf *out, const struct sd_snapshot *s,
 		return;
 	strbuf_addf(out, "%sPID %d (", o->color ? "\033[1m" : "", (int)s->pid);
 	strbuf_add_escaped(out, s->comm ? s->comm : "?");
-	strbuf_addf(out, ") Go %s, %zu goroutine%s%s\n", s->go_version ? s->go_version : "?",
-		    s->ngoroutines, s->ngoroutines == 1 ? "" : "s", o->color ? "\033[0m" : "");
+	strbuf_adds(out, ") Go ");
+	strbuf_add_escaped(out, s->go_version ? s->go_version : "?");
+	strbuf_addf(out, ", %zu goroutine%s%s\n", s->ngoroutines, s->ngoroutines == 1 ? "" : "s",
+		    o->color ? "\033[0m" : "");
 	if (s->go_note) {
 		strbuf_adds(out, "  note: ");
 		strbuf_add_escaped(out, s->go_note);
@@ -195,7 +197,8 @@ void format_go_text(struct strbuf *out, const struct sd_snapshot *s,
 		int merge = o->go_group == 1 ? c > 1 : o->go_group == 2 ? c >= 4 : 0;
 		strbuf_adds(out, "\n");
 		if (!merge) {
-			strbuf_addf(out, "goroutine %" PRIu64 " [%s", g->id, format_go_status(g));
+			strbuf_addf(out, "goroutine %" PRIu64 " [", g->id);
+			strbuf_add_escaped(out, format_go_status(g));
 			tail(out, g, g->wait_seconds, g->wait_seconds, 1);
 			strbuf_adds(out, "]:\n");
 			body(out, g, o);
@@ -223,7 +226,8 @@ void format_go_text(struct strbuf *out, const struct sd_snapshot *s,
 			else if (ids.buf[ids.len - 1] != '.')
 				strbuf_adds(&ids, " ...");
 		}
-		strbuf_addf(out, "%zu goroutines [%s", c, format_go_status(g));
+		strbuf_addf(out, "%zu goroutines [", c);
+		strbuf_add_escaped(out, format_go_status(g));
 		tail(out, g, lo, hi, 0);
 		strbuf_addf(out, "]: %s\n", ids.buf);
 		strbuf_release(&ids);
