@@ -10,7 +10,7 @@
 #include "symbols.h"
 #include "cmd.h"
 
-enum { DUMP_FORMAT = SNAP_OPT__COUNT, DUMP_VERBOSE, DUMP_GROUP, DUMP_NO_GROUP };
+enum { DUMP_FORMAT = SNAP_OPT__COUNT, DUMP_VERBOSE, DUMP_GROUP, DUMP_NO_GROUP, DUMP_THREADS };
 
 static const struct cmd_option dump_options[] = {
 	CMD_SNAPSHOT_OPTIONS,
@@ -20,6 +20,8 @@ static const struct cmd_option dump_options[] = {
 	[DUMP_GROUP] = OPT_FLAG("group", 'g',
 				"merge threads with identical stacks (a count, names, TIDs)"),
 	[DUMP_NO_GROUP] = OPT_FLAG("no-group", 0, "one stack per thread, even at a terminal"),
+	[DUMP_THREADS] = OPT_FLAG("threads", 0,
+				  "a Go program: only its threads, not its goroutines"),
 	{0},
 };
 
@@ -40,6 +42,20 @@ static int want_group(struct cmd_ctx *ctx, const struct sd_snapshot *s)
 	if (st >= 0)
 		return st;
 	return isatty(fileno(ctx->out)) && s->nthreads > GROUP_AUTO_THREADS;
+}
+
+/* Goroutines of a Go program grouped? --group merges every set of
+ * identical ones, --no-group none; at a terminal, sets of 4 or more. */
+static int want_go_group(struct cmd_ctx *ctx)
+{
+	if (cmd_has(ctx, DUMP_GROUP))
+		return 1;
+	if (cmd_has(ctx, DUMP_NO_GROUP))
+		return 0;
+	int st = ctx->session ? ctx->session->settings.group : -1;
+	if (st >= 0)
+		return st;
+	return isatty(fileno(ctx->out)) ? 2 : 0;
 }
 
 /* The JSON documents of the snapshots dumped so far, each written apart:
@@ -66,6 +82,7 @@ static void emit(struct cmd_ctx *ctx, struct sd_target *t, struct sd_snapshot *s
 	ro.color = ctx->color;
 	ro.verbose = cmd_has(ctx, DUMP_VERBOSE);
 	ro.group = want_group(ctx, s);
+	ro.go_group = want_go_group(ctx);
 	struct strbuf sb;
 	strbuf_init(&sb);
 	format_text_snapshot(&sb, s, &ro);
@@ -191,6 +208,7 @@ static int dump_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	pid_t *tids;
 	if (cmd_snap_opts(ctx, &o, &tids) < 0)
 		return EXIT_USAGE;
+	o.goroutines = !cmd_has(ctx, DUMP_THREADS);
 	int rc;
 	/* In the shell the target is the current one or the loaded snapshot,
 	 * and arguments select threads. */
@@ -251,6 +269,10 @@ const struct cmd_entry cmd_dump_entry = {
 	    "names and TIDs compressed (worker-1..200); at a terminal this is the default for\n"
 	    "a process of more than 64 threads (--no-group, or 'set group off' in the shell,\n"
 	    "turns it off); output to a pipe or a file is grouped only when asked.\n"
+	    "A Go program is shown as its goroutines, in the form of Go's own traceback\n"
+	    "(read from the runtime's structures without stopping them), then its threads,\n"
+	    "each with the goroutine it runs; at a terminal, 4 or more identical goroutines\n"
+	    "are one entry (--group: any; --no-group: none). --threads: the threads only.\n"
 	    "Exit status: 0 all threads shown, 1 partial (a thread or a process could not\n"
 	    "be read), 2 failure, 64 usage error.",
 	.options = dump_options,

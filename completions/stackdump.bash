@@ -62,7 +62,7 @@ _stackdump()
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "-h --help -V --version -c --completion --tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --format --verbose --group --no-group" -- "$cur"))
+			COMPREPLY=($(compgen -W "-h --help -V --version -c --completion --tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --format --verbose --group --no-group --threads" -- "$cur"))
 		else
 			_stackdump_commands
 			_stackdump_pids "$cur"
@@ -240,7 +240,7 @@ _stackdump()
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --format --verbose --group --no-group --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --format --verbose --group --no-group --threads --help" -- "$cur"))
 		else
 			_stackdump_pids "$cur"
 		fi

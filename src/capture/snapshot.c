@@ -90,6 +90,9 @@ void snapshot_free(struct sd_snapshot *s)
 	for (size_t i = 0; i < s->nthreads; i++)
 		thread_release(&s->threads[i]);
 	free(s->threads);
+	for (size_t i = 0; i < s->ngoroutines; i++)
+		free(s->goroutines[i].frames);
+	free(s->goroutines);
 	free(s->outside);
 	free(s->modules);
 	strpool_free(s->pool);

@@ -196,10 +196,41 @@ struct sd_thread {
 				* unchanged): a profile need not look them
 				* up again */
 
+	uint64_t goid;        /* Go: the goroutine this thread (an M) runs, 0 none */
+
 	/* analyze */
 	struct sd_wait wait;
 	struct sd_hold *holds; /* heap; locks others wait for that this one holds */
 	size_t nholds;
+};
+
+/* A goroutine's status as its runtime names it (dead ones are left out). */
+enum sd_go_status {
+	SD_GO_IDLE = 0,
+	SD_GO_RUNNABLE,
+	SD_GO_RUNNING,
+	SD_GO_SYSCALL,
+	SD_GO_WAITING,
+	SD_GO_PREEMPTED,
+	SD_GO_COPYSTACK,
+};
+
+/* A goroutine of a Go program, read from its runtime's own structures
+ * (runtimes/goroutines.c). Strings are pool strings; frames are the
+ * goroutine's own array, freed with the snapshot. */
+struct sd_goroutine {
+	uint64_t id;
+	enum sd_go_status status;
+	const char *wait_reason;  /* the runtime's own string, NULL when not waiting */
+	double wait_seconds;      /* at least this long; < 0: not known */
+	pid_t thread;             /* the thread (M) running it, 0 none */
+	int locked;               /* locked to its thread (LockOSThread) */
+	struct sd_frame created_by; /* the go statement; function NULL: none */
+	uint64_t parent;          /* the creating goroutine's id, 0 unknown */
+	struct sd_frame *frames;
+	size_t nframes;
+	const char *unwind_stop;  /* why its stack ended early, or NULL */
+	unsigned retakes;         /* read again because it moved while copied */
 };
 
 /* A loaded module as the snapshot saw it. */
@@ -249,6 +280,14 @@ struct sd_snapshot {
 	} *outside;           /* names of threads outside the selection that
 			       * the snapshot refers to (lock owners) */
 	size_t noutside;
+	/* Go programs: goroutines read from the runtime (go_read set, even
+	 * when none could be: go_note says why). */
+	int go_read;
+	const char *go_version;   /* "go1.19.8", or NULL */
+	const char *go_note;      /* what could not be shown, or NULL */
+	struct sd_goroutine *goroutines;
+	size_t ngoroutines;
+	uint64_t go_us;           /* reading and unwinding them */
 	struct strpool *pool; /* owns every string above */
 	void *arena;          /* prefaulted memory for stack copies, or NULL */
 	size_t arena_size, arena_used;

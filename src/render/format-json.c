@@ -4,30 +4,9 @@
 #include <stdio.h>
 
 #include "format.h"
+#include "format-go.h"
 #include "locks.h"
 #include "procfs.h"
-
-static void frame_value(struct jsonw *w, const struct sd_frame *f,
-			const struct format_json_more *more)
-{
-	jsonw_object_begin(w);
-	jsonw_khex(w, "addr", f->pc);
-	jsonw_kstr(w, "module", f->module);
-	jsonw_kstr(w, "build_id", f->build_id);
-	jsonw_khex(w, "offset", f->offset);
-	jsonw_kstr(w, "function", f->function);
-	jsonw_kstr(w, "file", f->file);
-	if (f->line)
-		jsonw_kint(w, "line", f->line);
-	else
-		jsonw_knull(w, "line");
-	jsonw_kbool(w, "inlined", f->flags & SD_FRAME_INLINED);
-	if (f->flags & SD_FRAME_SIGNAL)
-		jsonw_kbool(w, "signal_frame", 1);
-	if (more && more->frame)
-		more->frame(w, f);
-	jsonw_object_end(w);
-}
 
 static void wait_value(struct jsonw *w, const struct sd_thread *th,
 		       const struct format_json_more *more)
@@ -122,7 +101,7 @@ void format_json_thread_members(struct jsonw *w, const struct sd_snapshot *s,
 	jsonw_ku64(w, "voluntary_ctxt_switches", th->vol_ctxsw);
 	jsonw_karray(w, "frames");
 	for (size_t i = 0; i < th->nframes; i++)
-		frame_value(w, &th->frames[i], more);
+		format_json_frame_more(w, &th->frames[i], more);
 	jsonw_array_end(w);
 	jsonw_kstr(w, "unwind_stop", th->unwind_stop);
 	jsonw_kstr(w, "capture", snapshot_capture_kind_name(th->kind));
@@ -168,5 +147,6 @@ void format_json_snapshot(struct jsonw *w, const struct sd_snapshot *s)
 		jsonw_object_end(w);
 	}
 	jsonw_array_end(w);
+	format_go_json(w, s);
 	jsonw_object_end(w);
 }

@@ -6,6 +6,7 @@
 
 #include "analyze.h"
 #include "format.h"
+#include "format-go.h"
 #include "group.h"
 #include "locks.h"
 
@@ -194,6 +195,8 @@ void format_text_thread_header(struct strbuf *out, const struct sd_snapshot *s,
 	strbuf_add_escaped(out, th->name ? th->name : "");
 	strbuf_addf(out, "\"%s", col(o, C_RESET));
 	thread_state(out, s, th, o);
+	if (th->goid)
+		strbuf_addf(out, " [goroutine %" PRIu64 "]", th->goid);
 }
 
 static void thread_state(struct strbuf *out, const struct sd_snapshot *s,
@@ -303,6 +306,11 @@ void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
 {
 	struct sd_render_opts ro = with_main(s, o0);
 	const struct sd_render_opts *o = &ro;
+	if (s->go_read) {
+		/* A Go program: its goroutines first, then its threads. */
+		format_go_text(out, s, o);
+		strbuf_adds(out, "\n");
+	}
 	if (o->group) {
 		format_text_grouped(out, s, o);
 		return;

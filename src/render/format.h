@@ -13,6 +13,8 @@ struct sd_render_opts {
 	int color;       /* ANSI colours */
 	int verbose;     /* timings, per-thread pause, build-ids */
 	int group;       /* threads with identical stacks shown once */
+	int go_group;    /* goroutines: 0 one by one, 1 identical ones merged,
+			  * 2 merged where 4 or more are identical */
 	const char *main_module; /* with color: frames of this module (the
 				  * program) stand out; NULL: the snapshot's
 				  * executable */
@@ -41,6 +43,8 @@ void format_text_holds(struct strbuf *out, const struct sd_thread *th, long idx,
 
 /* JSON, written through W (jsonw.h): the dump schema of the README. */
 void format_json_snapshot(struct jsonw *w, const struct sd_snapshot *s);
+/* One frame's object, as in a thread's "frames" (format-frame.c). */
+void format_json_frame(struct jsonw *w, const struct sd_frame *f);
 /* The wait of TH: its object, or null when TH is not waiting on a lock. */
 void format_json_wait(struct jsonw *w, const struct sd_thread *th);
 
@@ -53,6 +57,10 @@ struct format_json_more {
 /* The members of S's object that come before "threads" ("pid" to
  * "timings"), inside an object the caller opened. */
 void format_json_snapshot_members(struct jsonw *w, const struct sd_snapshot *s);
+/* One frame's object; MORE (may be NULL) adds its members at the end
+ * (format-frame.c). */
+void format_json_frame_more(struct jsonw *w, const struct sd_frame *f,
+			    const struct format_json_more *more);
 /* The members of TH's object ("tid" to "holds"), inside an object the
  * caller opened; MORE (may be NULL) adds to frames and the wait. */
 void format_json_thread_members(struct jsonw *w, const struct sd_snapshot *s,

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "analyze.h"
+#include "goroutines.h"
 #include "ptrace.h"
 #include "snapctx.h"
 #include "symbols.h"
@@ -534,6 +535,11 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 	symbolize_stage(&cx);
 	s->symbolize_us = (sd_now_ns() - t2) / 1000;
 	analyze_stage(&cx);
+	if (o->goroutines && !o->no_symbols) {
+		/* A Go program: its goroutines, beside the threads. */
+		struct go_read_opts go = {o->max_frames, o->max_stack, o->no_inline, o->no_source};
+		goroutines_read(&t->goruntime, &t->space, t->unw, t->sym, s, &go);
+	}
 	finish_stage(&cx);
 	if (cx.taskdir >= 0)
 		close(cx.taskdir);

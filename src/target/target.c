@@ -17,6 +17,7 @@
 
 #include "analyze.h"
 #include "capture.h"
+#include "goroutines.h"
 #include "ptrace.h"
 #include "saferead.h"
 #include "symbols.h"
@@ -139,6 +140,7 @@ void target_free(struct sd_target *t)
 	free(t->plans);
 	strpool_free(t->reuse_pool);
 	free(t->last_tids);
+	goruntime_free(t->goruntime);
 	if (t->spare_arena)
 		munmap(t->spare_arena, t->spare_arena_size);
 	free(t);

@@ -55,6 +55,7 @@ struct sd_target {
 	pid_t *last_tids;         /* the last listing of task/ (samples) */
 	size_t nlast_tids;
 	uint64_t tids_ns;         /* when it was read */
+	struct sd_goruntime *goruntime; /* a Go program's runtime layout (goroutines.h) */
 };
 
 /* How threads are captured (see DESIGN.md, capture kinds). */
@@ -108,6 +109,7 @@ struct sd_snap_opts {
 				* (the only ones it is shown for) and no
 				* context switch counts (never shown) */
 	enum sd_capture_mode capture; /* default AUTO */
+	int goroutines;        /* a Go program: read its goroutines too */
 	int reuse;             /* samples: a thread that did not run since
 				* the last snapshot is not read again */
 	/* The registers TID went to sleep with, from the caller's own ring of

@@ -248,6 +248,8 @@ class Fixture:
                 pass  # stuck in D state: nothing more we can do
         if self.proc.stdout is not None:
             self.proc.stdout.close()
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
@@ -278,7 +280,7 @@ def _read_ready(proc, deadline):
     return line.decode("utf-8", "replace"), None
 
 
-def start(path, *args, parked=0, blocked=0, timeout=20, env=None):
+def start(path, *args, parked=0, blocked=0, timeout=20, env=None, stdin=False):
     """Starts a fixture and waits until it is in place.
 
     path is a fixture name or a path; args are passed as strings. Waits for
@@ -286,14 +288,16 @@ def start(path, *args, parked=0, blocked=0, timeout=20, env=None):
     threads sleep in futex(2), and, if blocked > 0, until at least that
     many threads sleep in any syscall. All waits together are bounded by
     timeout seconds; on failure the fixture is killed and FixtureError
-    raised with its stderr. Returns a Fixture.
+    raised with its stderr. With stdin, the fixture's stdin is a pipe
+    (fx.proc.stdin) for commands. Returns a Fixture.
     """
     path = path_of(path)
     args = [str(a) for a in args]
     if not os.access(path, os.X_OK):
         raise FixtureError("%s: no such executable fixture" % path)
     err = tempfile.TemporaryFile()
-    proc = subprocess.Popen([path] + args, stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen([path] + args,
+                            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=err, env=env,
                             preexec_fn=_die_with_parent)
     fx = Fixture(proc, path, args, err)
