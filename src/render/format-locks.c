@@ -335,8 +335,13 @@ void format_text_locks(struct strbuf *out, const struct sd_snapshot *s,
 	else if (nidle)
 		strbuf_addf(out, ", %zu idle (%zu on condvars, %zu in the language runtime)", nidle,
 			    nidle - nruntime, nruntime);
-	strbuf_addf(out, ", %zu thread%s, paused %.2f ms", s->nthreads, s->nthreads == 1 ? "" : "s",
-		    (double)s->pause_us / 1000.0);
+	strbuf_addf(out, ", %zu thread%s", s->nthreads, s->nthreads == 1 ? "" : "s");
+	if (s->core) {
+		strbuf_adds(out, ", from core ");
+		strbuf_add_escaped(out, s->core);
+	} else {
+		strbuf_addf(out, ", paused %.2f ms", (double)s->pause_us / 1000.0);
+	}
 	if (nsnaps > 1)
 		strbuf_addf(out, " (the last of %zu snapshots)", nsnaps);
 	if (s->partial)

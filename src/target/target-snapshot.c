@@ -562,7 +562,7 @@ static void core_crash_stage(struct sd_target *t, struct sd_snapshot *s)
 	int fault = cr->signo == SIGSEGV || cr->signo == SIGBUS || cr->signo == SIGILL ||
 		    cr->signo == SIGFPE;
 	if (fault && ct->have_siginfo && cr->code > 0)
-		strbuf_addf(&sb, " at %#llx", (unsigned long long)cr->addr);
+		strbuf_addf(&sb, " at 0x%llx", (unsigned long long)cr->addr);
 	if (at < s->nthreads) {
 		struct sd_thread *th = &s->threads[at];
 		const struct sd_frame *f = NULL;
@@ -577,8 +577,10 @@ static void core_crash_stage(struct sd_target *t, struct sd_snapshot *s)
 			strbuf_addf(&sb, " in %s", f->function);
 		else if (f && f->module)
 			strbuf_addf(&sb, " in %s+%#llx", f->module, (unsigned long long)f->offset);
-		if (f && f->file)
-			strbuf_addf(&sb, " at %s:%d", f->file, f->line);
+		if (f && f->file) {
+			const char *b = strrchr(f->file, '/');
+			strbuf_addf(&sb, " at %s:%d", b ? b + 1 : f->file, f->line);
+		}
 		strbuf_addf(&sb, ", thread %d", (int)th->tid);
 		if (th->name && *th->name)
 			strbuf_addf(&sb, " \"%s\"", th->name);
