@@ -429,7 +429,10 @@ void format_json_locks(struct jsonw *w, const struct sd_snapshot *s, const struc
 	jsonw_kint(w, "pid", s->pid);
 	jsonw_kstr(w, "comm", s->comm);
 	jsonw_kdouble(w, "time", s->time);
-	jsonw_ku64(w, "pause_us", s->pause_us);
+	if (s->core)
+		jsonw_knull(w, "pause_us"); /* a core: nothing was paused */
+	else
+		jsonw_ku64(w, "pause_us", s->pause_us);
 	jsonw_kbool(w, "partial", s->partial);
 	jsonw_karray(w, "locks");
 	for (size_t i = 0; i < g->nlocks; i++)
