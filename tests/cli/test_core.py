@@ -267,6 +267,33 @@ def test_module_mismatch_not_symbolized():
     eq(r.json()["threads"][0]["frames"][0]["function"], "parse_header")
 
 
+def test_shell_load_core():
+    core = crash_core("segv")
+    r = sdtest.run(input="load %s\ndump\nlocks\n" % core, env={"XDG_STATE_HOME": TMP})
+    eq(r.rc, 0, r)
+    contains(r.err, "loaded %s" % core)
+    contains(r.out, "from core %s" % core)
+    contains(r.out, "crash: SIGSEGV (SEGV_MAPERR) at 0x0 in parse_header")
+    ok(r.out.count("parse_header (fx-crash)") >= 1, r.out)
+
+
+def test_huge_sparse_core():
+    # 100 GiB of which a few KiB are data (the fuzz seed, then a hole): it
+    # is mapped, never read whole.
+    seed = os.path.join(os.path.dirname(__file__), "..", "fuzz", "corpus", "core",
+                        "seed-min.core")
+    big = os.path.join(TMP, "sparse.core")
+    shutil.copy(seed, big)
+    os.truncate(big, 100 << 30)
+    r = sdtest.run("-f", "json", big)
+    eq(r.rc, 0, r)
+    doc = r.json()
+    eq((doc["pid"], doc["comm"], len(doc["threads"])), (1234, "crash", 1))
+    eq(doc["core"]["command"], "crash --now")
+    eq((doc["crash"]["signal"], doc["crash"]["code"]), (11, 1))
+    os.unlink(big)
+
+
 def write(name, data):
     path = os.path.join(TMP, name)
     open(path, "wb").write(data)
