@@ -279,7 +279,7 @@ const struct cmd_entry cmd_dump_entry = {
 	.min_args = 0,
 	.max_args = -1,
 	.arg_complete = CMPL_PID,
-	.flags = CMD_NEEDS_TARGET | CMD_TARGET_ATTACH | CMD_TARGET_LOADED | CMD_TARGET_MANY |
+	.flags = CMD_NEEDS_TARGET | CMD_TARGET_ATTACH | CMD_TARGET_CORE | CMD_TARGET_LOADED | CMD_TARGET_MANY |
 		 CMD_TARGET_SHELL_ARGS,
 	.target_missing = "missing argument (PID...)\nusage: stackdump dump [options] PID...",
 	.check = cmd_snap_check,

@@ -52,7 +52,22 @@ static int load_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	const char *path = argv[0];
 	struct snapio_meta m;
 	struct sd_error err = {0};
-	struct sd_snapshot *s = snapio_load(path, &m, &err);
+	struct sd_snapshot *s = NULL;
+	if (target_is_core_file(path)) {
+		/* A core file: its snapshot, read once (the core does not change). */
+		snapio_meta_init(&m);
+		m.reason = "core file";
+		m.version = SD_SNAPSHOT_VERSION;
+		struct sd_target *t = target_open_core(path, NULL, &err);
+		if (t) {
+			struct sd_snap_opts o;
+			snap_opts_init(&o);
+			s = target_snapshot(t, &o, &err);
+			target_free(t);
+		}
+	} else {
+		s = snapio_load(path, &m, &err);
+	}
 	if (!s) {
 		cmd_error(ctx, "load: %s", err.msg);
 		return EXIT_FAIL;
@@ -86,7 +101,8 @@ const struct cmd_entry cmd_load_entry = {
 	.summary = "load a saved snapshot to inspect it (dump, threads, locks)",
 	.description =
 	    "Reads a snapshot written by save or record (gzip or not), or the output of\n"
-	    "'dump --format json' for one process. In the shell, dump, threads and locks then\n"
+	    "'dump --format json' for one process, or an ELF core file (see core). In the\n"
+	    "shell, dump, threads and locks then\n"
 	    "show the loaded snapshot. A malformed, truncated or newer-version file is\n"
 	    "refused with the place of the problem. On the command line it only checks the\n"
 	    "file. Exit status: 0 loaded, 2 the file cannot be read, 64 usage error.",

@@ -179,7 +179,7 @@ const struct cmd_entry cmd_locks_entry = {
 	.min_args = 0,
 	.max_args = 1,
 	.arg_complete = CMPL_PID,
-	.flags = CMD_NEEDS_TARGET | CMD_TARGET_ATTACH | CMD_TARGET_LOADED,
+	.flags = CMD_NEEDS_TARGET | CMD_TARGET_ATTACH | CMD_TARGET_CORE | CMD_TARGET_LOADED,
 	.check = locks_check,
 	.exec = locks_exec,
 };

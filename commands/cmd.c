@@ -655,6 +655,34 @@ static int target_add(struct cmd_ctx *ctx, const struct cmd_entry *e, pid_t pid)
 	return 0;
 }
 
+/* Does ARG name a core file rather than a process (a path: it holds a
+ * '/'), for command E? */
+static int core_arg(const struct cmd_entry *e, const char *arg)
+{
+	return arg && strchr(arg, '/') && (e->flags & CMD_TARGET_CORE);
+}
+
+/* Add the core file PATH to CTX->target as a process. Returns 0, or -1
+ * after an error message. */
+static int core_add(struct cmd_ctx *ctx, const struct cmd_entry *e, const char *path)
+{
+	const char *sysroot = NULL;
+	for (int i = 0; e->options && e->options[i].name; i++)
+		if (!strcmp(e->options[i].name, "sysroot"))
+			sysroot = cmd_str(ctx, i);
+	struct sd_error err = {0};
+	struct sd_target *t = target_open_core(path, sysroot, &err);
+	if (!t) {
+		cmd_error(ctx, "%s", err.msg);
+		return -1;
+	}
+	struct cmd_target *tg = &ctx->target;
+	tg->procs = sd_xrealloc(tg->procs, (tg->nprocs + 1) * sizeof(*tg->procs));
+	tg->procs[tg->nprocs++] = (struct cmd_proc){.pid = t->pid, .t = t};
+	tg->owned = 1;
+	return 0;
+}
+
 /* Append PID to *PIDS (*N of them) unless ONCE and it is there. */
 static void add_pid(pid_t **pids, size_t *n, size_t *cap, pid_t pid, int once)
 {
@@ -677,6 +705,11 @@ static int resolve_many(struct cmd_ctx *ctx, const struct cmd_entry *e, int argc
 	size_t n = 0, cap = 0;
 	int rc = EXIT_FAIL;
 	for (int i = 0; i < argc; i++) {
+		if (core_arg(e, argv[i])) {
+			if (core_add(ctx, e, argv[i]) < 0)
+				tg->failed++;
+			continue;
+		}
 		pid_t pid = cmd_resolve_pid(ctx, argv[i]);
 		if (pid > 0)
 			add_pid(&pids, &n, &cap, pid, set);
@@ -740,9 +773,14 @@ static int resolve_target(struct cmd_ctx *ctx, const struct cmd_entry *e, int ar
 				  e->options[po].name);
 			return EXIT_USAGE;
 		}
-		pid_t pid = cmd_resolve_pid(ctx, argc >= 1 ? argv[0] : pid_of);
-		if (pid <= 0 || target_add(ctx, e, pid) < 0)
-			return EXIT_FAIL;
+		if (argc >= 1 && core_arg(e, argv[0])) {
+			if (core_add(ctx, e, argv[0]) < 0)
+				return EXIT_FAIL;
+		} else {
+			pid_t pid = cmd_resolve_pid(ctx, argc >= 1 ? argv[0] : pid_of);
+			if (pid <= 0 || target_add(ctx, e, pid) < 0)
+				return EXIT_FAIL;
+		}
 	} else if (loaded) {
 		tg->loaded = s->loaded;
 		return 0;
@@ -928,25 +966,6 @@ struct sd_target *cmd_current_target(struct cmd_ctx *ctx)
 int cmd_snapshot_status(const struct sd_snapshot *s)
 {
 	return s->partial ? EXIT_PARTIAL : EXIT_OK;
-}
-
-void cmd_session_init(struct cmd_session *s)
-{
-	memset(s, 0, sizeof(*s));
-	s->settings.max_frames = ~0u;
-	s->settings.color = -1;
-	s->settings.group = -1;
-}
-
-void cmd_session_release(struct cmd_session *s)
-{
-	for (size_t i = 0; i < s->ntargets; i++)
-		target_free(s->targets[i]);
-	free(s->targets);
-	snapshot_free(s->loaded);
-	snapshot_free(s->last);
-	free(s->loaded_path);
-	memset(s, 0, sizeof(*s));
 }
 
 void cmd_format_names(struct strbuf *sb)

@@ -155,6 +155,9 @@ enum {
 	CMD_TARGET_SHELL_ARGS = 1 << 7, /* with NEEDS_TARGET: in the shell, with a current
 				       target or loaded snapshot to serve, the arguments are
 				       the command's own (dump's TIDs), not processes */
+	CMD_TARGET_CORE = 1 << 8,   /* with ATTACH: an argument holding a '/' names an ELF
+				       core file, read in place of a process (its option
+				       "sysroot", if declared, says where its files are) */
 };
 
 #define CMD_MAX_OPTS 32

@@ -149,12 +149,13 @@ int main(int argc, char **argv)
 		const struct cmd_entry *e = cmd_find(argv[1], 1, msg, sizeof(msg));
 		if (e && !(e->flags & CMD_SHELL_ONLY)) {
 			rc = cmd_run(&ctx, e, argc - 1, argv + 1);
-		} else if (argv[1][0] == '-' || sd_parse_pid(argv[1]) > 0 || !e) {
+		} else if (argv[1][0] == '-' || sd_parse_pid(argv[1]) > 0 || !e ||
+			   strchr(argv[1], '/')) {
 			/* `stackdump [options] PID...` is a dump. A word that is
 			 * neither a command nor a number is tried as a process
 			 * name, and reported as an unknown command otherwise. */
 			extern const struct cmd_entry cmd_dump_entry;
-			int looks_like_word = argv[1][0] != '-' &&
+			int looks_like_word = argv[1][0] != '-' && !strchr(argv[1], '/') &&
 					      (argv[1][0] < '0' || argv[1][0] > '9');
 			if (looks_like_word && !e) {
 				pid_t *pids;

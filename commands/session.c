@@ -60,3 +60,22 @@ void shell_close_loaded(struct cmd_ctx *ctx)
 	free(s->loaded_path);
 	s->loaded_path = NULL;
 }
+
+void cmd_session_init(struct cmd_session *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->settings.max_frames = ~0u;
+	s->settings.color = -1;
+	s->settings.group = -1;
+}
+
+void cmd_session_release(struct cmd_session *s)
+{
+	for (size_t i = 0; i < s->ntargets; i++)
+		target_free(s->targets[i]);
+	free(s->targets);
+	snapshot_free(s->loaded);
+	snapshot_free(s->last);
+	free(s->loaded_path);
+	memset(s, 0, sizeof(*s));
+}

@@ -4,6 +4,7 @@
 #include "cmd.h"
 
 extern const struct cmd_entry cmd_attach_entry;
+extern const struct cmd_entry cmd_core_entry;
 extern const struct cmd_entry cmd_detach_entry;
 extern const struct cmd_entry cmd_diff_entry;
 extern const struct cmd_entry cmd_dump_entry;
@@ -27,6 +28,7 @@ extern const struct cmd_entry cmd_use_entry;
 /* Sorted by name. */
 const struct cmd_entry *const cmd_table[] = {
 	&cmd_attach_entry,
+	&cmd_core_entry,
 	&cmd_detach_entry,
 	&cmd_diff_entry,
 	&cmd_dump_entry,

@@ -18,9 +18,9 @@ _stackdump_pids()
 _stackdump_commands()
 {
 	if [[ $1 == all ]]; then
-		COMPREPLY+=($(compgen -W "attach detach diff dump help load locks profile ps quit record report save set show source targets threads top use" -- "$cur"))
+		COMPREPLY+=($(compgen -W "attach core detach diff dump help load locks profile ps quit record report save set show source targets threads top use" -- "$cur"))
 	else
-		COMPREPLY+=($(compgen -W "diff dump help load locks profile ps record report threads top shell" -- "$cur"))
+		COMPREPLY+=($(compgen -W "core diff dump help load locks profile ps record report threads top shell" -- "$cur"))
 	fi
 }
 
@@ -70,6 +70,25 @@ _stackdump()
 		;;
 	shell)
 		_stackdump_pids "$cur"
+		;;
+	core)
+		case $prev in
+		-f|--format)
+			COMPREPLY=($(compgen -W "text json" -- "$cur"))
+			return ;;
+		--sysroot)
+			compopt -o filenames 2>/dev/null
+			COMPREPLY=($(compgen -d -- "$cur"))
+			return ;;
+		-t|--tid|-n|--name|--max-frames|--stack-bytes|--stack-total|--timeout)
+			return ;;
+		esac
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --format --group --sysroot --help" -- "$cur"))
+		else
+			compopt -o filenames 2>/dev/null
+			COMPREPLY=($(compgen -f -- "$cur"))
+		fi
 		;;
 	diff)
 		case $prev in

@@ -161,8 +161,10 @@ struct req {
 	void *buf;
 };
 
-void capture_memory(pid_t pid, struct sd_snapshot *snap, struct sd_thread **threads, size_t n,
-		    uint64_t *bytes)
+/* The requests of the planned memory reads of N THREADS (stack windows
+ * into SNAP's arena or the heap, lock words into a new lockmem slot). */
+static struct req *plan_reqs(struct sd_snapshot *snap, struct sd_thread **threads, size_t n,
+			     size_t *nreqp)
 {
 	struct req *reqs = sd_xcalloc(2 * n + 1, sizeof(*reqs));
 	size_t nreq = 0;
@@ -183,6 +185,45 @@ void capture_memory(pid_t pid, struct sd_snapshot *snap, struct sd_thread **thre
 			reqs[nreq++] = (struct req){t, 1, t->lock_want_addr, l, 0, lm->bytes};
 		}
 	}
+	*nreqp = nreq;
+	return reqs;
+}
+
+/* What the requests got becomes the threads' stack lengths and lockmem. */
+static void finish_reqs(struct req *reqs, size_t nreq, uint64_t *bytes)
+{
+	for (size_t i = 0; i < nreq; i++) {
+		struct req *r = &reqs[i];
+		if (!r->is_lock) {
+			r->t->stack_len = r->got;
+			if (bytes)
+				*bytes += r->got;
+		} else if (r->got) {
+			struct sd_lockmem *lm = &r->t->lockmem[r->t->nlockmem++];
+			lm->addr = r->addr;
+			lm->len = (uint32_t)r->got;
+		}
+	}
+	free(reqs);
+}
+
+void capture_memory_from(capture_reader read, void *arg, struct sd_snapshot *snap,
+			 struct sd_thread **threads, size_t n, uint64_t *bytes)
+{
+	size_t nreq;
+	struct req *reqs = plan_reqs(snap, threads, n, &nreq);
+	for (size_t i = 0; i < nreq; i++) {
+		ssize_t got = read(arg, reqs[i].addr, reqs[i].buf, reqs[i].len);
+		reqs[i].got = got > 0 ? (size_t)got : 0;
+	}
+	finish_reqs(reqs, nreq, bytes);
+}
+
+void capture_memory(pid_t pid, struct sd_snapshot *snap, struct sd_thread **threads, size_t n,
+		    uint64_t *bytes)
+{
+	size_t nreq;
+	struct req *reqs = plan_reqs(snap, threads, n, &nreq);
 	/* As few process_vm_readv calls as possible: up to 1024 requests
 	 * each. A call stops at the first request it cannot read in full;
 	 * go on with the one after it. */
@@ -218,21 +259,9 @@ void capture_memory(pid_t pid, struct sd_snapshot *snap, struct sd_thread **thre
 		}
 		next += k;
 	}
-	for (size_t i = 0; i < nreq; i++) {
-		struct req *r = &reqs[i];
-		if (!r->is_lock) {
-			r->t->stack_len = r->got;
-			if (bytes)
-				*bytes += r->got;
-		} else if (r->got) {
-			struct sd_lockmem *lm = &r->t->lockmem[r->t->nlockmem++];
-			lm->addr = r->addr;
-			lm->len = (uint32_t)r->got;
-		}
-	}
 	free(local);
 	free(remote);
-	free(reqs);
+	finish_reqs(reqs, nreq, bytes);
 }
 
 int capture_thread(pid_t pid, struct sd_thread *t, const struct sd_maps *maps,

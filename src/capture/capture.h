@@ -31,6 +31,13 @@ void capture_regs_from_syscall(struct sd_thread *t, const struct sd_taskinfo *ti
 void capture_memory(pid_t pid, struct sd_snapshot *snap, struct sd_thread **threads, size_t n,
 		    uint64_t *bytes);
 
+/* The same from another source of the process's memory (a core file):
+ * READ(ARG, ADDR, BUF, LEN) copies what it has at ADDR and returns the
+ * count (short or 0 where it has less), once per planned read. */
+typedef ssize_t (*capture_reader)(void *arg, uint64_t addr, void *buf, size_t len);
+void capture_memory_from(capture_reader read, void *arg, struct sd_snapshot *snap,
+			 struct sd_thread **threads, size_t n, uint64_t *bytes);
+
 /* Hold the planned stack windows of the N THREADS (capture_regs) to TOTAL
  * bytes together: when they want more, the largest are cut to an even
  * share of what the smaller ones leave, and marked stack_truncated and

@@ -288,6 +288,20 @@ struct sd_snapshot {
 	struct sd_goroutine *goroutines;
 	size_t ngoroutines;
 	uint64_t go_us;           /* reading and unwinding them */
+	/* A snapshot read from a core file (NULL core: a live process).
+	 * Then wchan, the scheduler counters (context switches, CPU times)
+	 * and the pause are not known: the JSON has them null. */
+	const char *core;	  /* the core file's path */
+	const char *core_args;	  /* the command line the core recorded */
+	const char *core_notes;	  /* what could not be matched (modules not
+				   * symbolized), one per line, or NULL */
+	struct sd_crash {
+		int signo;	  /* 0: the core records no crash */
+		int code;
+		uint64_t addr;	  /* the faulting address (si_addr) */
+		pid_t tid;	  /* the thread that took it (first in threads) */
+		const char *text; /* "SIGSEGV at 0x0 in f at x.c:3, thread 42 "n"" */
+	} crash;
 	struct strpool *pool; /* owns every string above */
 	void *arena;          /* prefaulted memory for stack copies, or NULL */
 	size_t arena_size, arena_used;

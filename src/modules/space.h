@@ -36,6 +36,11 @@ struct sd_space {
 	size_t nmods;
 	unsigned generation;  /* bumped when the modules change */
 	uint64_t maps_misses; /* unwinds that met an address the maps lack */
+	/* Where the process's memory is read when it is not a live process
+	 * (a core file): READ_MEM(READ_ARG, ADDR, BUF, LEN) returns the bytes
+	 * copied. NULL: the live process PID. */
+	ssize_t (*read_mem)(void *arg, uint64_t addr, void *buf, size_t len);
+	void *read_arg;
 };
 
 /* The module holding ADDR, or NULL. */

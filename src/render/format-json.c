@@ -97,8 +97,14 @@ void format_json_thread_members(struct jsonw *w, const struct sd_snapshot *s,
 									: "error");
 	if (th->error)
 		jsonw_kstr(w, "error", th->error);
-	jsonw_ku64(w, "pause_us", th->pause_us);
-	jsonw_ku64(w, "voluntary_ctxt_switches", th->vol_ctxsw);
+	if (s->core) {
+		/* Only a live process has these (docs/json.md). */
+		jsonw_knull(w, "pause_us");
+		jsonw_knull(w, "voluntary_ctxt_switches");
+	} else {
+		jsonw_ku64(w, "pause_us", th->pause_us);
+		jsonw_ku64(w, "voluntary_ctxt_switches", th->vol_ctxsw);
+	}
 	jsonw_karray(w, "frames");
 	for (size_t i = 0; i < th->nframes; i++)
 		format_json_frame_more(w, &th->frames[i], more);
@@ -115,7 +121,10 @@ void format_json_snapshot_members(struct jsonw *w, const struct sd_snapshot *s)
 	jsonw_kstr(w, "comm", s->comm);
 	jsonw_kstr(w, "exe", s->exe);
 	jsonw_kdouble(w, "time", s->time);
-	jsonw_ku64(w, "pause_us", s->pause_us);
+	if (s->core)
+		jsonw_knull(w, "pause_us");
+	else
+		jsonw_ku64(w, "pause_us", s->pause_us);
 	jsonw_kbool(w, "per_thread", s->per_thread);
 	jsonw_kbool(w, "partial", s->partial);
 	char st[2] = {s->state ? s->state : '?', 0};
@@ -133,6 +142,31 @@ void format_json_snapshot_members(struct jsonw *w, const struct sd_snapshot *s)
 	jsonw_ku64(w, "regstops", s->nregstops);
 	if (s->capture_note)
 		jsonw_kstr(w, "capture_note", s->capture_note);
+	jsonw_object_end(w);
+	if (!s->core)
+		return;
+	jsonw_kobject(w, "core");
+	jsonw_kstr(w, "file", s->core);
+	jsonw_kstr(w, "command", s->core_args);
+	jsonw_karray(w, "notes");
+	for (const char *n = s->core_notes; n && *n;) {
+		const char *e = strchr(n, '\n');
+		size_t len = e ? (size_t)(e - n) : strlen(n);
+		jsonw_strn(w, n, len);
+		n = e ? e + 1 : n + len;
+	}
+	jsonw_array_end(w);
+	jsonw_object_end(w);
+	if (!s->crash.signo) {
+		jsonw_knull(w, "crash");
+		return;
+	}
+	jsonw_kobject(w, "crash");
+	jsonw_kint(w, "signal", s->crash.signo);
+	jsonw_kint(w, "code", s->crash.code);
+	jsonw_ku64(w, "address", s->crash.addr);
+	jsonw_kint(w, "tid", s->crash.tid);
+	jsonw_kstr(w, "text", s->crash.text);
 	jsonw_object_end(w);
 }
 

@@ -335,8 +335,13 @@ void format_text_locks(struct strbuf *out, const struct sd_snapshot *s,
 	else if (nidle)
 		strbuf_addf(out, ", %zu idle (%zu on condvars, %zu in the language runtime)", nidle,
 			    nidle - nruntime, nruntime);
-	strbuf_addf(out, ", %zu thread%s, paused %.2f ms", s->nthreads, s->nthreads == 1 ? "" : "s",
-		    (double)s->pause_us / 1000.0);
+	strbuf_addf(out, ", %zu thread%s", s->nthreads, s->nthreads == 1 ? "" : "s");
+	if (s->core) {
+		strbuf_adds(out, ", from core ");
+		strbuf_add_escaped(out, s->core);
+	} else {
+		strbuf_addf(out, ", paused %.2f ms", (double)s->pause_us / 1000.0);
+	}
 	if (nsnaps > 1)
 		strbuf_addf(out, " (the last of %zu snapshots)", nsnaps);
 	if (s->partial)
@@ -424,7 +429,10 @@ void format_json_locks(struct jsonw *w, const struct sd_snapshot *s, const struc
 	jsonw_kint(w, "pid", s->pid);
 	jsonw_kstr(w, "comm", s->comm);
 	jsonw_kdouble(w, "time", s->time);
-	jsonw_ku64(w, "pause_us", s->pause_us);
+	if (s->core)
+		jsonw_knull(w, "pause_us"); /* a core: nothing was paused */
+	else
+		jsonw_ku64(w, "pause_us", s->pause_us);
 	jsonw_kbool(w, "partial", s->partial);
 	jsonw_karray(w, "locks");
 	for (size_t i = 0; i < g->nlocks; i++)

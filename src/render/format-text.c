@@ -249,13 +249,37 @@ static void process_header(struct strbuf *out, const struct sd_snapshot *s,
 					  : "s");
 	if (ngroups)
 		strbuf_addf(out, ", %zu distinct stack%s", ngroups, ngroups == 1 ? "" : "s");
-	strbuf_addf(out, ", paused %.2f ms%s", (double)s->pause_us / 1000.0,
-		    s->per_thread ? " (per thread)" : "");
+	if (s->core) {
+		/* Nothing was paused: the process is gone, its core remains. */
+		strbuf_adds(out, ", from core ");
+		strbuf_add_escaped(out, s->core);
+	} else {
+		strbuf_addf(out, ", paused %.2f ms%s", (double)s->pause_us / 1000.0,
+			    s->per_thread ? " (per thread)" : "");
+	}
 	if (s->state == 'T' || s->state == 't')
 		strbuf_adds(out, ", process is stopped (left stopped)");
 	if (s->partial)
 		strbuf_adds(out, ", partial");
 	strbuf_adds(out, "\n");
+	if (s->core && s->core_args && *s->core_args) {
+		strbuf_adds(out, "  command: ");
+		strbuf_add_escaped(out, s->core_args);
+		strbuf_adds(out, "\n");
+	}
+	if (s->crash.text) {
+		strbuf_addf(out, "  %scrash: ", col(o, C_BOLD));
+		strbuf_add_escaped(out, s->crash.text);
+		strbuf_addf(out, "%s\n", col(o, C_RESET));
+	}
+	for (const char *n = s->core_notes; n && *n;) {
+		const char *e = strchr(n, '\n');
+		size_t len = e ? (size_t)(e - n) : strlen(n);
+		strbuf_adds(out, "  note: ");
+		strbuf_add_escapedn(out, n, len);
+		strbuf_adds(out, "\n");
+		n = e ? e + 1 : n + len;
+	}
 	if (s->stack_cut)
 		strbuf_addf(out,
 			    "  note: %zu thread%s got a shorter stack copy: all copies together are "

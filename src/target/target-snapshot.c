@@ -5,13 +5,17 @@
 #include "target.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "analyze.h"
+#include "capture.h"
+#include "core.h"
 #include "goroutines.h"
 #include "ptrace.h"
 #include "snapctx.h"
@@ -337,7 +341,7 @@ static int unwind_stage(struct snapctx *cx, int maps_fresh, uint64_t misses,
 	for (size_t i = 0; i < s->nthreads; i++) {
 		struct sd_thread *th = &s->threads[i];
 		state_from_regs(th);
-		if (!th->name || !th->state || (!th->have_regs && !th->syscall_known)) {
+		if (!t->core && (!th->name || !th->state || (!th->have_regs && !th->syscall_known))) {
 			struct sd_taskinfo ti;
 			if (procfs_taskinfo(t->pid, th->tid, &ti) == 0)
 				fill_taskinfo(s, th, &ti);
@@ -430,7 +434,8 @@ static void analyze_stage(struct snapctx *cx)
 {
 	struct sd_target *t = cx->t;
 	struct sd_snapshot *s = cx->s;
-	analyze_snapshot(t->pid, t->sym, s);
+	/* A core's threads are no host process's: no /proc look-ups. */
+	analyze_snapshot(t->core ? 0 : t->pid, t->sym, s);
 	if (!cx->auto_mode || !snap_locks_need_registers(cx))
 		return;
 	snap_regstop_stage(cx, 1);
@@ -455,7 +460,7 @@ static void finish_stage(struct snapctx *cx)
 	struct sd_snapshot *s = cx->s;
 	if (cx->auto_mode && cx->o->reuse)
 		reuse_save(cx);
-	if (s->threads_total)
+	if (s->threads_total && !t->core)
 		name_outside(s);
 	add_modules(s, t);
 	t->last_stack_bytes = s->stack_bytes;
@@ -473,9 +478,175 @@ static void finish_stage(struct snapctx *cx)
 	t->snapshots++;
 }
 
+/* A core's capture: each thread of the core (those selected), its
+ * registers from NT_PRSTATUS and its stack window and lock words from the
+ * core's memory, planned and held to the caps as a live capture is. */
+static int core_capture_stage(struct snapctx *cx, struct sd_error *err)
+{
+	struct sd_target *t = cx->t;
+	const struct sd_snap_opts *o = cx->o;
+	struct sd_snapshot *s = cx->s;
+	const struct sd_core *c = t->core;
+	sd_grow(&s->threads, &s->cap, c->nthreads + 1, sizeof(*s->threads));
+	sd_grow(&cx->p, &cx->pcap, c->nthreads + 1, sizeof(*cx->p));
+	for (size_t i = 0; i < c->nthreads; i++) {
+		const struct sd_core_thread *ct = &c->threads[i];
+		/* A core names only its process (NT_PRPSINFO), not threads. */
+		const char *name = ct->tid == c->pid ? c->comm : "";
+		int want = 1;
+		if (o->tids && o->ntids) {
+			want = 0;
+			for (size_t k = 0; k < o->ntids; k++)
+				want |= o->tids[k] == ct->tid;
+		}
+		if (o->name_glob && fnmatch(o->name_glob, name, 0))
+			want = 0;
+		if (!want)
+			continue;
+		struct sd_thread *th = snap_add_thread(cx, ct->tid);
+		th->name = strpool_intern(s->pool, name);
+		th->kind = SD_CAPTURE_FROZEN;
+		th->regs = ct->regs;
+		th->have_regs = 1;
+		capture_plan(th, &t->space.maps, o->max_stack);
+	}
+	if (o->tids || o->name_glob)
+		s->threads_total = c->nthreads;
+	if (!s->nthreads)
+		return sd_error_set(err, ENOENT, "no thread of the core %s matches the selection",
+				    c->path);
+	struct sd_thread **v = sd_xmalloc(s->nthreads * sizeof(*v));
+	for (size_t i = 0; i < s->nthreads; i++)
+		v[i] = &s->threads[i];
+	if (o->max_stack_total)
+		s->stack_cut = capture_budget(v, s->nthreads, o->max_stack_total, 0, 0);
+	capture_memory_from(core_read_cb, t->core, s, v, s->nthreads, &s->stack_bytes);
+	free(v);
+	return 0;
+}
+
+/* The crash a core records (the first thread with a core-dumping signal
+ * in its NT_SIGINFO, else in its NT_PRSTATUS), its thread moved first and
+ * a line naming it from the first frame outside the C library's raise
+ * and abort (an abort's own frames are not where it went wrong). */
+static void core_crash_stage(struct sd_target *t, struct sd_snapshot *s)
+{
+	const struct sd_core *c = t->core;
+	const struct sd_core_thread *ct = NULL;
+	for (size_t i = 0; i < c->nthreads && !ct; i++)
+		if (c->threads[i].have_siginfo && core_signal_dumps(c->threads[i].si_signo))
+			ct = &c->threads[i];
+	for (size_t i = 0; i < c->nthreads && !ct; i++)
+		if (core_signal_dumps(c->threads[i].cursig))
+			ct = &c->threads[i];
+	if (!ct)
+		return;
+	struct sd_crash *cr = &s->crash;
+	cr->signo = ct->have_siginfo ? ct->si_signo : ct->cursig;
+	cr->code = ct->have_siginfo ? ct->si_code : 0;
+	cr->addr = ct->have_siginfo ? ct->fault_addr : 0;
+	cr->tid = ct->tid;
+	size_t at = s->nthreads;
+	for (size_t i = 0; i < s->nthreads; i++)
+		if (s->threads[i].tid == ct->tid)
+			at = i;
+	struct strbuf sb;
+	strbuf_init(&sb);
+	const char *sig = core_signal_name(cr->signo);
+	if (sig)
+		strbuf_adds(&sb, sig);
+	else
+		strbuf_addf(&sb, "signal %d", cr->signo);
+	const char *code = core_sigcode_name(cr->signo, cr->code);
+	if (code && ct->have_siginfo)
+		strbuf_addf(&sb, " (%s)", code);
+	int fault = cr->signo == SIGSEGV || cr->signo == SIGBUS || cr->signo == SIGILL ||
+		    cr->signo == SIGFPE;
+	if (fault && ct->have_siginfo && cr->code > 0)
+		strbuf_addf(&sb, " at 0x%llx", (unsigned long long)cr->addr);
+	if (at < s->nthreads) {
+		struct sd_thread *th = &s->threads[at];
+		const struct sd_frame *f = NULL;
+		for (size_t k = 0; k < th->nframes && !f; k++) {
+			const struct sd_frame *g = &th->frames[k];
+			int libc = g->module && (!strncmp(g->module, "libc.so", 7) ||
+						 !strncmp(g->module, "libc-", 5));
+			if (!(g->flags & SD_FRAME_SIGNAL) && !(libc && !fault))
+				f = g;
+		}
+		if (f && f->function)
+			strbuf_addf(&sb, " in %s", f->function);
+		else if (f && f->module)
+			strbuf_addf(&sb, " in %s+%#llx", f->module, (unsigned long long)f->offset);
+		if (f && f->file) {
+			const char *b = strrchr(f->file, '/');
+			strbuf_addf(&sb, " at %s:%d", b ? b + 1 : f->file, f->line);
+		}
+		strbuf_addf(&sb, ", thread %d", (int)th->tid);
+		if (th->name && *th->name)
+			strbuf_addf(&sb, " \"%s\"", th->name);
+		/* The crashing thread first. */
+		struct sd_thread keep = *th;
+		memmove(&s->threads[1], &s->threads[0], at * sizeof(*s->threads));
+		s->threads[0] = keep;
+	} else {
+		strbuf_addf(&sb, ", thread %d (not selected)", (int)ct->tid);
+	}
+	cr->text = strpool_intern(s->pool, sb.buf);
+	strbuf_release(&sb);
+}
+
+/* A core's snapshot: the core's threads in place of discover and capture,
+ * then the same offline stages as a process's (nothing is attached; no
+ * /proc file is read). */
+static struct sd_snapshot *core_snapshot(struct sd_target *t, const struct sd_snap_opts *o,
+					 struct sd_error *err)
+{
+	struct sd_snapshot *s = snapshot_new(t->pid);
+	s->comm = strpool_intern(s->pool, t->info.comm);
+	s->exe = t->info.exe ? strpool_intern(s->pool, t->info.exe) : NULL;
+	s->state = 'S';
+	s->stack_total = o->max_stack_total;
+	s->time = sd_wall_time();
+	s->core = strpool_intern(s->pool, t->core->path);
+	s->core_args = strpool_intern(s->pool, t->core->args);
+	s->core_notes = t->core_notes ? strpool_intern(s->pool, t->core_notes) : NULL;
+	struct snapctx cx = {.t = t, .o = o, .s = s, .taskdir = -1, .pick = {o, t->pid}};
+	cx.p = t->plans;
+	cx.pcap = t->plans_cap;
+	t->plans = NULL;
+	t->plans_cap = 0;
+	symbols_sync(t->sym);
+	uint64_t t0 = sd_now_ns();
+	int r = core_capture_stage(&cx, err);
+	uint64_t t1 = sd_now_ns();
+	s->capture_us = (t1 - t0) / 1000;
+	if (r == 0)
+		r = unwind_stage(&cx, 1, t->space.maps_misses, err);
+	if (r < 0) {
+		t->plans = cx.p;
+		t->plans_cap = cx.pcap;
+		snapshot_free(s);
+		return NULL;
+	}
+	count_stage(&cx);
+	uint64_t t2 = sd_now_ns();
+	s->unwind_us = (t2 - t1) / 1000;
+	symbolize_stage(&cx);
+	s->symbolize_us = (sd_now_ns() - t2) / 1000;
+	analyze_stage(&cx);
+	finish_stage(&cx);
+	core_crash_stage(t, s);
+	t->plans = cx.p;
+	t->plans_cap = cx.pcap;
+	return s;
+}
+
 struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_opts *o,
 				    struct sd_error *err)
 {
+	if (t->core)
+		return core_snapshot(t, o, err);
 	/* A thread that did not stop in time at the last snapshot has
 	 * perhaps stopped since: let it go before anything else. */
 	ptrace_reap_stragglers();

@@ -17,6 +17,7 @@
 
 #include "analyze.h"
 #include "capture.h"
+#include "core.h"
 #include "goroutines.h"
 #include "ptrace.h"
 #include "saferead.h"
@@ -131,6 +132,9 @@ void target_free(struct sd_target *t)
 	symbols_free(t->sym);
 	unwind_free(t->unw);
 	mods_release(t);
+	core_free(t->core);
+	free(t->sysroot);
+	free(t->core_notes);
 	procfs_maps_release(&t->space.maps);
 	procfs_procinfo_release(&t->info);
 	free(t->names);
@@ -159,6 +163,8 @@ void target_release_files(struct sd_target *t)
 
 int target_alive(const struct sd_target *t)
 {
+	if (t->core)
+		return 1; /* a core does not go away */
 	struct sd_procinfo pi;
 	if (procfs_procinfo(t->pid, &pi, NULL) < 0)
 		return 0;
@@ -364,10 +370,22 @@ static void build_modules(struct sd_target *t)
 		} else if (vdso) {
 			size_t len = m->end - m->start;
 			uint8_t *buf = sd_xmalloc(len);
-			ssize_t n = capture_read(t->pid, m->start, buf, len);
+			ssize_t n = t->core ? (ssize_t)core_read(t->core, m->start, buf, len)
+					    : capture_read(t->pid, m->start, buf, len);
 			if (n == (ssize_t)len)
 				mod->elf = elfcache_from_memory("[vdso]", buf, len, NULL);
 			free(buf);
+		} else if (t->core) {
+			char *why = NULL;
+			mod->elf = core_open_module(t->core, t->sysroot, m->path, first->start, &why);
+			if (!mod->elf)
+				mod->open_err = "build-id not matched";
+			if (why) {
+				size_t have = t->core_notes ? strlen(t->core_notes) : 0;
+				t->core_notes = sd_xrealloc(t->core_notes, have + strlen(why) + 2);
+				sprintf(t->core_notes + have, "%s%s", have ? "\n" : "", why);
+				free(why);
+			}
 		} else {
 			mod->elf = open_mapped(t, first, &mod->open_err);
 		}
@@ -383,6 +401,8 @@ static void build_modules(struct sd_target *t)
 
 int target_refresh(struct sd_target *t, struct sd_error *err)
 {
+	if (t->core)
+		return 0; /* its maps are the core's, read once */
 	symbols_settle(t->sym); /* its reads use the modules about to change */
 	t->maps_ns = sd_now_ns();
 	char path[64], *text;
@@ -439,4 +459,56 @@ const char *target_restarted(struct sd_target *t, uint64_t pc)
 	const char *r = text && *text && (!plain || strcmp(text, plain)) ? text : NULL;
 	snapshot_free(s);
 	return r;
+}
+
+int target_is_core_file(const char *path)
+{
+	uint64_t size;
+	int fd = core_safe_open(path, SD_CORE_MAX_MAPPED, &size, NULL);
+	if (fd < 0)
+		return 0;
+	unsigned char h[18];
+	ssize_t n = pread(fd, h, sizeof(h), 0);
+	close(fd);
+	if (n >= 6 && h[0] == 0xfd && !memcmp(h + 1, "7zXZ", 4))
+		return 1;
+	if (n >= 4 && h[0] == 0x28 && h[1] == 0xb5 && h[2] == 0x2f && h[3] == 0xfd)
+		return 1;
+	return n >= 18 && !memcmp(h, ELFMAG, SELFMAG) && h[16] == ET_CORE && h[17] == 0;
+}
+
+/* The executable's path: the file mapped at the entry point. */
+static const char *core_exe(const struct sd_core *c)
+{
+	uint64_t entry = core_auxv(c, AT_ENTRY);
+	for (size_t i = 0; i < c->nfiles; i++)
+		if (entry >= c->files[i].start && entry < c->files[i].end)
+			return c->files[i].path;
+	return c->nfiles ? c->files[0].path : NULL;
+}
+
+struct sd_target *target_open_core(const char *path, const char *sysroot, struct sd_error *err)
+{
+	struct sd_core *c = core_open(path, err);
+	if (!c)
+		return NULL;
+	struct sd_target *t = sd_xcalloc(1, sizeof(*t));
+	t->core = c;
+	t->pid = c->pid;
+	t->space.pid = 0; /* no /proc look-up may reach a host process */
+	t->space.read_mem = core_read_cb;
+	t->space.read_arg = c;
+	t->sysroot = sysroot && *sysroot ? sd_xstrdup(sysroot) : NULL;
+	t->info.pid = c->pid;
+	snprintf(t->info.comm, sizeof(t->info.comm), "%s", c->comm);
+	t->info.state = 'S';
+	t->info.nthreads = (long)c->nthreads;
+	const char *exe = core_exe(c);
+	t->info.exe = exe ? sd_xstrdup(exe) : NULL;
+	core_maps(c, &t->space.maps);
+	t->maps_ns = sd_now_ns();
+	build_modules(t);
+	t->unw = unwind_new(&t->space);
+	t->sym = symbols_new(&t->space);
+	return t;
 }

@@ -16,6 +16,7 @@
 
 struct sd_unwinder;
 struct sd_symbols;
+struct sd_core;
 
 struct sd_target {
 	pid_t pid;
@@ -52,6 +53,10 @@ struct sd_target {
 	size_t plans_cap;	    /* for the next one (sampling: no page faults) */
 	struct strpool *reuse_pool; /* strings of the reused frames */
 	uint64_t token_seq;	    /* the last frames token handed out (both engines) */
+	struct sd_core *core;     /* a core file's target (pid is the crashed
+				   * process's, space.pid 0: no /proc), or NULL */
+	char *sysroot;            /* where a core's files are looked for first */
+	char *core_notes;         /* modules of the core not matched, lines */
 	pid_t *last_tids;         /* the last listing of task/ (samples) */
 	size_t nlast_tids;
 	uint64_t tids_ns;         /* when it was read */
@@ -130,6 +135,18 @@ void snap_opts_init(struct sd_snap_opts *o);
  * not ourselves) and make a target for it. Nothing is stopped. NULL and
  * ERR (code ESRCH, EINVAL, EPERM...) on failure. */
 struct sd_target *target_new(pid_t pid, struct sd_error *err);
+/* A target for the ELF core file PATH (plain, or compressed with zstd or
+ * xz): its threads, memory and maps from the core, its modules' files
+ * looked for under SYSROOT (may be NULL) first and kept only when their
+ * build-id matches the core's. target_snapshot() of it reads the core
+ * (nothing is attached) and runs the same unwind, symbolize and analyze
+ * stages as for a process. NULL and ERR on failure (EINVAL: not a core,
+ * another architecture, truncated, notes out of bounds). */
+struct sd_target *target_open_core(const char *path, const char *sysroot, struct sd_error *err);
+/* Is PATH an ELF core file (or a compressed file, which only opening
+ * can tell)? Reads its first bytes, safely; 0 when it cannot be read. */
+int target_is_core_file(const char *path);
+
 /* Release the target and its sessions. NULL does nothing. */
 void target_free(struct sd_target *t);
 

@@ -179,6 +179,15 @@ static int read_word(struct uctx *c, uint64_t addr, unw_word_t *val)
 	 * reads are bounded (live_budget). A window cut by --stack-total is
 	 * not patched up from live memory: the cut is what the cap asked for. */
 	const struct sd_map *mp = procfs_maps_find(&c->u->space->maps, addr);
+	if (c->u->space->read_mem) {
+		/* A core file: its memory does not move, and it is all there
+		 * is (no live process to read). */
+		if (mp && mp->perms[0] == 'r' &&
+		    c->u->space->read_mem(c->u->space->read_arg, addr, val, 8) == 8)
+			return 0;
+		c->bad_addr = addr;
+		return -UNW_EINVAL;
+	}
 	if (mp && mp->perms[0] == 'r' && mp->perms[2] != 'x' && addr + 8 <= mp->end) {
 		if (c->live_budget > 0 && !th->stack_cut) {
 			c->live_budget--;
