@@ -171,7 +171,7 @@ _stackdump()
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --pid-of --every --for --count --out --max-disk --compress --follow --when --burst --quiet --verbose --engine --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --pid-of --every --for --count --out --max-disk --compress --follow --when --burst --quiet --verbose --engine --cmdline --help" -- "$cur"))
 		else
 			_stackdump_pids "$cur"
 		fi

@@ -161,6 +161,7 @@ complete -c stackdump -n '__fish_seen_subcommand_from record' -s b -l burst -x -
 complete -c stackdump -n '__fish_seen_subcommand_from record' -s q -l quiet -d 'do not print a line per snapshot'
 complete -c stackdump -n '__fish_seen_subcommand_from record' -s v -l verbose -d 'the CPU cost of each snapshot, by stage, on stderr'
 complete -c stackdump -n '__fish_seen_subcommand_from record' -l engine -x -a 'auto perf ptrace' -d 'auto (ptrace: lock words read while stopped), ptrace, or perf (stacks from perf samples, lock owners unknown)'
+complete -c stackdump -n '__fish_seen_subcommand_from record' -l cmdline -d 'keep the target\'s whole command line in each snapshot (by default only the program: arguments can hold secrets)'
 complete -c stackdump -n '__fish_seen_subcommand_from record' -s h -l help -d 'show how to use the command'
 complete -c stackdump -n '__fish_seen_subcommand_from record' -a '(__stackdump_pids)'
 complete -c stackdump -n '__fish_seen_subcommand_from report' -s f -l format -x -a 'text json folded svg pprof' -d 'text or json: the whole report; folded, svg or pprof: the profile alone'
