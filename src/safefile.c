@@ -243,6 +243,12 @@ int safefile_begin(struct safefile *f, const char *path, unsigned mode, int flag
 		dir[slash == path ? 1 : (size_t)(slash - path)] = '\0';
 	int dfd = safefile_opendir(dir, flags, NULL, err);
 	free(dir);
+	if (dfd < 0 && err && dfd != -EPERM && dfd != -ELOOP) {
+		/* Not a refusal: say which file could not be written. */
+		char why[sizeof(err->msg)];
+		snprintf(why, sizeof(why), "%s", err->msg);
+		sd_error_set(err, -dfd, "cannot write %s: %s", path, why);
+	}
 	if (dfd < 0)
 		return dfd;
 	struct stat st;
