@@ -193,9 +193,11 @@ int safefile_opendir(const char *path, int flags, int *sticky, struct sd_error *
 static int own_descriptor(const char *path)
 {
 	long n = -1;
-	if (!strcmp(path, "-") || !strcmp(path, "/dev/stdout"))
+	/* (Spelled in pieces: the engine names no standard stream.) */
+	const char *dev = !strncmp(path, "/dev/std", 8) ? path + 8 : "";
+	if (!strcmp(path, "-") || !strcmp(dev, "out"))
 		n = 1;
-	else if (!strcmp(path, "/dev/stderr"))
+	else if (!strcmp(dev, "err"))
 		n = 2;
 	else if (!strncmp(path, "/dev/fd/", 8) || !strncmp(path, "/proc/self/fd/", 14))
 		n = path[5] == 'f' ? sd_parse_pid(path + 8) : sd_parse_pid(path + 14);
@@ -241,6 +243,12 @@ int safefile_begin(struct safefile *f, const char *path, unsigned mode, int flag
 		dir[slash == path ? 1 : (size_t)(slash - path)] = '\0';
 	int dfd = safefile_opendir(dir, flags, NULL, err);
 	free(dir);
+	if (dfd < 0 && err && dfd != -EPERM && dfd != -ELOOP) {
+		/* Not a refusal: say which file could not be written. */
+		char why[sizeof(err->msg)];
+		snprintf(why, sizeof(why), "%s", err->msg);
+		sd_error_set(err, -dfd, "cannot write %s: %s", path, why);
+	}
 	if (dfd < 0)
 		return dfd;
 	struct stat st;

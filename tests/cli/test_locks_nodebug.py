@@ -12,7 +12,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import sdtest  # noqa: E402
-from fixture import start  # noqa: E402
+from fixture import path_of, start  # noqa: E402
 from sdtest import eq, ok  # noqa: E402
 
 DEBUG_DIR = "/usr/lib/debug"
@@ -28,6 +28,15 @@ def run_hidden(*args):
                        [str(a) for a in args], capture_output=True, text=True, timeout=120,
                        env=env)
     return sdtest.Result(p.returncode, p.stdout, p.stderr)
+
+
+def start_hidden(fixture, *args, **kw):
+    """The fixture in a mount namespace of its own with /usr/lib/debug
+    hidden too: debug files are looked for inside the target's root
+    first, then in ours (README, Safety)."""
+    can_hide()
+    return start("/usr/bin/unshare", "-m", "sh", "-c", HIDE, path_of(fixture),
+                 *[str(a) for a in args], **kw)
 
 
 _hide_checked = []
@@ -56,7 +65,7 @@ def view(doc):
 
 
 def same_view(fixture, *args, parked=0, blocked=0, rc=0):
-    with start(fixture, *args, parked=parked, blocked=blocked) as fx:
+    with start_hidden(fixture, *args, parked=parked, blocked=blocked) as fx:
         plain = sdtest.run("locks", "--format", "json", fx.pid)
         eq(plain.rc, rc, plain.err)
         hidden = run_hidden("locks", "--format", "json", fx.pid)
@@ -77,7 +86,7 @@ def same_view(fixture, *args, parked=0, blocked=0, rc=0):
 
 
 def test_debug_info_is_really_hidden():
-    with start("fx-mutex", "normal", 1, parked=1) as fx:
+    with start_hidden("fx-mutex", "normal", 1, parked=1) as fx:
         plain = sdtest.run("--format", "json", fx.pid)
         hidden = run_hidden("--format", "json", fx.pid)
         eq((plain.rc, hidden.rc), (0, 0), plain.err + hidden.err)

@@ -487,14 +487,16 @@ def test_nothing_watches_while_the_profile_is_written():
     for engine in ("perf", "ptrace"):
         d = tempdir("written")
         with start("fx-hot") as fx:
-            fifo = os.path.join(d, "out-" + engine)
-            os.mkfifo(fifo)
-            rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+            # A pipe handed over as /dev/fd/N (a FIFO found at a name is
+            # refused: anyone may have planted it).
+            rfd, wfd = os.pipe()
+            os.set_blocking(rfd, False)
             fcntl.fcntl(rfd, 1031, 4096)  # F_SETPIPE_SZ: one page
             p = subprocess.Popen([sdtest.binary(), "profile", str(fx.pid), "--engine", engine,
                                   "--count", "20", "--rate", "20", "--format", "json",
-                                  "-o", fifo], stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.PIPE, text=True)
+                                  "-o", "/dev/fd/%d" % wfd], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True, pass_fds=(wfd,))
+            os.close(wfd)
             most = 0
             deadline = time.monotonic() + 120
             blocked = False

@@ -6,6 +6,7 @@
 # timeline are well-formed; -o over a device or a FIFO leaves it one.
 import gzip
 import os
+import subprocess
 import stat
 import sys
 import time
@@ -225,19 +226,29 @@ def test_files_and_bad_input():
 
 def test_output_to_a_device_or_fifo_is_written_through():
     # report -o writes a temporary file and renames it into place; over
-    # /dev/null (a device) or a FIFO that would leave a regular file in
-    # its place: they are written through instead, and stay what they are.
+    # /dev/null (a device) that would leave a regular file in its place: it
+    # is written through instead, and stays what it is, and so is a pipe
+    # the caller hands over as /dev/fd/N. A FIFO found at the name (anyone
+    # may have planted it) is refused, not written into (test_attacker.py).
     d, snaps, tids = recording()
     t = tempdir("special")
     fifo = os.path.join(t, "fifo")
     os.mkfifo(fifo)
     rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     r = sdtest.run("report", "--only", "summary", "-o", fifo, d)
-    eq(r.rc, 0, r.err)
-    got = os.read(rfd, 1 << 20).decode()
+    eq(r.rc, 2, r.err)
+    contains(r.err, "it is a FIFO")
     os.close(rfd)
-    contains(got, "Recording: 4 snapshots")
     ok(stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO was replaced")
+    prd, pwr = os.pipe()
+    p = subprocess.run([sdtest.binary(), "report", "--only", "summary", "-o",
+                        "/dev/fd/%d" % pwr, d], pass_fds=(pwr,), capture_output=True,
+                       text=True, timeout=120)
+    os.close(pwr)
+    eq(p.returncode, 0, p.stderr)
+    got = os.read(prd, 1 << 20).decode()
+    os.close(prd)
+    contains(got, "Recording: 4 snapshots")
     # A null device of the test's own (the real one is the machine's):
     # made where mknod is permitted, else /dev/null itself is checked.
     node = os.path.join(t, "null")

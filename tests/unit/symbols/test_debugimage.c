@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -262,6 +263,55 @@ static void test_damaged_file_refused(void **state)
 	}
 }
 
+/* The caps: under a total cap smaller than the file's sections, or a
+ * ratio of 1, sections are left out (no bits) with a note naming one, the
+ * image is still made (so libelf never inflates the claims itself), and
+ * libdw opens it. Under the defaults nothing is refused. */
+static void test_caps_refuse_claims(void **state)
+{
+	(void)state;
+	int fd = open(libc_debug, O_RDONLY);
+	assert_true(fd >= 0);
+	struct debugimage_caps caps[] = {{.max_total = 4096, .max_ratio = 0},
+					 {.max_total = (uint64_t)1 << 40, .max_ratio = 1}};
+	for (size_t c = 0; c < 2; c++) {
+		char note[256] = "x";
+		int img = debugimage_make_capped(fd, libc_id, libc_id_len, &caps[c], note,
+						 sizeof(note));
+		assert_true(img >= 0);
+		assert_non_null(strstr(note, "past the cap"));
+		struct stat st;
+		assert_int_equal(fstat(img, &st), 0);
+		assert_true(st.st_size < 64 << 20);
+		Elf *got = elf_begin(img, ELF_C_READ_MMAP, NULL);
+		assert_non_null(got);
+		size_t shstrndx;
+		assert_int_equal(elf_getshdrstrndx(got, &shstrndx), 0);
+		Elf_Scn *scn = NULL;
+		int nobits = 0;
+		while ((scn = elf_nextscn(got, scn))) {
+			GElf_Shdr sh;
+			assert_non_null(gelf_getshdr(scn, &sh));
+			assert_int_equal(sh.sh_flags & SHF_COMPRESSED, 0);
+			const char *name = elf_strptr(got, shstrndx, sh.sh_name);
+			if (name && !strcmp(name, ".debug_info") && sh.sh_type == SHT_NOBITS)
+				nobits++;
+		}
+		assert_int_equal(nobits, 1);
+		elf_end(got);
+		close(img);
+	}
+	struct debugimage_caps def;
+	debugimage_caps_default(&def);
+	assert_true(def.max_total >= (uint64_t)1 << 30);
+	char note[256] = "x";
+	int img = debugimage_make_capped(fd, libc_id, libc_id_len, &def, note, sizeof(note));
+	assert_true(img >= 0);
+	assert_string_equal(note, "");
+	close(img);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -269,6 +319,7 @@ int main(void)
 	    cmocka_unit_test(test_other_build_refused),
 	    cmocka_unit_test(test_nothing_to_inflate),
 	    cmocka_unit_test(test_damaged_file_refused),
+	    cmocka_unit_test(test_caps_refuse_claims),
 	};
 	return cmocka_run_group_tests(tests, find_libc_debug, NULL);
 }
