@@ -20,6 +20,7 @@ import urllib.request
 
 TCK = os.sysconf("SC_CLK_TCK")
 CHILDREN = []  # Popen objects to stop at the end
+ENGINE = "auto"  # stackdump's --engine
 
 
 def log(msg):
@@ -248,7 +249,8 @@ def window(srv, secs, tool, args, rate=None):
     elif tool == "stackdump":
         out = os.path.join(args.dir, "stackdump.txt")
         err, cpu, took = run_tool([args.stackdump, "profile", str(srv.pid), "--rate", str(rate),
-                                   "--duration", "%gs" % secs, "-o", out, "-v", "-q"])
+                                   "--duration", "%gs" % secs, "-o", out, "-v", "-q",
+                                   "--engine", args.engine])
         m = re.search(r"wrote \S+ \(\w+\): (\d+) samples in ([\d.]+) s \(([\d.]+) Hz", err)
         rate_got = float(m.group(3)) if m else None
         res["samples"] = int(m.group(1)) if m else None
@@ -336,7 +338,8 @@ def summarize(res):
     for (tool, rate), rs in groups.items():
         losses = [r["loss_percent"] for r in rs]
         got = [r["rate_got"] or 0 for r in rs]
-        label = "stackdump profile --rate %d" % rate if tool == "stackdump" else \
+        label = "stackdump profile --rate %d (%s engine)" % (rate, ENGINE) \
+            if tool == "stackdump" else \
             "perf record -F %d --call-graph dwarf" % rate
         unit = "Hz" if tool == "stackdump" else "samples/s (on-CPU only)"
         out.append("| %s | %.1f%% (%.1f to %.1f) | %s | %.1f-%.1f %s | %.2f-%.2f | %.2f-%.2f s |" % (
@@ -362,7 +365,10 @@ def main():
     ap.add_argument("--servers", default="mariadb,redis,node")
     ap.add_argument("--rates", default="20,99")
     ap.add_argument("--dumps", type=int, default=15)
+    ap.add_argument("--engine", default="auto", choices=("auto", "perf", "ptrace"))
     args = ap.parse_args()
+    global ENGINE
+    ENGINE = args.engine
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))
     os.environ["DEBUGINFOD_URLS"] = ""
     rates = [int(x) for x in args.rates.split(",")]

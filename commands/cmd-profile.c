@@ -276,7 +276,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	struct sd_budget budget;
 	budget_init(&budget, cmd_real(ctx, PROF_CPU_BUDGET), interval_ns, start);
 	struct sd_pace pace;
-	pace_init(&pace, start);
+	pace_init(&pace, start + 2000000000ull); /* the start is not judged */
 	int ended_by_clock = 0;
 	size_t live = nt;
 	int fatal = 0;
@@ -371,7 +371,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			pace.win_samples = prof->samples;
 		}
 		interval_ns = budget.interval_ns;
-		if (pace_check(&pace, now, prof->samples, interval_ns, on_grid ? now - next : 0)) {
+		if (pace_check(&pace, now, prof->samples, interval_ns, on_grid, now - next)) {
 			if (!prof->rate_note)
 				prof->rate_note = "stackdump fell behind (a busy host, or samples "
 						  "slower than the interval)";

@@ -76,10 +76,14 @@ void pace_init(struct sd_pace *p, uint64_t start)
 }
 
 int pace_check(struct sd_pace *p, uint64_t now, uint64_t samples, uint64_t interval_ns,
-		      uint64_t lag_ns)
+	       int on_grid, uint64_t lag_ns)
 {
+	if (now < p->win_start) { /* not judged yet */
+		p->win_samples = samples;
+		return 0;
+	}
 	uint64_t win = now - p->win_start;
-	if (win < 2000000000ull && win < interval_ns * 8)
+	if (win < 2000000000ull || win < interval_ns * 8)
 		return 0;
 	double want = (double)win / (double)interval_ns;
 	double got = (double)(samples - p->win_samples);
@@ -87,7 +91,9 @@ int pace_check(struct sd_pace *p, uint64_t now, uint64_t samples, uint64_t inter
 	p->last_rate = got / p->last_window_s;
 	p->win_start = now;
 	p->win_samples = samples;
-	int behind = got < want * 0.9 || (lag_ns > 1000000000ull && lag_ns < (1ull << 62));
+	/* perf composes late ticks from the samples the kernel took: there
+	 * only the lag tells; ptrace skips the ticks it missed. */
+	int behind = on_grid ? lag_ns > 1000000000ull && lag_ns < (1ull << 62) : got < want * 0.9;
 	if (!behind || (p->last_said && now - p->last_said < 10000000000ull))
 		return 0;
 	p->last_said = now;

@@ -54,10 +54,11 @@ struct sd_pace {
 };
 
 void pace_init(struct sd_pace *p, uint64_t start);
-/* After a tick at NOW with SAMPLES taken so far at INTERVAL_NS, LAG_NS
- * behind its planned time: nonzero when it is time to say that sampling
- * fell behind (at most once in ten seconds). */
+/* After a tick at NOW with SAMPLES taken so far at INTERVAL_NS (ON_GRID:
+ * composed LAG_NS after its planned time): nonzero when it is time to say
+ * that sampling fell behind (at most once in ten seconds). Windows start
+ * at the START given to pace_init. */
 int pace_check(struct sd_pace *p, uint64_t now, uint64_t samples, uint64_t interval_ns,
-	       uint64_t lag_ns);
+	       int on_grid, uint64_t lag_ns);
 
 #endif
