@@ -26,6 +26,7 @@
 #include "hashmap.h"
 #include "saferead.h"
 #include "space.h"
+#include "perfmap.h"
 #include "symcache.h"
 
 /* One function of a resolved address: the innermost first. */
@@ -72,20 +73,10 @@ struct modsym {
 	int rank;             /* binding: global 2, weak 1, local 0 */
 };
 
-/* A JIT's own map of its code, /tmp/perf-PID.map ("START SIZE name" per
- * line, hex), as node --perf-basic-prof and JVM agents write it. */
-struct perfmap_ent {
-	uint64_t start, end;
-	const char *name; /* pool of the symbols session */
-};
-
 struct sd_symbols {
 	struct sd_space *space;
 	Dwfl *dwfl;
-	struct perfmap_ent *pm;
-	size_t npm;
-	off_t pm_size;
-	struct timespec pm_mtime;
+	struct sd_perfmap pm; /* the JIT's perf map (perfmap.h) */
 	struct modindex *mi;
 	size_t nmi;
 	struct strpool *pool;
@@ -250,7 +241,7 @@ void symbols_free(struct sd_symbols *s)
 		free(s->mi[i].name);
 	}
 	free(s->mi);
-	free(s->pm);
+	perfmap_release(&s->pm);
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
 	strpool_free(s->pool);
@@ -725,96 +716,6 @@ static struct symcache_slot *cache_find(struct sd_symbols *s, const struct sd_el
 	return hashmap_put(&s->cache, sd_hash(key, sizeof(key), 0), &k, cache_eq, found);
 }
 
-static int cmp_perfmap(const void *a, const void *b)
-{
-	const struct perfmap_ent *x = a, *y = b;
-	return (x->start > y->start) - (x->start < y->start);
-}
-
-/* (Re)read the target's perf map when it changed since the last read.
- * The map is the target's own file in a folder anyone writes into: it is
- * read, as perf reads it, only when it is a regular file owned by the
- * target's user, opened inside its root without blocking, and no larger
- * than its cap (saferead.h: STACKDUMP_MAX_PERF_MAP). */
-static void perfmap_refresh(struct sd_symbols *s)
-{
-	char path[96], proc[32];
-	pid_t pid = s->space->pid;
-	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
-	snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
-	struct stat pst, st;
-	int o = stat(proc, &pst) < 0 ? -1 : saferead_path(pid, path);
-	if (o < 0) {
-		s->npm = 0;
-		return;
-	}
-	if (fstat(o, &st) < 0) {
-		close(o);
-		s->npm = 0;
-		return;
-	}
-	if (st.st_size == s->pm_size && st.st_mtim.tv_sec == s->pm_mtime.tv_sec &&
-	    st.st_mtim.tv_nsec == s->pm_mtime.tv_nsec) {
-		close(o);
-		return;
-	}
-	uint64_t cap = saferead_cap("STACKDUMP_MAX_PERF_MAP", SAFEREAD_PERFMAP_CAP);
-	int fd = saferead_reopen(o, cap, pst.st_uid, &st, path, NULL);
-	s->npm = 0;
-	if (fd < 0)
-		return;
-	/* Read at most CAP bytes, even if it grows meanwhile. */
-	size_t want = (size_t)st.st_size, n = 0;
-	char *text = sd_xmalloc(want + 1);
-	while (n < want) {
-		ssize_t r = read(fd, text + n, want - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	text[n] = '\0';
-	size_t cap_ents = 0;
-	for (char *line = text, *next; line < text + n; line = next) {
-		next = memchr(line, '\n', (size_t)(text + n - line));
-		next = next ? next + 1 : text + n;
-		if (next[-1] == '\n')
-			next[-1] = '\0';
-		unsigned long long start, size;
-		int k = 0;
-		if (sscanf(line, "%llx %llx %n", &start, &size, &k) < 2 || k == 0 || !size)
-			continue;
-		char *name = line + k;
-		sd_grow(&s->pm, &cap_ents, s->npm + 1, sizeof(*s->pm));
-		s->pm[s->npm++] = (struct perfmap_ent){
-			.start = start, .end = start + size, .name = strpool_intern(s->pool, name)};
-	}
-	free(text);
-	sd_sort(s->pm, s->npm, sizeof(*s->pm), cmp_perfmap);
-	s->pm_size = st.st_size;
-	s->pm_mtime = st.st_mtim;
-}
-
-/* The perf-map entry holding ADDR (the latest written wins: code can be
- * replaced at the same address), or NULL. */
-static const struct perfmap_ent *perfmap_find(const struct sd_symbols *s, uint64_t addr)
-{
-	size_t lo = 0, hi = s->npm;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (s->pm[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (size_t i = lo; i > 0 && lo - i < 16; i--)
-		if (addr < s->pm[i - 1].end)
-			return &s->pm[i - 1];
-	return NULL;
-}
-
 /* Go runtime functions that switch to another stack or begin one (those
  * its own traceback stops at: SPWRITE and TOPFRAME in the runtime). What
  * their unwind rules find beyond them is the other stack's stale data,
@@ -873,13 +774,13 @@ void symbols_thread(struct sd_symbols *s, struct sd_snapshot *snap, struct sd_th
 				map_start = mp->start;
 			}
 			/* Code in anonymous memory: the JIT's perf map names it. */
-			const struct perfmap_ent *pe = NULL;
+			const struct sd_perfmap_ent *pe = NULL;
 			if (mp && !mp->path[0] && mp->perms[2] == 'x') {
 				if (!pm_fresh) {
-					perfmap_refresh(s);
+					perfmap_refresh(&s->pm, s->space->pid, s->pool);
 					pm_fresh = 1;
 				}
-				pe = perfmap_find(s, adj);
+				pe = perfmap_find(&s->pm, adj);
 			}
 			if (pe) {
 				struct sd_frame *f = snapshot_add_frame(th);
