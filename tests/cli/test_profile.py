@@ -22,7 +22,6 @@ import sdtest  # noqa: E402
 from fixture import path_of, start  # noqa: E402
 from sdtest import contains, eq, ok  # noqa: E402
 
-PROTO_DIR = os.path.join(sdtest.SRC, "src", "render")
 
 
 def profile_json(pid, *args):
@@ -217,15 +216,6 @@ def test_svg_script_behaviour():
     eq(out["after reset hidden"], "0")
 
 
-def decode_pprof(path):
-    protoc = sdtest.tool("protoc", "protobuf-compiler")
-    with gzip.open(path, "rb") as f:
-        raw = f.read()
-    p = subprocess.run([protoc, "--decode", "perftools.profiles.Profile", "-I", PROTO_DIR,
-                        os.path.join(PROTO_DIR, "profile.proto")], input=raw,
-                       capture_output=True, timeout=60)
-    eq(p.returncode, 0, p.stderr)
-    return p.stdout.decode()
 
 
 def test_pprof_decodes():
@@ -236,7 +226,7 @@ def test_pprof_decodes():
         path = os.path.join(d, "p.pb.gz")
         r = sdtest.run("profile", fx.pid, "-c", "10", "-r", "50", "-f", "pprof", "-o", path)
         eq(r.rc, 0, r.err)
-        text = decode_pprof(path)
+        text = sdtest.decode_pprof(path)
     strings = re.findall(r'^string_table: "(.*)"$', text, re.M)
     eq(strings[0], "")
     # Sample counts: the first value of every sample adds up to the thread
@@ -272,7 +262,7 @@ def test_pprof_inline_lines():
         r = sdtest.run("profile", fx.pid, "-c", "2", "--name", "inliner", "-f", "pprof", "-o",
                        path)
         eq(r.rc, 0, r.err)
-        text = decode_pprof(path)
+        text = sdtest.decode_pprof(path)
     strings = re.findall(r'^string_table: "(.*)"$', text, re.M)
     funcs = {}
     for body in re.findall(r"^function \{\n((?:  .*\n)*?)\}", text, re.M):

@@ -20,7 +20,6 @@ import sdtest  # noqa: E402
 from fixture import start  # noqa: E402
 from sdtest import contains, eq, ok  # noqa: E402
 
-PROTO_DIR = os.path.join(sdtest.SRC, "src")
 WAITERS = 32
 
 LOOKUPS = re.compile(r"^libdw lookups: (\d+) frame addresses resolved, (\d+) data symbol scans "
@@ -96,15 +95,6 @@ def test_tiny_budget_slows_and_says_so():
         sdtest.matches(r.err, r"^stackdump: folded profile: 5 samples in [\d.]+ s \([\d.]+ Hz")
 
 
-def decode_pprof(path):
-    protoc = sdtest.tool("protoc", "protobuf-compiler")
-    with gzip.open(path, "rb") as f:
-        raw = f.read()
-    p = subprocess.run([protoc, "--decode", "perftools.profiles.Profile", "-I", PROTO_DIR,
-                        os.path.join(PROTO_DIR, "profile.proto")], input=raw,
-                       capture_output=True, timeout=60)
-    eq(p.returncode, 0, p.stderr)
-    return p.stdout.decode()
 
 
 def test_format_follows_the_name():
@@ -120,7 +110,7 @@ def test_format_follows_the_name():
             r, data = prof(name)
             contains(r.err, "(pprof): 4 samples")
             eq(data[:2], b"\x1f\x8b", name)  # gzip
-            text = decode_pprof(os.path.join(d, name))
+            text = sdtest.decode_pprof(os.path.join(d, name))
             contains(text, "period: 20000000\n")
             sdtest.matches(text, r"^duration_nanos: \d+$")
             contains(text, '"hot_a"')

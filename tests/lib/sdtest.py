@@ -15,6 +15,7 @@
         sdtest.main(globals())
 """
 
+import gzip
 import json
 import os
 import re
@@ -234,3 +235,20 @@ def main(ns, needs_ptrace=True, tools=()):
     print("%d passed, %d failed, %d skipped (%d assertions)" % (passed, failed, skipped,
                                                                  ASSERTIONS))
     sys.exit(1 if failed else SKIP if skipped and not passed else 0)
+
+
+# profile.proto, pprof's schema, as the engine's pprof renderer has it.
+PROTO_DIR = os.path.join(SRC, "src", "render")
+
+
+def decode_pprof(path):
+    """The text form protoc gives of the gzipped pprof profile at PATH (the
+    suite's pprof reader: protoc against the schema we encode with)."""
+    protoc = tool("protoc", "protobuf-compiler")
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    p = subprocess.run([protoc, "--decode", "perftools.profiles.Profile", "-I", PROTO_DIR,
+                        os.path.join(PROTO_DIR, "profile.proto")], input=raw,
+                       capture_output=True, timeout=60)
+    eq(p.returncode, 0, p.stderr)
+    return p.stdout.decode()
