@@ -170,20 +170,30 @@ static struct sd_snapshot *snap(struct sd_target *t, void (*hook)(void *), void 
  * decide. With them, the stop for registers checks the counters too. */
 static void test_asleep_kept_when_counters_agree(void **state)
 {
-	struct fx f = {.exe = *state};
-	struct sd_target *t = fx_target(&f);
-	struct sd_snapshot *s = snap(t, NULL, NULL);
-	const struct sd_thread *flip = thread_named(s, "flip");
-	assert_non_null(flip);
-	assert_int_equal(flip->kind, SD_CAPTURE_ASLEEP);
-	assert_int_equal(flip->retried, 0);
-	assert_true(has_frame(flip, "wait_first"));
-	assert_true(has_frame(flip, "flip_main"));
-	assert_int_equal(s->nretried, 0);
-	assert_int_equal(s->nfrozen, 0);
-	snapshot_free(s);
-	target_free(t);
-	fx_stop(&f);
+	/* flip is read asleep in every try. That nothing at all was frozen or
+	 * retried must hold in one of three fresh fixtures: on a busy host
+	 * another thread stopped for its registers can be preempted on its
+	 * way into the stop, and is then rightly frozen (seen once in CI's
+	 * parallel run); an engine that froze or retried sleepers fails all
+	 * three. (A second snapshot of the same target is no fresh try: the
+	 * first one's stops moved the counters.) */
+	int quiet = 0;
+	for (int round = 0; round < 3 && !quiet; round++) {
+		struct fx f = {.exe = *state};
+		struct sd_target *t = fx_target(&f);
+		struct sd_snapshot *s = snap(t, NULL, NULL);
+		const struct sd_thread *flip = thread_named(s, "flip");
+		assert_non_null(flip);
+		assert_int_equal(flip->kind, SD_CAPTURE_ASLEEP);
+		assert_int_equal(flip->retried, 0);
+		assert_true(has_frame(flip, "wait_first"));
+		assert_true(has_frame(flip, "flip_main"));
+		quiet = s->nretried == 0 && s->nfrozen == 0;
+		snapshot_free(s);
+		target_free(t);
+		fx_stop(&f);
+	}
+	assert_true(quiet);
 }
 
 static void test_woken_between_readings_is_read_again(void **state)
