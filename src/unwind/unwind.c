@@ -657,6 +657,65 @@ static int fp_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t as)
 	return e;
 }
 
+/* Is PC right after (or, for a system call the kernel will restart, at) a
+ * `syscall` instruction in a module's code? */
+static int at_syscall(struct sd_space *t, uint64_t pc)
+{
+	struct sd_tmod *m = space_module_at(t, pc - 2);
+	uint8_t b[4];
+	if (!m || !m->elf || pc - m->bias < 2 ||
+	    elfcache_read(m->elf, pc - 2 - m->bias, b, sizeof(b)) < 0)
+		return 0;
+	return (b[0] == 0x0f && b[1] == 0x05) || (b[2] == 0x0f && b[3] == 0x05);
+}
+
+/* One step out of a frameless leaf that has no unwind information at all:
+ * hand-written assembly that ends its CFI before a system call, as glibc's
+ * clone3 does for the parent's return. Nothing has been pushed, so the
+ * return address is at [rsp] and every other register is the caller's.
+ * Innermost frame only, and only when [rsp] follows a call. */
+static int leaf_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t as)
+{
+	unw_word_t sp, ra;
+	if (unw_get_reg(cur, UNW_X86_64_RSP, &sp) < 0)
+		return -UNW_EBADREG;
+	if (read_word(c, sp, &ra) < 0)
+		return -UNW_EINVAL;
+	if (ra == 0 || !after_call(c->u->space, ra, 1)) {
+		c->bad_ra = ra;
+		return -UNW_EBADFRAME;
+	}
+	struct user_regs_struct r = c->regs;
+	r.rip = ra;
+	r.rsp = sp + 8;
+	return restart_at(cur, c, as, &r);
+}
+
+/* A step where no CFI covers IP: the innermost frame stopped at a system
+ * call is a leaf ([rsp] holds its return address); otherwise follow the
+ * frame pointer, and for the innermost frame try the leaf rule when the
+ * frame pointer leads nowhere. */
+static int nocfi_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t as, uint64_t ip,
+		      unsigned n)
+{
+	int r;
+	if (n == 0 && at_syscall(c->u->space, ip)) {
+		r = leaf_step(cur, c, as);
+		if (r > 0)
+			return r;
+		c->bad_ra = 0;
+	}
+	r = fp_step(cur, c, as);
+	if (r <= 0 && n == 0) {
+		uint64_t bad = c->bad_ra;
+		int l = leaf_step(cur, c, as);
+		if (l > 0)
+			return l;
+		c->bad_ra = bad;
+	}
+	return r;
+}
+
 struct sd_unwinder *unwind_new(struct sd_space *sp)
 {
 	struct sd_unwinder *u = sd_xcalloc(1, sizeof(*u));
@@ -816,9 +875,9 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 			 * unwinding resumes cleanly there. */
 			r = debug_frame_step(&cur, &c, u->as, ip, exact);
 			if (r == -UNW_ENOINFO) {
-			r = fp_step(&cur, &c, u->as);
-			if (r > 0)
-				c.noinfo = 1;
+				r = nocfi_step(&cur, &c, u->as, ip, n);
+				if (r > 0)
+					c.noinfo = 1;
 			}
 		} else {
 			c.noinfo = 0;

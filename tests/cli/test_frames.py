@@ -144,6 +144,22 @@ def test_gcc():
     compare_with_gdb("fx-frames-gcc", CXX_SOURCES, 4, ("ledger", "lambda", "queue"))
 
 
+def test_leaf_without_cfi():
+    """A thread parked in a system call of assembly with no unwind
+    information (glibc's clone3 is such code): its return address is at
+    the stack pointer; gdb finds the callers, and so must we."""
+    with start("fx-rawsys", blocked=2) as fx:
+        mine = ours(fx.pid)
+        sdtest.assert_running(fx.pid)
+        theirs = gdb_stacks(fx.pid)
+        tid = fx.tids_by_name()["rawsys"][0]
+        g = [f[1] for f in theirs[tid]]
+        eq(g[:3], ["raw_pause", "park_raw", "rawsys_main"], theirs[tid])
+        # All the way out, as gdb goes.
+        eq([f[0] for f in mine[tid]], g, "ours: %r" % mine[tid])
+        ok(len(g) >= 5, "gdb went out to the thread's start: %r" % theirs[tid])
+
+
 def test_clang_dwarf5():
     compare_with_gdb("fx-frames-clang", CXX_SOURCES, 4, ("ledger", "lambda", "queue"))
 
