@@ -81,10 +81,23 @@ static void keep_frames(struct sd_perf *p, struct pthr *th, const struct sd_thre
 	th->token = ++p->t->token_seq; /* one sequence per target */
 }
 
-/* Unwind TH's latest sample through a thread of S, and keep the frames. */
+/* Unwind TH's latest sample through a thread of S, and keep the frames.
+ * A switch sample's stack is read from memory first (perf_thread_stack);
+ * a thread that keeps running through every try has none at this tick. */
 static void thr_unwind(struct sd_perf *p, struct sd_snapshot *s, struct sd_thread *st,
-		       struct pthr *th, unsigned max_frames)
+		       struct pthr *th, unsigned max_frames, uint64_t at)
 {
+	(void)at;
+	if (perf_thread_stack(p, th) < 0) {
+		frameset_unref(th->fs);
+		th->fs = NULL;
+		set_str(&th->unwind_stop, "no stack at this tick: the thread kept running while it "
+					   "was read (registers only at its switch out)");
+		th->frames_gen = th->gen;
+		th->token = ++p->t->token_seq;
+		st->nframes = 0;
+		return;
+	}
 	st->have_regs = 1;
 	st->regs = th->regs;
 	st->stack = th->stack;
@@ -262,8 +275,28 @@ static void rest_sleepers(struct sd_perf *p, uint64_t now)
 		/* -ENOSYS in rax: switched out inside a system call (see
 		 * thr_state), not preempted. */
 		if (th->fd >= 0 && !th->gone && th->kind == LATEST_SWITCH && !th->npend &&
-		    (long)th->regs.rax == -38 && now > th->time + REST_NS)
+		    (long)th->regs.rax == -38 && now > th->time + REST_NS &&
+		    /* its stack, while its events can still prove it */
+		    (th->stack_len || perf_switch_stack(p, th) == 0))
 			perf_thr_rest(p, th);
+	}
+}
+
+/* The stacks of the threads whose latest sample is a switch sample of
+ * registers only, read from memory (perf_thread_stack). One that kept
+ * running through every try is captured with the unsampled ones (stopped
+ * this once, as a thread with no sample yet is). */
+static void read_switch_stacks(struct sd_perf *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		struct pthr *th = &p->v[i];
+		if (th->gone || th->kind != LATEST_SWITCH || th->stack_len ||
+		    th->frames_gen == th->gen)
+			continue;
+		if (perf_thread_stack(p, th) < 0) {
+			th->kind = LATEST_NONE;
+			p->st.stack_captured++;
+		}
 	}
 }
 
@@ -298,6 +331,7 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 	for (size_t i = 0; i < p->n; i++) {
 		perf_read_switch(p, &p->v[i]);
 		perf_promote(p, &p->v[i], at_ns);
+		perf_switch_mode(p, &p->v[i], t0);
 	}
 	int maps_fresh = 0;
 	if (!p->t->space.maps.n || t0 - p->t->maps_ns > 1000000000ull) {
@@ -307,6 +341,7 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 	}
 	symbols_sync(p->t->sym);
 	rest_sleepers(p, t0);
+	read_switch_stacks(p);
 	uint64_t pause_us = 0;
 	if (capture_unsampled(p, so, &pause_us, err) < 0)
 		return NULL;
@@ -343,7 +378,7 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 		struct sd_thread *st = snapshot_add_thread(s, th->tid);
 		st->name = strpool_intern(s->pool, name);
 		if (th->frames_gen != th->gen)
-			thr_unwind(p, s, st, th, so->max_frames);
+			thr_unwind(p, s, st, th, so->max_frames, at_ns);
 		thr_state(p, th);
 		if (th->fs)
 			snapshot_thread_share_frames(st, th->fs);
@@ -379,8 +414,9 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 			struct pthr *th = perf_thr_find(p, st->tid);
 			if (!th || th->kind == LATEST_SEED || !th->stack_len)
 				continue;
-			thr_unwind(p, s, st, th, so->max_frames);
-			snapshot_thread_share_frames(st, th->fs);
+			thr_unwind(p, s, st, th, so->max_frames, at_ns);
+			if (th->fs)
+				snapshot_thread_share_frames(st, th->fs);
 			st->frames_token = th->token;
 		}
 	}

@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -200,7 +201,7 @@ static int probe_target(struct sd_perf *p, struct sd_error *err)
 	struct perf_event_attr a;
 	const int cfg[2] = {PERF_COUNT_SW_TASK_CLOCK, PERF_COUNT_SW_CONTEXT_SWITCHES};
 	for (int i = 0; i < 2; i++) {
-		attr_init(&a, cfg[i], i ? 1 : p->o.period_ns, p->o.stack_copy);
+		attr_init(&a, cfg[i], i ? 1 : p->o.period_ns, i ? 0 : p->o.stack_copy);
 		a.disabled = 1;
 		int fd = sys_perf_event_open(&a, p->t->pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 		if (fd < 0)
@@ -319,6 +320,97 @@ static void thr_close(struct sd_perf *p, struct pthr *th)
 	p->st.threads_closed++;
 }
 
+/* The task-clock count of TH (its CPU time, ns): read from the event,
+ * which brings a running thread's count up to date. 0 or -1. */
+static int thr_clock(const struct sd_perf *p, const struct pthr *th, uint64_t *v)
+{
+	uint64_t buf[2] = {0, 0}; /* value, and the lost count (PERF_FORMAT_LOST) */
+	ssize_t n = read(th->fd, buf, p->lost_records ? 8 : sizeof(buf));
+	if (n < 8)
+		return -1;
+	*v = buf[0];
+	return 0;
+}
+
+/* Open TH's switch event and map its ring: with the user stack copied by
+ * the kernel at every switch out, or LIGHT, registers only. 0 or a
+ * negative errno. */
+static int sw_open(struct sd_perf *p, struct pthr *th, int light)
+{
+	struct perf_event_attr a;
+	attr_init(&a, PERF_COUNT_SW_CONTEXT_SWITCHES, 1, light ? 0 : p->o.stack_copy);
+	a.write_backward = 1;
+	a.watermark = 0;
+	a.wakeup_events = 0;
+	int fd = sys_perf_event_open(&a, th->tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t len = p->page + p->sw_ring_kb * 1024;
+	void *r = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	if (r == MAP_FAILED) {
+		int e = errno;
+		p->map_refused = e;
+		close(fd);
+		return -e;
+	}
+	th->fd_sw = fd;
+	th->sw_ring = r;
+	th->sw_ring_len = len;
+	th->sw_head = 0; /* a new ring: nothing read of it */
+	th->sw_light = light;
+	th->sw_count = 0; /* a new event counts from 0 */
+	if (thr_clock(p, th, &th->sw_cpu) < 0)
+		th->sw_cpu = 0;
+	th->sw_since = sd_now_ns();
+	return 0;
+}
+
+/* A thread that switches often (a server's worker: thousands of times a
+ * second, into its waits and out of them) has the kernel copy a stack at
+ * each switch, in its own time, for the one a tick uses: it gets switch
+ * samples of registers only, and a tick reads the stack of the latest
+ * from memory while the thread has not run since (perf_switch_stack). A
+ * thread that switches less often keeps the kernel's copies, which then
+ * cost little (one on a CPU is preempted a few hundred times a second at
+ * most), and so does one on a CPU half the time or more: it runs on soon
+ * after a switch, and its stack could seldom be read before it did.
+ * Decided each second from the two events' counts. */
+#define LIGHT_SWITCHES_PER_S 1000
+
+void perf_switch_mode(struct sd_perf *p, struct pthr *th, uint64_t now)
+{
+	if (th->fd_sw < 0 || now < th->sw_since + 1000000000ull)
+		return;
+	/* The event counts every switch; the samples a tick reads (the
+	 * latest few) say how they were: into a wait, or preempted. */
+	uint64_t count = 0, cpu = 0;
+	if (read(th->fd_sw, &count, sizeof(count)) != (ssize_t)sizeof(count) ||
+	    thr_clock(p, th, &cpu) < 0)
+		return;
+	double secs = (double)(now - th->sw_since) / 1e9;
+	double rate = (double)(count - th->sw_count) / secs;
+	double busy = (double)(cpu - th->sw_cpu) / 1e9 / secs; /* share of a CPU */
+	int light = th->sw_light;
+	if (!light && rate >= LIGHT_SWITCHES_PER_S && busy < 0.5)
+		light = 1;
+	else if (light && (rate < LIGHT_SWITCHES_PER_S / 2 || busy > 0.75))
+		light = 0;
+	th->sw_since = now;
+	th->sw_count = count;
+	th->sw_cpu = cpu;
+	if (light == th->sw_light)
+		return;
+	perf_read_switch(p, th); /* what the old ring holds first */
+	int fd = th->fd_sw;
+	void *ring = th->sw_ring;
+	size_t len = th->sw_ring_len;
+	if (sw_open(p, th, light) < 0)
+		return; /* keeps the one it had */
+	munmap(ring, len);
+	close(fd);
+	p->st.switch_modes++;
+}
+
 /* Open the two events of TH's thread and map their rings. 0 or a
  * negative errno (TH then has none).
  * Task-clock samples go to a ring drained in order (each one counts, a
@@ -354,22 +446,15 @@ static int thr_arm(struct sd_perf *p, struct pthr *th)
 	}
 	if (th->fd < 0)
 		return -errno;
-	attr_init(&a, PERF_COUNT_SW_CONTEXT_SWITCHES, 1, p->o.stack_copy);
-	a.write_backward = 1;
-	a.watermark = 0;
-	a.wakeup_events = 0;
-	th->fd_sw = sys_perf_event_open(&a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	if (th->fd_sw < 0)
-		goto fail;
 	void *r = mmap(NULL, th->ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, th->fd, 0);
 	if (r == MAP_FAILED)
 		goto map_fail;
 	th->ring = r;
-	th->sw_ring_len = p->page + p->sw_ring_kb * 1024;
-	r = mmap(NULL, th->sw_ring_len, PROT_READ, MAP_SHARED, th->fd_sw, 0);
-	if (r == MAP_FAILED)
-		goto map_fail;
-	th->sw_ring = r;
+	e = sw_open(p, th, 0);
+	if (e < 0) {
+		errno = -e;
+		goto fail;
+	}
 	/* Watched for "the ring is filling" through one epoll set: a poll
 	 * of a thousand events at every wakeup cost more than all else. The
 	 * tid finds the thread again (the array moves). */
@@ -786,7 +871,8 @@ struct sd_perf *perf_new(struct sd_target *t, const struct sd_perf_opts *o, stru
 	free(tids);
 	if (p->o.ring_kb)
 		p->o.ring_kb = pow2_pages(p, p->o.ring_kb * 1024) / 1024;
-	/* Room for two switch samples and the one being written. */
+	/* Room for two switch samples with their stacks and the one being
+	 * written. */
 	p->sw_ring_kb = pow2_pages(p, 3 * (p->o.stack_copy + 512)) / 1024;
 	raise_fd_limit(ntids * 2 + ntids / 2 + 256);
 	/* Whether this process may sample that one: asked of its leader, as
@@ -844,4 +930,70 @@ void perf_stats_add(const struct sd_perf *p, struct sd_perf_stats *st)
 	st->threads_opened += p->st.threads_opened;
 	st->threads_closed += p->st.threads_closed;
 	st->drains += p->st.drains;
+	st->stack_reads += p->st.stack_reads;
+	st->stack_races += p->st.stack_races;
+	st->stack_captured += p->st.stack_captured;
+	st->switch_modes += p->st.switch_modes;
+}
+
+int perf_switch_stack(struct sd_perf *p, struct pthr *th)
+{
+	if (th->kind != LATEST_SWITCH || th->stack_len || th->fd < 0 || !th->sw_ring ||
+	    th->time != th->sw_time || !th->stack)
+		return -EAGAIN;
+	const struct perf_event_mmap_page *mp = (const void *)th->sw_ring;
+	uint64_t c1, c2;
+	if (thr_clock(p, th, &c1) < 0)
+		return -EIO;
+	struct iovec local = {th->stack, p->o.stack_copy};
+	struct iovec remote = {(void *)(uintptr_t)th->regs.rsp, p->o.stack_copy};
+	ssize_t n = process_vm_readv(p->t->pid, &local, 1, &remote, 1, 0);
+	if (n <= 0) {
+		/* Up to the end of the stack's mapping: a partial read, or
+		 * none at all when the window crosses it at once. */
+		size_t page = p->page, len = page - (th->regs.rsp & (page - 1));
+		local.iov_len = remote.iov_len = len;
+		n = process_vm_readv(p->t->pid, &local, 1, &remote, 1, 0);
+		if (n <= 0)
+			return -errno;
+	}
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (thr_clock(p, th, &c2) < 0)
+		return -EIO;
+	uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+	/* No CPU time during the copy and no switch out since the sample:
+	 * the thread did not run from its switch out to the end of the copy
+	 * (a run begun before the first reading either went on through the
+	 * second, moving the count, or ended in a switch, moving the head). */
+	if (c1 != c2 || head != th->sw_head) {
+		p->st.stack_races++;
+		return -EAGAIN;
+	}
+	th->stack_len = (size_t)n;
+	p->st.stack_reads++;
+	return 0;
+}
+
+void perf_refresh_thread(struct sd_perf *p, struct pthr *th, uint64_t at)
+{
+	drain_one(p, th);
+	perf_read_switch(p, th);
+	perf_promote(p, th, at);
+}
+
+int perf_thread_stack(struct sd_perf *p, struct pthr *th)
+{
+	for (int i = 0; th->kind == LATEST_SWITCH && !th->stack_len; i++) {
+		int e = perf_switch_stack(p, th);
+		if (e == 0)
+			return 0;
+		if ((e != -EAGAIN && e != -EIO) || i + 1 == STACK_TRIES)
+			return e;
+		/* It ran since (or its newer samples wait past the tick's
+		 * time): its newest sample stands for it, a moment after
+		 * the tick's time, as a tick taken that much later would
+		 * have had it. */
+		perf_refresh_thread(p, th, UINT64_MAX);
+	}
+	return 0;
 }

@@ -208,6 +208,52 @@ def test_sleepers_without_events():
     ok(samples >= 60, "only %d samples in 5.5 s" % samples)
 
 
+def test_switching_threads_stacks_from_memory():
+    # fx-pingpong: ping and pong block and wake tens of thousands of times
+    # a second, asleep most of the time. Their switch events are reopened
+    # for registers only (the kernel copying a stack at each switch costs
+    # the target more than all else), and a tick reads the stack of a
+    # thread still asleep since its switch from memory: the stacks must
+    # be whole ones of the fixture's calls, and each thread in every tick.
+    with start("fx-pingpong", blocked=1) as fx:
+        r = sdtest.run("profile", fx.pid, "--engine", "perf", "--format", "json", "-q", "-v",
+                       "--duration", "4s", "--rate", "20")
+        sdtest.assert_running(fx.pid)
+    eq(r.rc, 0, r)
+    doc = json.loads(r.out)
+    m = [l for l in r.err.splitlines() if l.startswith("perf: ")]
+    eq(len(m), 1, r.err)
+    mm = re.search(r"switch samples' stacks: (\d+) read from memory, (\d+) refused .*, "
+                   r"(\d+) captured after every try; switch events reopened (\d+) times", m[0])
+    ok(mm, m[0])
+    reads, refused, captured, reopened = (int(x) for x in mm.groups())
+    ok(reopened >= 2, "ping's and pong's switch events were not made light: " + m[0])
+    ok(reads >= 10, "stacks read from memory: " + m[0])
+    shapes = {
+        "ping": ({"ping_wait", "ping_send"}, "ping_main"),
+        "pong": ({"pong_wait", "pong_send", "pong_nap"}, "pong_main"),
+    }
+    seen = {"ping": 0, "pong": 0}
+    for st in doc["stacks"]:
+        fns = [f["function"] for f in st["frames"]]
+        for who, (calls, top) in shapes.items():
+            if top in fns:
+                i = fns.index(top)
+                eq(fns[i:], [top, "start_thread", "clone3"], fns)
+                # On a CPU in the loop itself, or in one of its calls.
+                ok(i == 0 or fns[i - 1] in calls, "a torn %s stack: %r" % (who, fns))
+                # Below the fixture's call: libc's, nothing of the other
+                # thread's and nothing unnamed.
+                ok(all(f and "ping" not in f and "pong" not in f for f in fns[:i - 1]), fns)
+                seen[who] += st["count"]
+    samples = doc["samples"]
+    # A thread that kept running through every reading is captured
+    # instead: each thread in every tick.
+    eq(seen, {"ping": samples, "pong": samples})
+    eq(doc["thread_samples"], 3 * samples)
+    ok(samples >= 40, "only %d samples in 4 s" % samples)
+
+
 def test_thread_born_and_exiting():
     # fx-phases starts "late" on SIGUSR1; it spins a second and exits. Sent
     # once the profile runs, the new thread must be followed (its own
