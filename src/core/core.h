@@ -22,6 +22,7 @@ struct sd_core_thread {
 	int have_siginfo; /* an NT_SIGINFO followed its NT_PRSTATUS */
 	int si_signo, si_code;
 	uint64_t fault_addr;
+	char name[16];	/* from stackdump's own note (save --core), else "" */
 };
 
 /* One PT_LOAD segment: memory [vaddr, vaddr + memsz), of which the first
