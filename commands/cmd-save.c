@@ -68,6 +68,10 @@ static int save_core(struct cmd_ctx *ctx, int argc, char **argv)
 			cmd_error(ctx, "save: %s", err.msg);
 			return EXIT_FAIL;
 		}
+	} else if (ctx->session && ctx->session->loaded) {
+		cmd_error(ctx, "save: --core writes a live process's snapshot, not a loaded file's: "
+			       "detach, then attach to the process (or save --core FILE PID)");
+		return EXIT_FAIL;
 	} else if (!(t = cmd_current_target(ctx))) {
 		return EXIT_FAIL;
 	}

@@ -200,6 +200,7 @@ def test_shell_save_core():
                    env={"XDG_STATE_HOME": TMP})
     contains(r.out, "from core %s" % core)
     contains(r.out, "waiter-1")
+    contains(r.err, "save: --core writes a live process's snapshot, not a loaded file's")
     ok(not os.path.exists(core + ".again"))
 
 
