@@ -75,8 +75,12 @@ def kernel_core(mode):
     p = subprocess.Popen([path_of("fx-crash"), mode], cwd=d, stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          preexec_fn=unlimited)
+    # "go" only once every thread is in place (worker-3 crashes as soon
+    # as it reads it; main may still be starting the others).
+    first = p.stdout.readline()
+    contains(first, "ready %d" % p.pid)
     out, err = p.communicate("go\n", timeout=300)
-    eq(p.returncode, -11 if mode == "segv" else -6, (out, err))
+    eq(p.returncode, -11 if mode == "segv" else -6, (first, out, err))
     pid = p.pid
     # Where the pattern puts it: %p the pid, %e the name, %% a %, any
     # other specifier a wildcard; core_uses_pid adds ".PID" without %p.
