@@ -43,7 +43,7 @@ struct sd_core {
 	const uint8_t *data;   /* the whole (decompressed) file, read-only */
 	size_t size;
 	int mapped;	       /* data is an mmap */
-	const char *compression; /* "zstd", "xz" or NULL (static) */
+	const char *compression; /* "zstd", "lz4", "xz" or NULL (static) */
 	pid_t pid;
 	char comm[17];	       /* NT_PRPSINFO's pr_fname */
 	char args[81];	       /* and pr_psargs */
@@ -74,7 +74,7 @@ int core_parse(struct sd_core *c, const void *data, size_t size, struct sd_error
 
 /* Open the core file PATH (a regular file, no symlink followed at the
  * last component, opened without blocking), mapped read-only; a file
- * compressed with zstd or xz (as systemd-coredump keeps them) is
+ * compressed with zstd, lz4 or xz (as systemd-coredump keeps them) is
  * decompressed into an unlinked temporary file of mode 0600 first, at
  * most SD_CORE_MAX_SIZE bytes. NULL with ERR on failure. */
 struct sd_core *core_open(const char *path, struct sd_error *err);

@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: MIT
 # Post-mortem: core files written by gdb's gcore of the suite's fixtures
-# (C: locks, deadlock, deep stacks; C++; Rust) and of fx-crash stopped
-# under gdb at its SIGSEGV or abort, read by `stackdump core`, `stackdump
-# FILE`, `locks FILE` and `-f json FILE`. gdb on the same core is the
-# oracle for the frames (every frame gdb shows with a file:line, in order,
-# with the same function), the live dump for the lock view; a zstd core
-# (as systemd-coredump keeps them) is read directly; bad input (truncated,
-# another architecture, notes out of bounds) is a clear message and exit 2.
+# (C: locks, deadlock, deep stacks; C++; Rust), of fx-crash stopped under
+# gdb at its SIGSEGV or abort, and by the kernel at fx-crash's crash, read
+# by `stackdump core`, `stackdump FILE`, `locks FILE` and `-f json FILE`.
+# gdb on the same core is the oracle for the frames (every frame gdb shows
+# with a file:line, in order, with the same function), the live dump for
+# the lock view; zstd, lz4 and xz cores (as systemd-coredump keeps them)
+# are read directly; bad input (truncated, another architecture, notes out
+# of bounds) is a clear message and exit 2.
 import glob
 import json
 import os
@@ -305,6 +306,30 @@ def test_zstd_core():
     contains(r.err, "zstd")
 
 
+def test_lz4_and_xz_cores():
+    # systemd-coredump's other compressions (Compress= with lz4 or xz).
+    core = crash_core("segv")
+    a = ours(core)
+    for tool, ext, magic in (("lz4", ".lz4", b"\x04\x22\x4d\x18"), ("xz", ".xz", b"\xfd7zXZ")):
+        z = core + ext
+        subprocess.run([tool, "-q", "-f", "-k", core] if tool == "xz" else
+                       [tool, "-q", "-f", core, z], check=True, timeout=300)
+        ok(open(z, "rb").read(len(magic)) == magic, z)
+        b = ours(z)
+        eq([t["frames"] for t in b["threads"]], [t["frames"] for t in a["threads"]], tool)
+        eq(b["crash"], a["crash"], tool)
+        r = sdtest.run(z)
+        eq(r.rc, 0, r)
+        contains(r.out, "crash: SIGSEGV")
+        # Cut short: refused with the reason, naming the compression.
+        cut = os.path.join(TMP, "cut" + ext)
+        data = open(z, "rb").read()
+        open(cut, "wb").write(data[:len(data) // 2])
+        r = sdtest.run("core", cut)
+        eq(r.rc, 2, r)
+        contains(r.err, tool)
+
+
 def test_module_mismatch_not_symbolized():
     # The executable replaced since the crash (another binary at its path):
     # its build-id differs, so it is named and never symbolized.
@@ -416,6 +441,7 @@ def test_bad_input():
 
 if __name__ == "__main__":
     try:
-        sdtest.main(globals(), tools=(("gdb", "gdb"), ("gcore", "gdb"), ("zstd", "zstd")))
+        sdtest.main(globals(), tools=(("gdb", "gdb"), ("gcore", "gdb"), ("zstd", "zstd"),
+                                      ("lz4", "lz4"), ("xz", "xz-utils")))
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
