@@ -7,7 +7,8 @@
 # the same file (page cache warm for all: one untimed run of each first).
 # Prints a TSV row per tool: median and best wall time, max RSS, threads
 # and frames it printed.
-# Then writing a core: `stackdump save --core` against `gcore` of the same
+# Then writing a core: `stackdump save --core` (and with --all-registers,
+# every thread stopped) against `gcore` of the same
 # process (bench/target.c: THREADS threads parked 20 frames deep and a meter
 # thread that measures the longest pause it feels), interleaved, RUNS times
 # each: wall time, the meter's pause, the file's size, and the ratios
@@ -91,6 +92,11 @@ write_tool() { # NAME: one run; sets FILE_SIZE
 		rm -f "$OUT/save.core"
 		bench_timed 600 "$OUT/$1.out" "$OUT/$1.err" "$STACKDUMP" save --core "$OUT/save.core" "$BPID"
 		FILE_SIZE=$(stat -c %s "$OUT/save.core" 2>/dev/null || echo 0) ;;
+	save-core-all)
+		rm -f "$OUT/save-all.core"
+		bench_timed 600 "$OUT/$1.out" "$OUT/$1.err" "$STACKDUMP" save --core --all-registers \
+			"$OUT/save-all.core" "$BPID"
+		FILE_SIZE=$(stat -c %s "$OUT/save-all.core" 2>/dev/null || echo 0) ;;
 	gcore)
 		rm -f "$OUT/gcore.$BPID"
 		bench_timed 600 "$OUT/$1.out" "$OUT/$1.err" gcore -o "$OUT/gcore" "$BPID"
@@ -98,7 +104,7 @@ write_tool() { # NAME: one run; sets FILE_SIZE
 	esac
 	((RUN_RC == 0)) || bench_die "$1 failed: $(tail -3 "$OUT/$1.err")"
 }
-WTOOLS=(save-core gcore)
+WTOOLS=(save-core save-core-all gcore)
 : >"$OUT/write.tsv"
 for ((i = 0; i < RUNS; i++)); do
 	for t in "${WTOOLS[@]}"; do
@@ -128,9 +134,10 @@ print("writer\tmedian_wall_s\tmedian_pause_ms\tmax_pause_ms\tfile_mb\tmax_rss_mb
 for t in runs:
     print("%s\t%.3f\t%.1f\t%.1f\t%.1f\t%.0f" % (t, med(t, 0), med(t, 1),
           max(r[1] for r in runs[t]), med(t, 2) / 2**20, max(r[3] for r in runs[t]) / 1024))
-print("gcore / save --core: wall %.1fx, pause %.1fx, size %.1fx" % (
-    med("gcore", 0) / med("save-core", 0), med("gcore", 1) / max(med("save-core", 1), 1e-3),
-    med("gcore", 2) / med("save-core", 2)))
+for t in ("save-core", "save-core-all"):
+    print("gcore / %s: wall %.1fx, pause %.1fx, size %.1fx" % (
+        t, med("gcore", 0) / med(t, 0), med("gcore", 1) / max(med(t, 1), 1e-3),
+        med("gcore", 2) / med(t, 2)))
 print("gdb thread apply all bt on the file\twall_s\tthreads\tframes")
 for line in open(out + "/gdb-read.tsv"):
     f, wall = line.split()

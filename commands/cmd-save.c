@@ -10,7 +10,7 @@
 #include "snapio.h"
 #include "cmd.h"
 
-enum { SAVE_COMPRESS = SNAP_OPT__COUNT, SAVE_CMDLINE, SAVE_CORE };
+enum { SAVE_COMPRESS = SNAP_OPT__COUNT, SAVE_CMDLINE, SAVE_CORE, SAVE_ALL_REGS };
 
 static const struct cmd_option save_options[] = {
     CMD_SNAPSHOT_OPTIONS,
@@ -22,6 +22,9 @@ static const struct cmd_option save_options[] = {
     [SAVE_CORE] = OPT_FLAG("core", 0,
 			   "take a snapshot of the process and write it as an ELF core for gdb "
 			   "(registers, stacks, lock words, module headers)"),
+    [SAVE_ALL_REGS] = OPT_FLAG("all-registers", 0,
+			       "--core: stop every thread for all its registers (a longer pause; "
+			       "by default a sleeper keeps what /proc gives)"),
     {0},
 };
 
@@ -37,6 +40,10 @@ static int save_check(struct cmd_ctx *ctx)
 	if (!ctx->in_shell && !core) {
 		cmd_error(ctx, "save: from the command line only 'save --core FILE PID|NAME' is "
 			       "available (saving the last snapshot is for the shell)");
+		return -1;
+	}
+	if (!core && cmd_has(ctx, SAVE_ALL_REGS)) {
+		cmd_error(ctx, "save: --all-registers goes with --core");
 		return -1;
 	}
 	if (core && cmd_has(ctx, SAVE_COMPRESS)) {
@@ -90,6 +97,8 @@ static int save_core(struct cmd_ctx *ctx, int argc, char **argv)
 	 * sleeper whose unwind needs more registers is stopped for them). */
 	o.keep_capture = 1;
 	o.no_symbols = 1;
+	if (cmd_has(ctx, SAVE_ALL_REGS))
+		o.capture = SD_CAPMODE_FREEZE;
 	struct sd_snapshot *s = target_snapshot(t, &o, &err);
 	free(tids);
 	if (!s) {
@@ -187,7 +196,10 @@ const struct cmd_entry cmd_save_entry = {
 	    "auxiliary vector, each module's ELF headers (build-ids), the vdso and the\n"
 	    "dynamic linker's list of libraries (read after the pause), mode 0600. It holds\n"
 	    "raw memory of the process (stacks): keep it as you would the process's secrets.\n"
-	    "The snapshot options (--tid, --stack-bytes...) apply to --core. See docs/cores.md.\n"
+	    "A thread asleep is read without a stop: its stack pointer, program counter and\n"
+	    "syscall registers are its own, the others zero (--all-registers stops every\n"
+	    "thread for all of them: a longer pause). The snapshot options (--tid,\n"
+	    "--stack-bytes...) apply to --core. See docs/cores.md.\n"
 	    "Exit status: 0 saved, 1 saved but some threads could not be read, 2 failure,\n"
 	    "64 usage error.",
 	.options = save_options,

@@ -212,6 +212,7 @@ complete -c stackdump -n '__fish_seen_subcommand_from save' -l timeout -x -d 'ho
 complete -c stackdump -n '__fish_seen_subcommand_from save' -s z -l compress -d 'gzip the file (the default when FILE ends in .gz)'
 complete -c stackdump -n '__fish_seen_subcommand_from save' -l cmdline -d 'keep the target\'s whole command line (by default only the program: arguments can hold secrets)'
 complete -c stackdump -n '__fish_seen_subcommand_from save' -l core -d 'take a snapshot of the process and write it as an ELF core for gdb (registers, stacks, lock words, module headers)'
+complete -c stackdump -n '__fish_seen_subcommand_from save' -l all-registers -d '--core: stop every thread for all its registers (a longer pause; by default a sleeper keeps what /proc gives)'
 complete -c stackdump -n '__fish_seen_subcommand_from save' -s h -l help -d 'show how to use the command'
 complete -c stackdump -n '__fish_seen_subcommand_from save' -F
 complete -c stackdump -n '__fish_seen_subcommand_from threads' -s f -l format -x -a 'text json' -d 'output format: text or json'

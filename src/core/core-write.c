@@ -238,6 +238,55 @@ static void read_link_maps(struct writer *w)
 }
 
 /* The snapshot's copies: each thread's stack window, the lock words. */
+/* The stack memory a thread's unwind reached outside its copy (a signal
+ * handler on a sigaltstack interrupting the thread's own stack, a copy
+ * cut short): read now from each such frame's stack pointer up, as the
+ * unwinder read it after the thaw, at most MAX_OUTSIDE bytes a thread. */
+#define MAX_OUTSIDE (512u << 10)
+static void outside_chunks(struct writer *w, const struct sd_thread *t)
+{
+	uint64_t lo = 0, hi = 0, budget = MAX_OUTSIDE;
+	for (size_t k = 0; k < t->nframes && budget; k++) {
+		uint64_t sp = t->frames[k].sp;
+		if (!sp || (sp >= t->stack_base && sp - t->stack_base < t->stack_len) ||
+		    (sp >= lo && sp < hi))
+			continue;
+		const struct sd_map *m = procfs_maps_find(w->o->maps, sp);
+		if (!m || m->perms[0] != 'r')
+			continue;
+		uint64_t len = m->end - sp;
+		if (len > budget)
+			len = budget;
+		if (t->stack_len && sp < t->stack_base && t->stack_base - sp < len &&
+		    procfs_maps_find(w->o->maps, t->stack_base) == m)
+			len = t->stack_base - sp; /* up to the copy */
+		size_t got = read_chunk(w, sp, (size_t)len);
+		budget -= got;
+		lo = sp;
+		hi = sp + got;
+	}
+}
+
+/* Code no file holds (a JIT's, in anonymous executable memory) where a
+ * frame of the thread is: the page around each such pc, read now, so that
+ * a debugger can read the instructions it unwinds through (a file's code
+ * it reads from the file). */
+static void jit_chunks(struct writer *w, const struct sd_thread *t)
+{
+	uint64_t last = 0;
+	for (size_t k = 0; k < t->nframes; k++) {
+		uint64_t pc = t->frames[k].pc, page = pc & ~(uint64_t)(PAGE - 1);
+		const struct sd_map *m = procfs_maps_find(w->o->maps, pc);
+		if (!m || page == last || m->perms[2] != 'x' || m->path[0] == '/' ||
+		    !strcmp(m->path, "[vdso]") || !strcmp(m->path, "[vsyscall]"))
+			continue;
+		uint64_t lo = page > m->start + PAGE ? page - PAGE : m->start;
+		uint64_t hi = page + PAGE < m->end ? page + PAGE : m->end;
+		read_chunk(w, lo, (size_t)(hi - lo));
+		last = page;
+	}
+}
+
 static void snapshot_chunks(struct writer *w)
 {
 	const struct sd_snapshot *s = w->s;
@@ -248,6 +297,18 @@ static void snapshot_chunks(struct writer *w)
 		for (size_t k = 0; k < t->nlockmem; k++)
 			add_chunk(w, t->lockmem[k].addr, t->lockmem[k].len, t->lockmem[k].bytes,
 				  NULL);
+		if (t->live_reads)
+			outside_chunks(w, t);
+		jit_chunks(w, t);
+		/* No copy (the stack pointer points nowhere): the stack its
+		 * frame pointer points into, as far as a debugger may walk it. */
+		const struct sd_map *m;
+		if (!t->stack_len && t->have_regs && !t->regs_partial && t->regs.rbp &&
+		    (m = procfs_maps_find(w->o->maps, t->regs.rbp)) && m->perms[0] == 'r' &&
+		    m->path[0] != '/') {
+			uint64_t len = m->end - t->regs.rbp;
+			read_chunk(w, t->regs.rbp, len > MAX_OUTSIDE ? MAX_OUTSIDE : (size_t)len);
+		}
 	}
 }
 
@@ -394,6 +455,14 @@ static void add_prstatus(struct strbuf *sb, const struct sd_snapshot *s, const s
 	ps.pr_pgrp = s->pid;
 	_Static_assert(sizeof(ps.pr_reg) == sizeof(t->regs), "elf_gregset_t is user_regs_struct");
 	memcpy(&ps.pr_reg, &t->regs, sizeof(t->regs));
+	if (t->regs_partial) {
+		/* Read from /proc without a stop: the segments are those of
+		 * every 64-bit user thread. */
+		struct user_regs_struct r = t->regs;
+		r.cs = r.cs ? r.cs : 0x33;
+		r.ss = r.ss ? r.ss : 0x2b;
+		memcpy(&ps.pr_reg, &r, sizeof(r));
+	}
 	add_note(sb, "CORE", NT_PRSTATUS, &ps, sizeof(ps));
 }
 

@@ -185,6 +185,43 @@ def test_rust_frames():
     read_back(core, live)
 
 
+def gdb_bt(exe, core, limit):
+    """{tid: [frame line without its number]} of gdb's bt LIMIT on CORE."""
+    p = subprocess.run(["gdb", "-batch", "-nx", exe, core, "-ex", "thread apply all bt %d" % limit],
+                       capture_output=True, text=True, timeout=300)
+    out, tid = {}, None
+    for line in p.stdout.splitlines():
+        m = re.match(r"^Thread \d+ \((?:.*\()?LWP (\d+)", line)
+        if m:
+            tid = int(m.group(1))
+            out[tid] = []
+        elif tid is not None and re.match(r"^#\d+\s", line):
+            # Arguments gdb cannot read in a small core print as errors.
+            out[tid].append(re.sub(r"\(.*\) at ", "() at ", line.split(None, 1)[1]))
+    ok(out, "gdb showed no threads: %s" % p.stderr[-2000:])
+    return out
+
+
+def test_hostile_as_gcore():
+    # Broken stacks (a garbage stack pointer, a smashed return address, a
+    # handler on a sigaltstack, JIT code in anonymous memory, a deep
+    # recursion): gdb shows on save --core's file what it shows on
+    # gcore's of the same process, frame for frame, when every thread is
+    # stopped for all its registers (gdb walks garbage-sp's frame pointer,
+    # which a sleeper read without a stop does not give).
+    with start("fx-hostile", "2000", blocked=6) as fx:
+        core, _, _ = save_core(fx, "hostile.core", "--all-registers")
+        g = test_core.gcore(fx, "hostile-gcore")
+    mine = gdb_bt(path_of("fx-hostile"), core, 40)
+    theirs = gdb_bt(path_of("fx-hostile"), g, 40)
+    eq(sorted(mine), sorted(theirs))
+    for tid in theirs:
+        eq(mine[tid], theirs[tid], "thread %d" % tid)
+    ok(sum(len(v) for v in theirs.values()) >= 60, theirs)
+    ok(os.path.getsize(core) * 4 < os.path.getsize(g), (os.path.getsize(core), os.path.getsize(g)))
+    os.unlink(g)
+
+
 def test_shell_save_core():
     with start("fx-mutex", "normal", "2", parked=2) as fx:
         live = sdtest.run("-f", "json", fx.pid).json()
