@@ -28,10 +28,6 @@
 #define MAX_DYNAMIC_BYTES (64u << 10)
 #define MAX_LIBRARIES 65536u
 #define MAX_NAME 4096u
-/* Small structures (r_debug, a link_map, a name) are copied rounded out
- * to this much, so that a debugger reading them in chunks of a word or
- * two stays inside what the core holds. */
-#define SMALL_ALIGN 64u
 
 /* Bytes of the process at [addr, addr + len): borrowed from the snapshot
  * or owned (read now). */
@@ -90,20 +86,18 @@ static size_t read_chunk(struct writer *w, uint64_t addr, size_t len)
 	return (size_t)n;
 }
 
-/* The same for a small structure, rounded out to SMALL_ALIGN but held to
- * the mapping it is in (a read across the end of one fails). */
+/* The same for a small structure (r_debug, a link_map, a name), exactly
+ * its bytes, held to the mapping it is in (a read across the end of one
+ * fails). The page around it reads as zeros in the core: a debugger
+ * reading it in chunks of a word or two stays inside what the core holds. */
 static void read_small(struct writer *w, uint64_t addr, uint64_t len)
 {
 	const struct sd_map *m = procfs_maps_find(w->o->maps, addr);
-	if (!m || len > MAX_NAME + 2 * SMALL_ALIGN)
+	if (!m || len > MAX_NAME)
 		return;
-	uint64_t lo = addr & ~(uint64_t)(SMALL_ALIGN - 1);
-	uint64_t hi = (addr + len + 8 + SMALL_ALIGN - 1) & ~(uint64_t)(SMALL_ALIGN - 1);
-	if (lo < m->start)
-		lo = m->start;
-	if (hi > m->end || hi < lo)
-		hi = m->end;
-	read_chunk(w, lo, (size_t)(hi - lo));
+	if (len > m->end - addr)
+		len = m->end - addr;
+	read_chunk(w, addr, (size_t)len);
 }
 
 /* Read LEN bytes at ADDR into BUF: 1 when all were read. */
@@ -214,7 +208,7 @@ static void read_link_maps(struct writer *w)
 	uint64_t rd[6];
 	if (!rdebug || !peek(w, rdebug, rd, 40))
 		return;
-	read_small(w, rdebug, 48);
+	read_small(w, rdebug, sizeof(rd));
 	/* struct link_map: l_addr, l_name, l_ld, l_next, l_prev. */
 	uint64_t lm = rd[1];
 	for (unsigned n = 0; lm && n < MAX_LIBRARIES; n++) {
