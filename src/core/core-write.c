@@ -132,7 +132,10 @@ static void read_module_headers(struct writer *w)
 				   len > MAX_VDSO_BYTES ? MAX_VDSO_BYTES : (size_t)len);
 			continue;
 		}
-		if (m->path[0] != '/' || m->offset != 0 || m->perms[0] != 'r')
+		/* A device's mapping is never read (its memory may be a
+		 * device's registers); the kernel does not dump those either. */
+		if (m->path[0] != '/' || m->offset != 0 || m->perms[0] != 'r' ||
+		    !strncmp(m->path, "/dev/", 5))
 			continue;
 		Elf64_Ehdr eh;
 		if (!peek(w, m->start, &eh, sizeof(eh)) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
