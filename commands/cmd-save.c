@@ -120,7 +120,7 @@ static int save_core(struct cmd_ctx *ctx, int argc, char **argv)
 	strbuf_init(&sb);
 	strbuf_addf(&sb, "wrote a core of %d \"", (int)s->pid);
 	strbuf_add_escaped(&sb, s->comm ? s->comm : "");
-	strbuf_addf(&sb, "\" (%zu threads", st.threads);
+	strbuf_addf(&sb, "\" (%zu thread%s", st.threads, st.threads == 1 ? "" : "s");
 	if (st.no_regs)
 		strbuf_addf(&sb, ", %zu without registers left out", st.no_regs);
 	strbuf_addf(&sb, ", %llu bytes of memory, %zu files; paused %.1f ms) to ",

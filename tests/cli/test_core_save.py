@@ -28,7 +28,7 @@ from test_frames import key  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="sd-core-save-")
 atexit.register(shutil.rmtree, test_core.TMP, True)
-STATUS_RE = re.compile(r"wrote a core of (\d+) .* \((\d+) threads, (\d+) bytes of memory, "
+STATUS_RE = re.compile(r"wrote a core of (\d+) .* \((\d+) threads?, (\d+) bytes of memory, "
                        r"(\d+) files; paused [0-9.]+ ms\) to (.*) \((\d+) bytes\)")
 
 
@@ -250,6 +250,20 @@ def test_args_only_program_by_default():
     db = sdtest.run("core", "-f", "json", b).json()
     eq(da["core"]["command"], path_of("fx-mutex"))
     eq(db["core"]["command"], path_of("fx-mutex") + " normal 1")
+
+
+def test_tid_selects_threads():
+    # The snapshot options apply: --tid writes those threads only.
+    with start("fx-mutex", "normal", "2", parked=2) as fx:
+        holder = fx.tid("holder")
+        core, n, _ = save_core(fx, "tid.core", "--tid", str(holder))
+        live = sdtest.run("-f", "json", "--tid", str(holder), fx.pid).json()
+    eq(n, 1)
+    eq(sorted(gdb_core(path_of("fx-mutex"), core)), [holder])
+    doc = sdtest.run("core", "-f", "json", core).json()
+    eq([(t["tid"], t["name"]) for t in doc["threads"]], [(holder, "holder")])
+    eq([f["function"] for f in doc["threads"][0]["frames"]],
+       [f["function"] for f in live["threads"][0]["frames"]])
 
 
 def test_full_disk_leaves_nothing():
