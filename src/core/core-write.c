@@ -26,7 +26,7 @@
 #define MAX_HEADER_BYTES (64u << 10) /* of an ELF module's first pages */
 #define MAX_VDSO_BYTES (64u << 10)
 #define MAX_DYNAMIC_BYTES (64u << 10)
-#define MAX_LIBRARIES 65536u
+#define MAX_LIBRARIES 8192u
 #define MAX_NAME 4096u
 
 /* Bytes of the process at [addr, addr + len): borrowed from the snapshot
@@ -212,9 +212,16 @@ static void read_link_maps(struct writer *w)
 	if (!rdebug || !peek(w, rdebug, rd, 40))
 		return;
 	read_small(w, rdebug, sizeof(rd));
-	/* struct link_map: l_addr, l_name, l_ld, l_next, l_prev. */
+	/* struct link_map: l_addr, l_name, l_ld, l_next, l_prev. The list is
+	 * the target's: a cycle in it is found when the entry met is the one
+	 * met half as many steps in (it is, within twice the steps to close
+	 * the cycle), and the walk is bounded. */
 	uint64_t lm = rd[1];
+	uint64_t *seen = sd_xmalloc(MAX_LIBRARIES * sizeof(*seen));
 	for (unsigned n = 0; lm && n < MAX_LIBRARIES; n++) {
+		if (n && lm == seen[n / 2])
+			break;
+		seen[n] = lm;
 		uint64_t l[5];
 		if (!peek(w, lm, l, sizeof(l)))
 			break;
@@ -228,10 +235,9 @@ static void read_link_maps(struct writer *w)
 				read_small(w, l[1], z ? (uint64_t)(z - name) + 1 : (uint64_t)k);
 			}
 		}
-		if (l[3] == lm)
-			break;
 		lm = l[3];
 	}
+	free(seen);
 }
 
 /* The snapshot's copies: each thread's stack window, the lock words. */
