@@ -67,12 +67,12 @@ const struct cmd_entry cmd_core_entry = {
 	.summary = "print the stacks, locks and crash of an ELF core file",
 	.description =
 	    "Reads a core written by the kernel, by gcore, or kept by systemd-coredump\n"
-	    "(compressed with zstd or xz, inflated into an unlinked temporary file): the\n"
-	    "threads' registers and the memory come from the core, the modules' files from\n"
-	    "this host (or --sysroot), used only when their build-id is the one in the core;\n"
-	    "a module that does not match is named and not symbolized. The crashing thread\n"
-	    "comes first, with the signal, its code and the faulting address. Fields only a\n"
-	    "live process has (wchan, scheduler counters, the pause) are null in JSON.\n"
+	    "(compressed with zstd, lz4 or xz, inflated into an unlinked temporary file):\n"
+	    "the threads' registers and the memory come from the core, the modules' files\n"
+	    "from this host (or --sysroot), used only when their build-id is the one in the\n"
+	    "core; a module that does not match is named and not symbolized. The crashing\n"
+	    "thread comes first, with the signal, its code and the faulting address. Fields\n"
+	    "only a live process has (wchan, scheduler counters, the pause) are null in JSON.\n"
 	    "'stackdump FILE', 'stackdump locks FILE' and '-f json FILE' read cores too.\n"
 	    "Exit status: 0 all threads shown, 1 partial, 2 failure (not a core, another\n"
 	    "architecture, truncated), 64 usage error.",

@@ -20,7 +20,7 @@ _stackdump_commands()
 	if [[ $1 == all ]]; then
 		COMPREPLY+=($(compgen -W "attach core detach diff dump help load locks profile ps quit record report save set show source targets threads top use" -- "$cur"))
 	else
-		COMPREPLY+=($(compgen -W "core diff dump help load locks profile ps record report threads top shell" -- "$cur"))
+		COMPREPLY+=($(compgen -W "core diff dump help load locks profile ps record report save threads top shell" -- "$cur"))
 	fi
 }
 
@@ -216,6 +216,18 @@ _stackdump()
 		esac
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W "--format --view --output --timeline-svg --only --limit --min-percent --on-cpu --off-cpu --no-idle --group-threads --by-address --title --help" -- "$cur"))
+		else
+			compopt -o filenames 2>/dev/null
+			COMPREPLY=($(compgen -f -- "$cur"))
+		fi
+		;;
+	save)
+		case $prev in
+		-t|--tid|-n|--name|--max-frames|--stack-bytes|--stack-total|--timeout)
+			return ;;
+		esac
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --compress --cmdline --core --all-registers --help" -- "$cur"))
 		else
 			compopt -o filenames 2>/dev/null
 			COMPREPLY=($(compgen -f -- "$cur"))

@@ -4,6 +4,7 @@
 // segments. The file is input from outside: every offset, count and size
 // is checked before it is used, and the arithmetic cannot overflow.
 #include "core.h"
+#include "core-write.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -164,6 +165,37 @@ static void parse_siginfo(struct sd_core *c, const uint8_t *d, size_t n)
 	memcpy(&t->fault_addr, d + 16, 8);
 }
 
+/* stackdump's own note (core-write.h): (uint32 tid, name NUL) pairs, the
+ * threads' names, matched to the threads parsed before it. */
+static void parse_thread_names(struct sd_core *c, const uint8_t *d, size_t n)
+{
+	/* The names come in the threads' order: each is looked for where the
+	 * last one was found first; the search as a whole is bounded (a
+	 * hostile order cannot make it quadratic in a million threads). */
+	size_t off = 0, hint = 0;
+	uint64_t budget = (uint64_t)64 << 20;
+	while (n - off > 4 && c->nthreads) {
+		uint32_t tid;
+		memcpy(&tid, d + off, 4);
+		const uint8_t *z = memchr(d + off + 4, '\0', n - off - 4);
+		if (!z)
+			return;
+		size_t len = (size_t)(z - (d + off + 4));
+		for (size_t k = 0; k < c->nthreads && budget; k++, budget--) {
+			size_t i = (hint + k) % c->nthreads;
+			if ((uint32_t)c->threads[i].tid != tid)
+				continue;
+			struct sd_core_thread *t = &c->threads[i];
+			size_t m = len < sizeof(t->name) - 1 ? len : sizeof(t->name) - 1;
+			memcpy(t->name, d + off + 4, m);
+			t->name[m] = '\0';
+			hint = i + 1;
+			break;
+		}
+		off += 4 + len + 1;
+	}
+}
+
 static int parse_notes(struct sd_core *c, const uint8_t *d, size_t n, size_t *tcap,
 		       struct sd_error *err)
 {
@@ -197,6 +229,10 @@ static int parse_notes(struct sd_core *c, const uint8_t *d, size_t n, size_t *tc
 			}
 			if (r < 0)
 				return r;
+		} else if (h.n_namesz == sizeof(CORE_NOTE_OWNER) &&
+			   !memcmp(name, CORE_NOTE_OWNER, sizeof(CORE_NOTE_OWNER)) &&
+			   h.n_type == CORE_NOTE_THREAD_NAMES) {
+			parse_thread_names(c, desc, h.n_descsz);
 		}
 		uint64_t next = body + nsz + dsz;
 		off = next > n ? n : (size_t)next;

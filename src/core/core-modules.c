@@ -3,6 +3,7 @@
 // their build-id is the one the core's memory holds: a library upgraded
 // since the crash is never used to name the crashed process's frames.
 #include "core.h"
+#include "saferead.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -12,14 +13,23 @@
 /* Images larger than this are not opened for a core's module. */
 #define MODULE_MAX_SIZE ((uint64_t)4 << 30)
 
-/* The image at PATH, opened safely, or NULL with ERR. */
-static struct sd_elf *open_image(const char *path, struct sd_error *err)
+/* The image at PATH (a path from the core's NT_FILE: input from outside),
+ * inside SYSROOT when it is not NULL (its absolute symlinks stay in it),
+ * opened by the shared opener (saferead.h: no magic links, regular files
+ * only, no blocking, size-capped); NAME names it in ERR. NULL with ERR
+ * (code ENOENT when there is no such file). */
+static struct sd_elf *open_image(const char *sysroot, const char *path, const char *name,
+				 struct sd_error *err)
 {
-	uint64_t size;
-	int fd = core_safe_open(path, MODULE_MAX_SIZE, &size, err);
+	int o = sysroot ? saferead_path_under(sysroot, path) : saferead_path(0, path);
+	if (o < 0) {
+		sd_error_set(err, -o, "cannot open %s: %s", name, sd_strerror(-o));
+		return NULL;
+	}
+	int fd = saferead_reopen(o, MODULE_MAX_SIZE, (uid_t)-1, NULL, name, err);
 	if (fd < 0)
 		return NULL;
-	return elfcache_open_fd(fd, path, err);
+	return elfcache_open_fd(fd, name, err);
 }
 
 struct sd_elf *core_open_module(const struct sd_core *c, const char *sysroot, const char *path,
@@ -34,18 +44,26 @@ struct sd_elf *core_open_module(const struct sd_core *c, const char *sysroot, co
 	 * file at the same path, the file by build-id in the debug tree
 	 * (Fedora links the binary there; Debian only the .debug). */
 	char cand[3][4096];
+	const char *root[3] = {NULL, NULL, NULL}, *rel[3];
 	int n = 0;
-	if (sysroot && *sysroot)
-		snprintf(cand[n++], sizeof(cand[0]), "%s%s", sysroot, path);
-	snprintf(cand[n++], sizeof(cand[0]), "%s", path);
-	if (have_id && strlen(want) > 2)
-		snprintf(cand[n++], sizeof(cand[0]), "/usr/lib/debug/.build-id/%.2s/%s", want,
+	if (sysroot && *sysroot) {
+		snprintf(cand[n], sizeof(cand[0]), "%s%s", sysroot, path);
+		root[n] = sysroot;
+		rel[n++] = path;
+	}
+	snprintf(cand[n], sizeof(cand[0]), "%s", path);
+	rel[n++] = path;
+	if (have_id && strlen(want) > 2) {
+		snprintf(cand[n], sizeof(cand[0]), "/usr/lib/debug/.build-id/%.2s/%s", want,
 			 want + 2);
+		rel[n] = cand[n];
+		n++;
+	}
 	struct strbuf tried;
 	strbuf_init(&tried);
 	for (int i = 0; i < n; i++) {
 		struct sd_error err = {0};
-		struct sd_elf *e = open_image(cand[i], &err);
+		struct sd_elf *e = open_image(root[i], rel[i], cand[i], &err);
 		if (!e) {
 			if (err.code != ENOENT)
 				strbuf_addf(&tried, "%s%s", tried.len ? "; " : "", err.msg);

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 // Opening a core file: safely (no symlink, no blocking, regular files
-// only), mapped read-only; compressed cores (zstd, xz: what
+// only), mapped read-only; compressed cores (zstd, lz4, xz: what
 // systemd-coredump keeps) inflated first into an unlinked 0600 temporary
 // file, written sparse, at most SD_CORE_MAX_SIZE bytes.
 #include "core.h"
+#include "saferead.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <lz4frame.h>
 #include <lzma.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,25 +19,24 @@
 
 int core_safe_open(const char *path, uint64_t max_size, uint64_t *size, struct sd_error *err)
 {
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (fd < 0) {
+	/* The core itself is named by the user: its last component must not
+	 * be a symbolic link (one planted in /tmp would point elsewhere);
+	 * then the shared opener's checks (regular file, no blocking, the
+	 * size cap). */
+	int o = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (o < 0) {
 		int en = errno;
-		if (en == ELOOP)
-			return sd_error_set(err, en, "cannot open %s: it is a symbolic link (give the "
-					    "file it points to)", path);
 		return sd_error_set(err, en, "cannot open %s: %s", path, sd_strerror(en));
 	}
 	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return sd_error_set(err, EINVAL, "cannot open %s: not a regular file", path);
+	if (fstat(o, &st) == 0 && S_ISLNK(st.st_mode)) {
+		close(o);
+		return sd_error_set(err, ELOOP, "cannot open %s: it is a symbolic link (give the "
+				    "file it points to)", path);
 	}
-	if ((uint64_t)st.st_size > max_size) {
-		close(fd);
-		return sd_error_set(err, EFBIG, "cannot open %s: %llu bytes, more than the %llu allowed",
-				    path, (unsigned long long)st.st_size, (unsigned long long)max_size);
-	}
-	*size = (uint64_t)st.st_size;
+	int fd = saferead_reopen(o, max_size, (uid_t)-1, &st, path, err);
+	if (fd >= 0)
+		*size = (uint64_t)st.st_size;
 	return fd;
 }
 
@@ -80,11 +81,56 @@ static int write_sparse(int fd, const uint8_t *buf, size_t n, uint64_t *off)
 	return 0;
 }
 
-/* Inflate the zstd or xz stream of IN (SIZE bytes) into a temporary file.
- * Returns its descriptor and *OUTSIZE, or -errno with ERR. */
-static int inflate(const char *path, const uint8_t *in, size_t size, int xz, uint64_t *outsize,
-		   struct sd_error *err)
+enum codec { CODEC_ZSTD, CODEC_XZ, CODEC_LZ4 };
+
+/* Inflate the LZ4 frames of IN (SIZE bytes) into FD from *OFF. */
+static int inflate_lz4(const char *path, const uint8_t *in, size_t size, int fd, uint8_t *out,
+		       size_t chunk, uint64_t *off, struct sd_error *err)
 {
+	LZ4F_dctx *z;
+	if (LZ4F_isError(LZ4F_createDecompressionContext(&z, LZ4F_VERSION)))
+		return sd_error_set(err, ENOMEM, "%s: cannot start the lz4 decoder", path);
+	size_t pos = 0, hint = 1;
+	int r = 0;
+	while (r == 0 && pos < size) {
+		size_t src = size - pos, dst = chunk;
+		hint = LZ4F_decompress(z, out, &dst, in + pos, &src, NULL);
+		if (LZ4F_isError(hint)) {
+			r = sd_error_set(err, EINVAL, "%s: corrupt lz4 data (%s)", path,
+					 LZ4F_getErrorName(hint));
+			break;
+		}
+		pos += src;
+		if (*off + dst > SD_CORE_MAX_SIZE)
+			r = -EFBIG;
+		else if (write_sparse(fd, out, dst, off) < 0)
+			r = -EIO;
+		if (!src && !dst)
+			break; /* no progress: the input ends inside a frame */
+	}
+	/* A frame not ended: more output may be held back, or input missing. */
+	while (r == 0 && hint) {
+		size_t src = 0, dst = chunk;
+		hint = LZ4F_decompress(z, out, &dst, in + pos, &src, NULL);
+		if (LZ4F_isError(hint) || !dst)
+			break;
+		if (*off + dst > SD_CORE_MAX_SIZE)
+			r = -EFBIG;
+		else if (write_sparse(fd, out, dst, off) < 0)
+			r = -EIO;
+	}
+	if (r == 0 && hint)
+		r = sd_error_set(err, EINVAL, "%s: truncated lz4 data (the frame does not end)", path);
+	LZ4F_freeDecompressionContext(z);
+	return r;
+}
+
+/* Inflate the CODEC stream of IN (SIZE bytes) into a temporary file.
+ * Returns its descriptor and *OUTSIZE, or -errno with ERR. */
+static int inflate(const char *path, const uint8_t *in, size_t size, enum codec codec,
+		   uint64_t *outsize, struct sd_error *err)
+{
+	int xz = codec == CODEC_XZ;
 	int fd = temp_file(err);
 	if (fd < 0)
 		return fd;
@@ -92,8 +138,10 @@ static int inflate(const char *path, const uint8_t *in, size_t size, int xz, uin
 	uint8_t *out = sd_xmalloc(CHUNK);
 	uint64_t off = 0;
 	int r = 0;
-	const char *what = xz ? "xz" : "zstd";
-	if (xz) {
+	const char *what = xz ? "xz" : codec == CODEC_LZ4 ? "lz4" : "zstd";
+	if (codec == CODEC_LZ4) {
+		r = inflate_lz4(path, in, size, fd, out, CHUNK, &off, err);
+	} else if (xz) {
 		lzma_stream s = LZMA_STREAM_INIT;
 		if (lzma_stream_decoder(&s, 1ull << 30, LZMA_CONCATENATED) != LZMA_OK) {
 			r = sd_error_set(err, ENOMEM, "%s: cannot start the xz decoder", path);
@@ -195,11 +243,13 @@ struct sd_core *core_open(const char *path, struct sd_error *err)
 	const uint8_t *d = map;
 	static const uint8_t zmagic[4] = {0x28, 0xb5, 0x2f, 0xfd};
 	static const uint8_t xmagic[6] = {0xfd, '7', 'z', 'X', 'Z', 0};
-	int xz = !memcmp(d, xmagic, 6);
-	if (xz || !memcmp(d, zmagic, 4)) {
-		c->compression = xz ? "xz" : "zstd";
+	static const uint8_t lmagic[4] = {0x04, 0x22, 0x4d, 0x18};
+	int xz = !memcmp(d, xmagic, 6), lz4 = !memcmp(d, lmagic, 4);
+	if (xz || lz4 || !memcmp(d, zmagic, 4)) {
+		enum codec codec = xz ? CODEC_XZ : lz4 ? CODEC_LZ4 : CODEC_ZSTD;
+		c->compression = xz ? "xz" : lz4 ? "lz4" : "zstd";
 		uint64_t out;
-		int tfd = inflate(path, d, size, xz, &out, err);
+		int tfd = inflate(path, d, size, codec, &out, err);
 		munmap(map, size);
 		if (tfd < 0)
 			goto fail;

@@ -22,6 +22,7 @@ struct sd_core_thread {
 	int have_siginfo; /* an NT_SIGINFO followed its NT_PRSTATUS */
 	int si_signo, si_code;
 	uint64_t fault_addr;
+	char name[16];	/* from stackdump's own note (save --core), else "" */
 };
 
 /* One PT_LOAD segment: memory [vaddr, vaddr + memsz), of which the first
@@ -42,7 +43,7 @@ struct sd_core {
 	const uint8_t *data;   /* the whole (decompressed) file, read-only */
 	size_t size;
 	int mapped;	       /* data is an mmap */
-	const char *compression; /* "zstd", "xz" or NULL (static) */
+	const char *compression; /* "zstd", "lz4", "xz" or NULL (static) */
 	pid_t pid;
 	char comm[17];	       /* NT_PRPSINFO's pr_fname */
 	char args[81];	       /* and pr_psargs */
@@ -73,7 +74,7 @@ int core_parse(struct sd_core *c, const void *data, size_t size, struct sd_error
 
 /* Open the core file PATH (a regular file, no symlink followed at the
  * last component, opened without blocking), mapped read-only; a file
- * compressed with zstd or xz (as systemd-coredump keeps them) is
+ * compressed with zstd, lz4 or xz (as systemd-coredump keeps them) is
  * decompressed into an unlinked temporary file of mode 0600 first, at
  * most SD_CORE_MAX_SIZE bytes. NULL with ERR on failure. */
 struct sd_core *core_open(const char *path, struct sd_error *err);
@@ -95,11 +96,11 @@ void core_maps(const struct sd_core *c, struct sd_maps *maps);
 /* The value of auxiliary vector entry TYPE, 0 when absent. */
 uint64_t core_auxv(const struct sd_core *c, uint64_t type);
 
-/* Open PATH for reading as a file the target may have planted: the last
- * component not a symlink (O_NOFOLLOW), without blocking (O_NONBLOCK: no
- * FIFO waits), a regular file of at most MAX_SIZE bytes. Returns the
- * descriptor (close-on-exec) and *SIZE, or a negative errno with ERR.
- * (One helper, for the shared safe opener to replace.) */
+/* Open the core file PATH for reading: its last component not a symlink
+ * (O_NOFOLLOW), then through the shared opener (saferead_reopen: a
+ * regular file of at most MAX_SIZE bytes, opened without blocking: no
+ * FIFO waits). Returns the descriptor (close-on-exec) and *SIZE, or a
+ * negative errno with ERR. */
 int core_safe_open(const char *path, uint64_t max_size, uint64_t *size, struct sd_error *err);
 
 /* The GNU build-id (hex, into OUT of 129 bytes) of the ELF image whose
@@ -117,10 +118,10 @@ int core_signal_dumps(int signo);
 
 /* The file for a module of the core: the file mapped at START (its ELF
  * header in the core's memory gives the build-id) whose NT_FILE path is
- * PATH, found under SYSROOT (may be NULL) first, else at PATH, else by
- * build-id in /usr/lib/debug/.build-id; each candidate opened safely
- * (no symlink at the last component, no blocking, regular files only,
- * size-capped) and kept only when its build-id is the core's. NULL when
+ * PATH, found under SYSROOT (may be NULL; PATH resolved inside it) first,
+ * else at PATH, else by build-id in /usr/lib/debug/.build-id; each
+ * candidate opened by the shared opener (saferead.h: no magic links, no
+ * blocking, regular files only, size-capped) and kept only when its build-id is the core's. NULL when
  * none matches, with *WHY a heap string naming the module and what was
  * tried ("build-id abc... does not match /usr/lib/x.so"), the caller's to
  * free. A core with no build-id in memory for the module takes the file

@@ -21,25 +21,37 @@ uint64_t saferead_cap(const char *env, uint64_t def)
 	return def;
 }
 
-int saferead_path(pid_t pid, const char *path)
+/* PATH inside the folder ROOT (NULL: on the host), as an O_PATH descriptor. */
+static int path_in(const char *root, const char *path)
 {
 	int dfd = AT_FDCWD;
-	if (pid > 0) {
-		char root[64];
-		snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
+	if (root) {
 		dfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (dfd < 0)
 			return -errno;
 	}
 	struct open_how how = {
 	    .flags = O_PATH | O_CLOEXEC,
-	    .resolve = RESOLVE_NO_MAGICLINKS | (pid > 0 ? RESOLVE_IN_ROOT : 0),
+	    .resolve = RESOLVE_NO_MAGICLINKS | (root ? RESOLVE_IN_ROOT : 0),
 	};
 	int fd = (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
 	int en = errno;
 	if (dfd >= 0)
 		close(dfd);
 	return fd < 0 ? -en : fd;
+}
+
+int saferead_path(pid_t pid, const char *path)
+{
+	char root[64];
+	if (pid > 0)
+		snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
+	return path_in(pid > 0 ? root : NULL, path);
+}
+
+int saferead_path_under(const char *root, const char *path)
+{
+	return path_in(root, path);
 }
 
 int saferead_reopen(int opath, uint64_t cap, uid_t owner, struct stat *stp, const char *name,

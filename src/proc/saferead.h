@@ -30,6 +30,12 @@ uint64_t saferead_cap(const char *env, uint64_t def);
  * Linux 5.6). */
 int saferead_path(pid_t pid, const char *path);
 
+/* The same inside the folder ROOT (a copy of another host's files, such
+ * as a core's --sysroot): PATH resolved with RESOLVE_IN_ROOT on ROOT, so
+ * that its absolute symlinks and ".." stay under ROOT. Returns the
+ * descriptor or -errno. */
+int saferead_path_under(const char *root, const char *path);
+
 /* Turn the O_PATH descriptor OPATH (closed here, whatever happens) into a
  * descriptor open for reading (O_RDONLY|O_NONBLOCK|O_NOCTTY), only if it is
  * a regular file of at most CAP bytes and, when OWNER is not (uid_t)-1,

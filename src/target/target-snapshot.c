@@ -491,8 +491,9 @@ static int core_capture_stage(struct snapctx *cx, struct sd_error *err)
 	sd_grow(&cx->p, &cx->pcap, c->nthreads + 1, sizeof(*cx->p));
 	for (size_t i = 0; i < c->nthreads; i++) {
 		const struct sd_core_thread *ct = &c->threads[i];
-		/* A core names only its process (NT_PRPSINFO), not threads. */
-		const char *name = ct->tid == c->pid ? c->comm : "";
+		/* A kernel's core names only its process (NT_PRPSINFO), not
+		 * threads; save --core's names them all. */
+		const char *name = ct->name[0] ? ct->name : ct->tid == c->pid ? c->comm : "";
 		int want = 1;
 		if (o->tids && o->ntids) {
 			want = 0;

@@ -474,6 +474,8 @@ int target_is_core_file(const char *path)
 		return 1;
 	if (n >= 4 && h[0] == 0x28 && h[1] == 0xb5 && h[2] == 0x2f && h[3] == 0xfd)
 		return 1;
+	if (n >= 4 && h[0] == 0x04 && h[1] == 0x22 && h[2] == 0x4d && h[3] == 0x18)
+		return 1; /* an LZ4 frame */
 	return n >= 18 && !memcmp(h, ELFMAG, SELFMAG) && h[16] == ET_CORE && h[17] == 0;
 }
 

@@ -135,8 +135,8 @@ void snap_opts_init(struct sd_snap_opts *o);
  * not ourselves) and make a target for it. Nothing is stopped. NULL and
  * ERR (code ESRCH, EINVAL, EPERM...) on failure. */
 struct sd_target *target_new(pid_t pid, struct sd_error *err);
-/* A target for the ELF core file PATH (plain, or compressed with zstd or
- * xz): its threads, memory and maps from the core, its modules' files
+/* A target for the ELF core file PATH (plain, or compressed with zstd,
+ * lz4 or xz): its threads, memory and maps from the core, its modules' files
  * looked for under SYSROOT (may be NULL) first and kept only when their
  * build-id matches the core's. target_snapshot() of it reads the core
  * (nothing is attached) and runs the same unwind, symbolize and analyze

@@ -1,15 +1,18 @@
 # SPDX-License-Identifier: MIT
 # Post-mortem: core files written by gdb's gcore of the suite's fixtures
-# (C: locks, deadlock, deep stacks; C++; Rust) and of fx-crash stopped
-# under gdb at its SIGSEGV or abort, read by `stackdump core`, `stackdump
-# FILE`, `locks FILE` and `-f json FILE`. gdb on the same core is the
-# oracle for the frames (every frame gdb shows with a file:line, in order,
-# with the same function), the live dump for the lock view; a zstd core
-# (as systemd-coredump keeps them) is read directly; bad input (truncated,
-# another architecture, notes out of bounds) is a clear message and exit 2.
+# (C: locks, deadlock, deep stacks; C++; Rust), of fx-crash stopped under
+# gdb at its SIGSEGV or abort, and by the kernel at fx-crash's crash, read
+# by `stackdump core`, `stackdump FILE`, `locks FILE` and `-f json FILE`.
+# gdb on the same core is the oracle for the frames (every frame gdb shows
+# with a file:line, in order, with the same function), the live dump for
+# the lock view; zstd, lz4 and xz cores (as systemd-coredump keeps them)
+# are read directly; bad input (truncated, another architecture, notes out
+# of bounds) is a clear message and exit 2.
+import glob
 import json
 import os
 import re
+import resource
 import shutil
 import struct
 import subprocess
@@ -53,6 +56,49 @@ def crash_core(mode):
                        input="go\n", capture_output=True, text=True, timeout=300)
     ok(os.path.exists(core), "gdb wrote no core: %s %s" % (p.stdout[-1000:], p.stderr[-1000:]))
     return core
+
+
+def kernel_core(mode):
+    """A core of fx-crash MODE written by the kernel itself at the crash,
+    where the host's core_pattern writes a file (Debian's default "core",
+    in the crashing process's folder): the fixture runs in a folder of
+    ours with RLIMIT_CORE raised for it alone; the host's settings are
+    never changed. Where the pattern pipes cores to a handler
+    (systemd-coredump, apport) no file can be had without changing it:
+    then gdb's core taken at the crash stands in (crash_core), and the
+    test says so. Returns (path, written by the kernel)."""
+    pattern = open("/proc/sys/kernel/core_pattern").read().strip()
+    if pattern.startswith("|") or not pattern:
+        print("  core_pattern pipes cores to %r: gdb's core at the crash stands in" % pattern)
+        return crash_core(mode), False
+    d = tempfile.mkdtemp(dir=TMP)
+    unlimited = lambda: resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY,) * 2)
+    p = subprocess.Popen([path_of("fx-crash"), mode], cwd=d, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=unlimited)
+    # "go" only once every thread is in place (worker-3 crashes as soon
+    # as it reads it; main may still be starting the others).
+    first = p.stdout.readline()
+    contains(first, "ready %d" % p.pid)
+    out, err = p.communicate("go\n", timeout=300)
+    eq(p.returncode, -11 if mode == "segv" else -6, (first, out, err))
+    pid = p.pid
+    # Where the pattern puts it: %p the pid, %e the name, %% a %, any
+    # other specifier a wildcard; core_uses_pid adds ".PID" without %p.
+    name, i = "", 0
+    while i < len(pattern):
+        if pattern[i] == "%" and i + 1 < len(pattern):
+            c = pattern[i + 1]
+            name += {"p": str(pid), "P": str(pid), "e": "fx-crash", "%": "%"}.get(c, "*")
+            i += 2
+        else:
+            name += glob.escape(pattern[i])
+            i += 1
+    if "%p" not in pattern and open("/proc/sys/kernel/core_uses_pid").read().strip() == "1":
+        name += ".%d" % pid
+    found = glob.glob(name if name.startswith("/") else os.path.join(d, name))
+    eq(len(found), 1, "the kernel's core for %r in %s: %r" % (pattern, d, found))
+    return found[0], True
 
 
 def gdb_core(exe, core):
@@ -219,6 +265,28 @@ def test_abort_names_the_caller():
     ok("check_header" in fns and "handle_request" in fns, fns)
 
 
+def test_kernel_core():
+    # The kernel's own core (all of the process's private memory, its
+    # NT_SIGINFO, NT_FILE and the modules' first pages), read as gdb reads it.
+    for mode in ("segv", "abort"):
+        core, by_kernel = kernel_core(mode)
+        try:
+            doc = compare_core(path_of("fx-crash"), core, C_SOURCES, 6)
+            cr = doc["crash"]
+            eq(doc["threads"][0]["tid"], cr["tid"])
+            if mode == "segv":
+                eq((cr["signal"], cr["code"], cr["address"]), (11, 1, 0), cr)
+                eq(doc["threads"][0]["frames"][0]["function"], "parse_header")
+            else:
+                eq(cr["signal"], 6, cr)
+                contains(cr["text"], "SIGABRT (SI_TKILL) in check_header at fx-crash.c:")
+            eq(doc["core"]["notes"], [])
+            eq(doc["core"]["command"], path_of("fx-crash") + " " + mode)
+        finally:
+            if by_kernel:
+                os.unlink(core)
+
+
 def test_zstd_core():
     core = crash_core("segv")
     zst = core + ".zst"
@@ -236,6 +304,30 @@ def test_zstd_core():
     r = sdtest.run("core", cut)
     eq(r.rc, 2, r)
     contains(r.err, "zstd")
+
+
+def test_lz4_and_xz_cores():
+    # systemd-coredump's other compressions (Compress= with lz4 or xz).
+    core = crash_core("segv")
+    a = ours(core)
+    for tool, ext, magic in (("lz4", ".lz4", b"\x04\x22\x4d\x18"), ("xz", ".xz", b"\xfd7zXZ")):
+        z = core + ext
+        subprocess.run([tool, "-q", "-f", "-k", core] if tool == "xz" else
+                       [tool, "-q", "-f", core, z], check=True, timeout=300)
+        ok(open(z, "rb").read(len(magic)) == magic, z)
+        b = ours(z)
+        eq([t["frames"] for t in b["threads"]], [t["frames"] for t in a["threads"]], tool)
+        eq(b["crash"], a["crash"], tool)
+        r = sdtest.run(z)
+        eq(r.rc, 0, r)
+        contains(r.out, "crash: SIGSEGV")
+        # Cut short: refused with the reason, naming the compression.
+        cut = os.path.join(TMP, "cut" + ext)
+        data = open(z, "rb").read()
+        open(cut, "wb").write(data[:len(data) // 2])
+        r = sdtest.run("core", cut)
+        eq(r.rc, 2, r)
+        contains(r.err, tool)
 
 
 def test_module_mismatch_not_symbolized():
@@ -349,6 +441,7 @@ def test_bad_input():
 
 if __name__ == "__main__":
     try:
-        sdtest.main(globals(), tools=(("gdb", "gdb"), ("gcore", "gdb"), ("zstd", "zstd")))
+        sdtest.main(globals(), tools=(("gdb", "gdb"), ("gcore", "gdb"), ("zstd", "zstd"),
+                                      ("lz4", "lz4"), ("xz", "xz-utils")))
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
