@@ -257,6 +257,9 @@ def window(srv, secs, tool, args, rate=None):
         m = re.search(r"used ([\d.]+)% of a core after the first two seconds", err)
         res["steady_cpu_percent"] = float(m.group(1)) if m else None
         res["slowed"] = "over the budget" in err
+        # The engine's own counters (-v): what the sampling cost where.
+        res["engine_counters"] = [l for l in err.splitlines()
+                                  if l.startswith(("perf: ", "sampling: ", "per snapshot: "))]
     else:
         out = os.path.join(args.dir, "perf.data")
         err, cpu, took = run_tool(["perf", "record", "-F", str(rate), "--call-graph", "dwarf",
