@@ -108,7 +108,16 @@ struct golocks_layout *golocks_learn(struct dwt *d, uint64_t bias, const struct 
 		return l;
 	}
 	l->sudog_size = t.size;
-	if (!member(d, &t, "c", &l->sg_c)) {
+	/* Pointer fields read from a copy of sudog_size bytes. */
+	const struct off *in[] = {&l->sg_g, &l->sg_elem, &l->sg_next, &l->sg_prev, &l->sg_waitlink};
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
+		if (in[i]->off > t.size - 8 || t.size < 8) {
+			note(l, "runtime.sudog's fields lie outside it: no wait object is shown");
+			l->g_waiting.ok = 0;
+			l->sudog_size = 0;
+			return l;
+		}
+	if (!member(d, &t, "c", &l->sg_c) || l->sg_c.off > t.size - 8) {
 		note(l, "runtime.sudog has no field c: channels waited on are not shown");
 		l->g_waiting.ok = 0;
 	}
@@ -118,6 +127,9 @@ struct golocks_layout *golocks_learn(struct dwt *d, uint64_t bias, const struct 
 	    !member(d, &e, "root.treap", &l->semtab_treap)) {
 		note(l, "runtime.semtable (an array of semaRoot with a treap) not found: "
 			      "mutexes and WaitGroups waited on are not shown");
+	} else if (l->semtab_treap.off + 8 > e.size) {
+		note(l, "runtime.semtable's treap lies outside its entry: mutexes and WaitGroups "
+			"waited on are not shown");
 	} else {
 		l->semtab_va = va + bias;
 		l->semtab_stride = e.size;

@@ -621,6 +621,12 @@ void goroutines_read(struct sd_goruntime **rtp, struct sd_space *sp, struct sd_u
 		s->goroutines[s->ngoroutines++] = g;
 	}
 	golocks_end(r.gw, sym, s);
+	if (s->golocks_note) {
+		char msg[900];
+		snprintf(msg, sizeof(msg), "%.800s (Go %s)", s->golocks_note,
+			 s->go_version ? s->go_version : "version unknown");
+		s->golocks_note = strpool_intern(s->pool, msg);
+	}
 	for (size_t i = 0; i < s->ngoroutines; i++) {
 		const struct sd_goroutine *g = &s->goroutines[i];
 		if (!g->thread || (g->status != SD_GO_RUNNING && g->status != SD_GO_SYSCALL))

@@ -9,8 +9,10 @@
 # Also: a corrupt allgs entry read as a note and the rest of the dump.
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import sdtest  # noqa: E402
@@ -162,6 +164,45 @@ def test_no_deadlock_without_one():
     eq(r.rc, 0, r.err)
     contains(r.out, "No deadlock found among goroutines.")
     sdtest.matches(r.out, r"^sync\.Mutex 0x[0-9a-f]+ <main\.ledger>, 2 waiters")
+
+
+def test_unknown_sudog_layout_is_named_and_the_rest_stays():
+    """runtime.sudog's field waitlink renamed in the DWARF: a layout the
+    reader does not know. The note names the type, the field and the Go
+    version; the goroutines are all there, waiting on nothing named."""
+    need("fx-golocks")
+    tmp = tempfile.mkdtemp()
+    try:
+        dst = os.path.join(tmp, "fx-golocks")
+        subprocess.run([sdtest.tool("objcopy", "binutils"), "--decompress-debug-sections",
+                        path_of("fx-golocks"), dst], check=True)
+        with open(dst, "rb") as f:
+            data = f.read()
+        ok(data.count(b"waitlink\0") >= 1, "no waitlink in the DWARF")
+        with open(dst, "wb") as f:
+            f.write(data.replace(b"waitlink\0", b"waitlin_\0"))
+        os.chmod(dst, 0o755)
+        with start(dst, 3, stdin=True) as fx:
+            known = facts(fx)
+            r = sdtest.run("--format", "json", fx.pid)
+            text = sdtest.run(fx.pid)
+            locks = sdtest.run("locks", fx.pid)
+            sdtest.assert_running(fx.pid)
+    finally:
+        shutil.rmtree(tmp)
+    eq(r.rc, 0, r.err)
+    doc = r.json()
+    note = doc["go"]["objects_note"]
+    ok(note and "runtime.sudog" in note and "waitlink" in note and "go1.19" in note, note)
+    eq(doc["go"]["note"], None)
+    gs = {g["id"]: g for g in doc["goroutines"]}
+    for ids in known["g"].values():
+        for gid in ids:
+            ok(gid in gs and gs[gid]["frames"], "goroutine %d" % gid)
+            eq(gs[gid]["waiting_on"], [])
+    contains(text.out, "note: wait objects: runtime.sudog")
+    eq(locks.rc, 0, locks.err)
+    contains(locks.out, "No deadlock found among goroutines.")
 
 
 def nm_address(path, symbol):
