@@ -93,6 +93,7 @@ void snapshot_free(struct sd_snapshot *s)
 	for (size_t i = 0; i < s->ngoroutines; i++) {
 		free(s->goroutines[i].frames);
 		free(s->goroutines[i].waits_on);
+		free(s->goroutines[i].labels);
 	}
 	free(s->goroutines);
 	for (size_t i = 0; i < s->ngoobjects; i++) {

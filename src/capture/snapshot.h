@@ -231,6 +231,10 @@ struct sd_goroutine {
 	size_t nframes;
 	const char *unwind_stop;  /* why its stack ended early, or NULL */
 	unsigned retakes;         /* read again because it moved while copied */
+	const char **labels;      /* heap: pprof labels, key and value pairs
+				   * (pool strings), by key */
+	size_t nlabels;
+	int labels_read;          /* labels known (none set, or these) */
 	size_t *waits_on;         /* heap: indexes into the snapshot's
 				   * goobjects (a select waits on several) */
 	size_t nwaits_on;

@@ -671,9 +671,16 @@ void format_go_json(struct jsonw *w, const struct sd_snapshot *s)
 			jsonw_ku64(w, "parent", g->parent);
 		else
 			jsonw_knull(w, "parent");
-		/* pprof labels are not read yet: null says so (an object when
-		 * they are). */
-		jsonw_knull(w, "labels");
+		/* pprof labels: an object ({} none set), null when they could
+		 * not be read. */
+		if (g->labels_read) {
+			jsonw_kobject(w, "labels");
+			for (size_t k = 0; k < g->nlabels; k++)
+				jsonw_kstr(w, g->labels[2 * k], g->labels[2 * k + 1]);
+			jsonw_object_end(w);
+		} else {
+			jsonw_knull(w, "labels");
+		}
 		jsonw_karray(w, "frames");
 		for (size_t k = 0; k < g->nframes; k++)
 			format_json_frame(w, &g->frames[k]);

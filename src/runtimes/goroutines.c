@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "dwtype.h"
+#include "golabels.h"
 #include "golocks.h"
 #include "rtmem.h"
 #include "space.h"
@@ -50,6 +51,7 @@ struct sd_goruntime {
 	    sched_bp, syscallsp, syscallpc, syscallbp, m, stack_lo, stack_hi, lockedm;
 	struct gofield m_procid;
 	struct golocks_layout *gl; /* wait objects: channels, mutexes, semaphores */
+	struct golabels_layout *glab; /* pprof labels */
 	int64_t st_idle, st_runnable, st_running, st_syscall, st_waiting, st_dead, st_copystack,
 	    st_preempted, st_scan;
 };
@@ -73,6 +75,7 @@ void goruntime_free(struct sd_goruntime *rt)
 	if (!rt)
 		return;
 	golocks_layout_free(rt->gl);
+	golabels_layout_free(rt->glab);
 	dwt_free(rt->d);
 	free(rt);
 }
@@ -222,6 +225,7 @@ static int learn_layout(struct sd_goruntime *rt)
 	else
 		rt->version_va = 0;
 	rt->gl = golocks_learn(rt->d, rt->bias, &g);
+	rt->glab = golabels_learn(rt->d, &g);
 	return 0;
 }
 
@@ -544,6 +548,7 @@ static int read_one(struct goread *r, uint64_t gp, struct sd_goroutine *g, uint8
 	if (st == SD_GO_WAITING && since > 0 && (uint64_t)since <= r->now_ns)
 		g->wait_seconds = (double)(r->now_ns - (uint64_t)since) / 1e9;
 	g->parent = get(b, &rt->parent);
+	golabels_read(rt->glab, &r->mem, r->s, b, rt->g_size, g);
 	g->locked = get(b, &rt->lockedm) != 0;
 	/* Go's traceback names no creator for goroutine 1 (the runtime's
 	 * bootstrap starts it): neither do we. */

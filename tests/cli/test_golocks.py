@@ -93,6 +93,10 @@ def check_dump(name):
     eq(sorted(waits(gs[role["pick"][0]])), sorted([("chan", obj["left"]), ("chan", obj["right"])]))
     eq(waits(gs[role["await"][0]]), [("sync.WaitGroup", obj["wg"])])
     eq(gs[role["nap"][0]]["waiting_on"], [])
+    # pprof labels, as the fixture set them; none elsewhere.
+    eq(gs[role["nap"][0]]["labels"], {"job": "nap", "tier": '2 "quoted"'})
+    eq([g["id"] for g in gs.values() if g["labels"]], role["nap"])
+    ok(all(g["labels"] == {} for g in gs.values() if g["id"] not in role["nap"]), gs)
     for g in gs.values():
         for w in g["waiting_on"]:
             if w["kind"] == "chan":
