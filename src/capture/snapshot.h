@@ -238,6 +238,7 @@ struct sd_goroutine {
 	size_t *waits_on;         /* heap: indexes into the snapshot's
 				   * goobjects (a select waits on several) */
 	size_t nwaits_on;
+	const char *wait_mode;    /* on a sync.RWMutex: "read" or "write" */
 };
 
 /* An object goroutines wait on (runtimes/golocks.c): a channel, a sync

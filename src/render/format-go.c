@@ -127,8 +127,8 @@ static void waits_text(struct strbuf *out, const struct sd_snapshot *s,
 		const struct sd_goobject *ob = &s->goobjects[g->waits_on[i]];
 		strbuf_adds(out, i ? " or " : ", on ");
 		object_label(out, ob);
-		if (ob->mode && strcmp(ob->mode, "read and write"))
-			strbuf_addf(out, " to %s", ob->mode);
+		if (ob->mode && g->wait_mode)
+			strbuf_addf(out, " to %s", g->wait_mode);
 		if (ob->holder)
 			strbuf_addf(out, " held by goroutine %" PRIu64 " (inferred)", ob->holder);
 	}
@@ -606,7 +606,7 @@ static void json_waits(struct jsonw *w, const struct sd_snapshot *s, const struc
 		const struct sd_goobject *o = &s->goobjects[g->waits_on[i]];
 		jsonw_object_begin(w);
 		json_object_ref(w, o);
-		jsonw_kstr(w, "mode", o->mode);
+		jsonw_kstr(w, "mode", o->mode ? g->wait_mode : NULL);
 		if (o->holder)
 			jsonw_ku64(w, "holder", o->holder);
 		else

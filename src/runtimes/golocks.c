@@ -563,6 +563,8 @@ void golocks_end(struct golocks *w, struct sd_symbols *sym, struct sd_snapshot *
 			o->mode = "read and write";
 		}
 		struct sd_goroutine *g = &s->goroutines[x->idx];
+		if (x->mode)
+			g->wait_mode = x->mode;
 		if (o->nwaiters && o->waiters[o->nwaiters - 1] == g->id)
 			continue; /* one goroutine, one entry (a select on a channel twice) */
 		o->waiters = sd_xrealloc(o->waiters, (o->nwaiters + 1) * sizeof(*o->waiters));

@@ -101,9 +101,20 @@ def check_dump(name):
         for w in g["waiting_on"]:
             if w["kind"] == "chan":
                 eq(w["holder"], None)
+    # An RWMutex write-held by a sleeper: a reader waits to read, another
+    # writer on its writers' mutex; both on the RWMutex, the holder named.
+    rw, (writer,) = obj["rw"], role["writer"]
+    eq(waits(gs[role["reader"][0]]), [("sync.RWMutex", rw)])
+    eq(gs[role["reader"][0]]["waiting_on"][0]["mode"], "read")
+    eq(waits(gs[role["writer-too"][0]]), [("sync.RWMutex", rw)])
+    for r in (role["reader"][0], role["writer-too"][0]):
+        eq(gs[r]["waiting_on"][0]["holder"], writer)
+    (h,) = gs[writer]["holds"]
+    eq((h["kind"], int(h["address"], 16), h["waiters"]), ("sync.RWMutex", rw, 2))
+    eq(gs[writer]["frames"][h["frame"]]["function"], "main.write")
     # Nobody else holds a mutex.
     holders = sorted(g["id"] for g in gs.values() if g["holds"])
-    eq(holders, sorted([ab, ba, hold]))
+    eq(holders, sorted([ab, ba, hold, writer]))
     # The dump's own deadlock list: the two, each edge with its holder.
     (cycle,) = doc["go"]["deadlocks"]
     eq(sorted((e["goroutine"], int(e["address"], 16), e["holder"]) for e in cycle),
