@@ -239,6 +239,7 @@ struct sd_goroutine {
 				   * goobjects (a select waits on several) */
 	size_t nwaits_on;
 	const char *wait_mode;    /* on a sync.RWMutex: "read" or "write" */
+	unsigned nholds;          /* objects it holds or may hold (a candidate) */
 };
 
 /* An object goroutines wait on (runtimes/golocks.c): a channel, a sync

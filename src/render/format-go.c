@@ -65,7 +65,7 @@ static void object_label(struct strbuf *out, const struct sd_goobject *ob)
 static void holds_lines(struct strbuf *out, const struct sd_snapshot *s,
 			const struct sd_goroutine *g, long k)
 {
-	for (size_t i = 0; s && i < s->ngoobjects; i++) {
+	for (size_t i = 0; g->nholds && i < s->ngoobjects; i++) {
 		const struct sd_goobject *ob = &s->goobjects[i];
 		for (size_t c = 0; c < ob->ncandidates; c++) {
 			if (ob->candidates[c] != g->id || ob->candidate_frames[c] != k)
@@ -83,14 +83,6 @@ static void holds_lines(struct strbuf *out, const struct sd_snapshot *s,
 	}
 }
 
-static int holds_any(const struct sd_snapshot *s, const struct sd_goroutine *g)
-{
-	for (size_t i = 0; s && i < s->ngoobjects; i++)
-		for (size_t c = 0; c < s->goobjects[i].ncandidates; c++)
-			if (s->goobjects[i].candidates[c] == g->id)
-				return 1;
-	return 0;
-}
 
 static void body(struct strbuf *out, const struct sd_snapshot *s, const struct sd_goroutine *g,
 		 const struct sd_render_opts *o)
@@ -177,12 +169,11 @@ static int same_str(const char *a, const char *b)
 
 /* Two goroutines alike but for the id and the wait, waiting on the same
  * objects, holding none (a holder is always shown alone). */
-static int same(const struct sd_snapshot *s, const struct sd_goroutine *a,
-		const struct sd_goroutine *b)
+static int same(const struct sd_goroutine *a, const struct sd_goroutine *b)
 {
 	if (a->nwaits_on != b->nwaits_on ||
 	    (a->nwaits_on && memcmp(a->waits_on, b->waits_on, a->nwaits_on * sizeof(size_t))) ||
-	    holds_any(s, a) || holds_any(s, b))
+	    a->nholds || b->nholds)
 		return 0;
 	if (a->status != b->status || !same_str(format_go_status(a), format_go_status(b)) ||
 	    a->locked != b->locked || a->nframes != b->nframes ||
@@ -215,7 +206,7 @@ static int gent_eq(const void *e, const void *k)
 	const struct gent *x = e;
 	const struct gkeyarg *a = k;
 	return x->key == a->key &&
-	       same(a->s, &a->s->goroutines[x->first], &a->s->goroutines[a->idx]);
+	       same(&a->s->goroutines[x->first], &a->s->goroutines[a->idx]);
 }
 
 /* Group index of each goroutine (*OF), groups in order of their first. */
@@ -385,21 +376,41 @@ void format_go_deadlocks_text(struct strbuf *out, const struct sd_snapshot *s,
 	}
 }
 
+/* Goroutines by id, for the lock view: sorted (id, index) pairs. */
+struct idix {
+	uint64_t id;
+	size_t idx;
+};
+
+static int cmp_idix(const void *a, const void *b)
+{
+	const struct idix *x = a, *y = b;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+static const struct sd_goroutine *find(const struct sd_snapshot *s, const struct idix *ix,
+				       uint64_t id)
+{
+	struct idix key = {id, 0};
+	const struct idix *e = bsearch(&key, ix, s->ngoroutines, sizeof(key), cmp_idix);
+	return e ? &s->goroutines[e->idx] : NULL;
+}
+
 /* The waiters of OB, those with the same stack as one entry. */
-static void lock_waiters(struct strbuf *out, const struct sd_snapshot *s,
+static void lock_waiters(struct strbuf *out, const struct sd_snapshot *s, const struct idix *ix,
 			 const struct sd_goobject *ob, const struct sd_render_opts *o)
 {
 	unsigned char *done = sd_xcalloc(ob->nwaiters + 1, 1);
 	for (size_t i = 0; i < ob->nwaiters; i++) {
-		const struct sd_goroutine *g = by_id(s, ob->waiters[i]);
+		const struct sd_goroutine *g = find(s, ix, ob->waiters[i]);
 		if (done[i] || !g)
 			continue;
 		size_t cnt = 0;
 		struct strbuf ids;
 		strbuf_init(&ids);
 		for (size_t k = i; k < ob->nwaiters; k++) {
-			const struct sd_goroutine *m = by_id(s, ob->waiters[k]);
-			if (done[k] || !m || (m != g && !same(s, g, m)))
+			const struct sd_goroutine *m = find(s, ix, ob->waiters[k]);
+			if (done[k] || !m || (m != g && !same(g, m)))
 				continue;
 			done[k] = 1;
 			if (cnt++ < 16)
@@ -436,6 +447,10 @@ void format_go_locks_text(struct strbuf *out, const struct sd_snapshot *s,
 		strbuf_add_escaped(out, s->golocks_note);
 		strbuf_adds(out, "\n");
 	}
+	struct idix *ix = sd_xmalloc((s->ngoroutines + 1) * sizeof(*ix));
+	for (size_t i = 0; i < s->ngoroutines; i++)
+		ix[i] = (struct idix){s->goroutines[i].id, i};
+	sd_sort(ix, s->ngoroutines, sizeof(*ix), cmp_idix);
 	for (size_t i = 0; i < s->ngoobjects; i++) {
 		const struct sd_goobject *ob = &s->goobjects[i];
 		strbuf_adds(out, "\n");
@@ -449,7 +464,7 @@ void format_go_locks_text(struct strbuf *out, const struct sd_snapshot *s,
 		else if (ob->locked == 0)
 			strbuf_adds(out, ", not locked");
 		strbuf_adds(out, "\n");
-		const struct sd_goroutine *h = ob->holder ? by_id(s, ob->holder) : NULL;
+		const struct sd_goroutine *h = ob->holder ? find(s, ix, ob->holder) : NULL;
 		if (h) {
 			strbuf_addf(out, "  held by goroutine %" PRIu64 " (inferred: ", h->id);
 			frame_ref(out, h, ob->holder_frame);
@@ -469,7 +484,7 @@ void format_go_locks_text(struct strbuf *out, const struct sd_snapshot *s,
 			strbuf_add_escaped(out, ob->note);
 			strbuf_adds(out, "\n");
 			for (size_t c = 0; c < ob->ncandidates && ob->ncandidates > 1; c++) {
-				const struct sd_goroutine *m = by_id(s, ob->candidates[c]);
+				const struct sd_goroutine *m = find(s, ix, ob->candidates[c]);
 				strbuf_addf(out, "    goroutine %" PRIu64 " (", ob->candidates[c]);
 				if (m)
 					frame_ref(out, m, ob->candidate_frames[c]);
@@ -478,8 +493,9 @@ void format_go_locks_text(struct strbuf *out, const struct sd_snapshot *s,
 		} else {
 			strbuf_adds(out, "  holder unknown\n");
 		}
-		lock_waiters(out, s, ob, o);
+		lock_waiters(out, s, ix, ob, o);
 	}
+	free(ix);
 	struct sd_godeadlock *d;
 	size_t nd = golocks_deadlocks(s, &d);
 	strbuf_adds(out, "\n");
@@ -616,7 +632,7 @@ static void json_waits(struct jsonw *w, const struct sd_snapshot *s, const struc
 	}
 	jsonw_array_end(w);
 	jsonw_karray(w, "holds");
-	for (size_t i = 0; i < s->ngoobjects; i++) {
+	for (size_t i = 0; g->nholds && i < s->ngoobjects; i++) {
 		const struct sd_goobject *o = &s->goobjects[i];
 		for (size_t c = 0; c < o->ncandidates; c++) {
 			if (o->candidates[c] != g->id)

@@ -344,6 +344,25 @@ void golocks_goroutine(struct golocks *w, size_t idx, uint64_t gp, const uint8_t
 	}
 }
 
+struct gid {
+	uint64_t id;
+	size_t idx;
+};
+
+static int cmp_gid(const void *a, const void *b)
+{
+	const struct gid *x = a, *y = b;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+static int cmp_hit(const void *a, const void *b)
+{
+	const struct hit *x = a, *y = b;
+	if (x->value != y->value)
+		return (x->value > y->value) - (x->value < y->value);
+	return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
 static int cmp_gidx(const void *a, const void *b)
 {
 	const struct gidx *x = a, *y = b;
@@ -480,7 +499,16 @@ static void infer_holder(struct golocks *w, struct sd_snapshot *s, size_t obj)
 	if (!is_mutex(o))
 		return;
 	size_t cap = 0, capf = 0;
-	for (size_t h = 0; h < w->nhits; h++) {
+	/* The hits of its address: a range of the sorted hits. */
+	size_t lo = 0, hi = w->nhits;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (w->hits[mid].value < o->address)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t h = lo; h < w->nhits && w->hits[h].value == o->address; h++) {
 		const struct hit *x = &w->hits[h];
 		const struct sd_goroutine *g = &s->goroutines[x->idx];
 		if (x->value != o->address || waits_on(g, obj) || !user_frame(g, x->frame))
@@ -572,10 +600,26 @@ void golocks_end(struct golocks *w, struct sd_symbols *sym, struct sd_snapshot *
 		g->waits_on = sd_xrealloc(g->waits_on, (g->nwaits_on + 1) * sizeof(*g->waits_on));
 		g->waits_on[g->nwaits_on++] = s->ngoobjects - 1;
 	}
+	if (w->nhits)
+		sd_sort(w->hits, w->nhits, sizeof(*w->hits), cmp_hit);
 	for (size_t i = 0; i < s->ngoobjects; i++) {
 		sd_sort(s->goobjects[i].waiters, s->goobjects[i].nwaiters, sizeof(uint64_t), cmp_u64);
 		infer_holder(w, s, i);
 	}
+	/* Who holds something, by id (goroutine ids are unique). */
+	struct gid *ix = s->ngoroutines ? sd_xmalloc(s->ngoroutines * sizeof(*ix)) : NULL;
+	for (size_t i = 0; i < s->ngoroutines; i++)
+		ix[i] = (struct gid){s->goroutines[i].id, i};
+	if (ix)
+		sd_sort(ix, s->ngoroutines, sizeof(*ix), cmp_gid);
+	for (size_t i = 0; i < s->ngoobjects; i++)
+		for (size_t c = 0; c < s->goobjects[i].ncandidates; c++) {
+			struct gid key = {s->goobjects[i].candidates[c], 0};
+			const struct gid *h = bsearch(&key, ix, s->ngoroutines, sizeof(key), cmp_gid);
+			if (h)
+				s->goroutines[h->idx].nholds++;
+		}
+	free(ix);
 	const char *ln = golocks_layout_note(w->l);
 	if (ln || w->bad_sudogs) {
 		char buf[700];
@@ -593,17 +637,6 @@ void golocks_end(struct golocks *w, struct sd_symbols *sym, struct sd_snapshot *
 }
 
 /* ---- cycles ---- */
-
-struct gid {
-	uint64_t id;
-	size_t idx;
-};
-
-static int cmp_gid(const void *a, const void *b)
-{
-	const struct gid *x = a, *y = b;
-	return (x->id > y->id) - (x->id < y->id);
-}
 
 /* The edge of goroutine I: the object it waits on (a mutex whose holder is
  * inferred, its only wait), or -1. */
