@@ -75,7 +75,7 @@ static void holds_lines(struct strbuf *out, const struct sd_snapshot *s,
 			strbuf_addf(out, ", %zu waiting (inferred: ", ob->nwaiters);
 			if (ob->holder == g->id)
 				strbuf_adds(out, "a reference in this frame, in no other goroutine's "
-						 "stack)\n");
+						 "stack; Go's mutexes record no owner)\n");
 			else
 				strbuf_addf(out, "one of %zu goroutines with a reference to it)\n",
 					    ob->ncandidates);
