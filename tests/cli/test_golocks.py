@@ -38,6 +38,9 @@ def facts(fx):
         buf += chunk
     out = {"obj": {}, "g": {}}
     for line in buf.decode().split("end-of-facts\n")[0].splitlines():
+        if line.startswith("leaked "):
+            out["leaked"] = int(line.split()[1])
+            continue
         kind, name, value = line.split()
         if kind == "obj":
             out["obj"][name] = int(value, 16)
@@ -218,6 +221,40 @@ def test_unknown_sudog_layout_is_named_and_the_rest_stays():
     contains(text.out, "note: wait objects: runtime.sudog")
     eq(locks.rc, 0, locks.err)
     contains(locks.out, "No deadlock found among goroutines.")
+
+
+def test_profile_goroutines_finds_the_leak():
+    """fx-golocks leaking a goroutine every 20 ms: profile --goroutines
+    counts them by creation site sample after sample; the leak's site only
+    grows, between what the fixture said it had started before and after;
+    the mutex waiters' site stays as it is."""
+    need("fx-golocks")
+    with start("fx-golocks", 3, "leak", stdin=True) as fx:
+        before = facts(fx)["leaked"]
+        r = sdtest.run("profile", "--goroutines", "--count", "4", "--interval", "300ms", fx.pid)
+        after = facts(fx)["leaked"]
+        sdtest.assert_running(fx.pid)
+    eq(r.rc, 0, r.err)
+    sdtest.matches(r.out, r"^PID %d \(Go go1\.19\S*\): goroutines by creation site, 4 samples "
+                          r"over \d+\.\d s$" % fx.pid)
+    rows = {}
+    for m in re.finditer(r"^ +(\d+) +(\d+) +(\d+) +(\d+) +([+-]\d+)  (\S+) at (\S+):(\d+)$",
+                         r.out, re.M):
+        rows[(m.group(6), int(m.group(8)))] = [int(m.group(i)) for i in range(1, 6)]
+    (leak,) = [v for k, v in rows.items() if k[0] == "main.leakForever"]
+    first, last, lo, hi, growth = leak
+    ok(before <= first < last <= after, (before, leak, after))
+    eq((lo, hi, growth), (first, last, last - first))
+    sdtest.matches(r.out, r"^goroutines created by main\.leakForever at \S+/fx-golocks\.go:\d+ grew "
+                          r"from %d to %d and never fell \(a leak\?\)$" % (first, last))
+    # The waiters on the held mutex: 3 throughout, one site.
+    (cont,) = [v for k, v in rows.items() if k[0] == "main.start" and v[0] == 3]
+    eq(cont, [3, 3, 3, 3, 0])
+    # Not a Go program: said, and a failure.
+    with start("fx-idle") as fx:
+        r = sdtest.run("profile", "--goroutines", "--count", "1", fx.pid)
+    eq(r.rc, 2, r.err)
+    contains(r.err, "is not a Go program")
 
 
 def nm_address(path, symbol):
