@@ -499,8 +499,20 @@ void format_go_locks_text(struct strbuf *out, const struct sd_snapshot *s,
 	struct sd_godeadlock *d;
 	size_t nd = golocks_deadlocks(s, &d);
 	strbuf_adds(out, "\n");
+	size_t unnamed = 0;
+	for (size_t i = 0; i < s->ngoobjects; i++) {
+		const struct sd_goobject *ob = &s->goobjects[i];
+		unnamed += !ob->holder && ob->locked != 0 && strcmp(ob->kind, "chan") &&
+			   strcmp(ob->kind, "sync.WaitGroup") && strcmp(ob->kind, "semaphore");
+	}
 	if (nd)
 		format_go_deadlocks_text(out, s, d, nd, o);
+	else if (unnamed)
+		strbuf_addf(out,
+			    "No deadlock found among goroutines, but %zu mutex%s waited on ha%s no "
+			    "holder named: a cycle through %s cannot be told.\n",
+			    unnamed, unnamed == 1 ? "" : "es", unnamed == 1 ? "s" : "ve",
+			    unnamed == 1 ? "it" : "them");
 	else
 		strbuf_adds(out, "No deadlock found among goroutines.\n");
 	golocks_deadlocks_free(d, nd);

@@ -173,15 +173,20 @@ def test_wait_objects_and_deadlock_go124():
 
 
 def test_no_deadlock_without_one():
-    """fx-goroutines has a held mutex with waiters and no cycle: locks
-    names the holder, finds no deadlock, exits 0."""
+    """fx-goroutines has a held global mutex with waiters and no cycle:
+    locks finds no deadlock, says the holder is not known, exits 0."""
     need("fx-goroutines")
     with start("fx-goroutines", 4, stdin=True) as fx:
         r = sdtest.run("locks", fx.pid)
         sdtest.assert_running(fx.pid)
     eq(r.rc, 0, r.err)
-    contains(r.out, "No deadlock found among goroutines.")
-    sdtest.matches(r.out, r"^sync\.Mutex 0x[0-9a-f]+ <main\.ledger>, 2 waiters")
+    # holdLedger locks the global itself: no stack holds its address, no
+    # holder is named, and the verdict says what that leaves unknown.
+    sdtest.matches(r.out, r"^sync\.Mutex 0x[0-9a-f]+ <main\.ledger>, 2 waiters, locked \(its word "
+                          r"counts 2 waiters\)\n  holder unknown: no other goroutine's stack holds "
+                          r"a reference to it")
+    contains(r.out, "No deadlock found among goroutines, but 1 mutex waited on has no holder "
+                    "named: a cycle through it cannot be told.")
 
 
 def test_unknown_sudog_layout_is_named_and_the_rest_stays():
@@ -255,6 +260,40 @@ def test_profile_goroutines_finds_the_leak():
         r = sdtest.run("profile", "--goroutines", "--count", "1", fx.pid)
     eq(r.rc, 2, r.err)
     contains(r.err, "is not a Go program")
+
+
+def test_ambiguous_holders_claim_no_deadlock():
+    """fx-golocks shared: main keeps references to both accounts of the
+    ABBA pair. Each mutex is held by one of two goroutines with a reference
+    (main, and the one of the pair that took it): no holder is named, no
+    deadlock claimed, and both say why; the waiters and the mutex words
+    are still shown."""
+    need("fx-golocks")
+    with start("fx-golocks", 3, "shared", stdin=True) as fx:
+        known = facts(fx)
+        r = sdtest.run("--format", "json", fx.pid)
+        locks = sdtest.run("locks", fx.pid)
+        sdtest.assert_running(fx.pid)
+    eq(r.rc, 0, r.err)
+    doc = r.json()
+    gs = {g["id"]: g for g in doc["goroutines"]}
+    (ab,), (ba,) = known["g"]["transfer-ab"], known["g"]["transfer-ba"]
+    eq(waits(gs[ab]), [("sync.Mutex", known["obj"]["b"])])
+    eq(gs[ab]["waiting_on"][0]["holder"], None)
+    eq(gs[ba]["waiting_on"][0]["holder"], None)
+    eq(doc["go"]["deadlocks"], [])
+    (main,) = [g["id"] for g in gs.values()
+               if any(f["function"] == "main.main" for f in g["frames"])]
+    for gid in (ab, main):
+        ok(any(int(h["address"], 16) == known["obj"]["a"] and not h["certain"]
+               for h in gs[gid]["holds"]), gs[gid]["holds"])
+    eq(locks.rc, 0, locks.err)
+    sdtest.matches(locks.out, r"^sync\.Mutex 0x%x, 1 waiter, locked \(its word counts 1 waiter\)\n"
+                              r"  holder unknown: 2 goroutines hold a reference to it" %
+                   known["obj"]["a"])
+    sdtest.matches(locks.out, r"^    goroutine %d \(frame #\d+ main\.main\)$" % main)
+    contains(locks.out, "No deadlock found among goroutines, but 2 mutexes waited on have no "
+                        "holder named: a cycle through them cannot be told.")
 
 
 def nm_address(path, symbol):
