@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "format.h"
+#include "format-go.h"
 #include "locks.h"
 #include "cmd.h"
 
@@ -67,7 +68,7 @@ static int report(struct cmd_ctx *ctx, struct sd_snapshot **snaps, size_t n, int
 		cmd_write(ctx, sb.buf, sb.len);
 		strbuf_release(&sb);
 	}
-	int rc = g->ndeadlocks ? EXIT_DEADLOCK
+	int rc = g->ndeadlocks || format_go_deadlock_count(s) ? EXIT_DEADLOCK
 				: (s->partial || partial_series) ? EXIT_PARTIAL : EXIT_OK;
 	free(parked);
 	locks_graph_free(g);
@@ -139,6 +140,7 @@ static int locks_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	uint64_t interval_us = cmd_num(ctx, LOCKS_INTERVAL);
 	if (cmd_snap_opts(ctx, &o, &tids) < 0)
 		return EXIT_USAGE;
+	o.goroutines = 1; /* a Go program: what its goroutines wait on too */
 	int rc = EXIT_USAGE;
 	if (ctx->target.loaded) {
 		/* A loaded snapshot: its waits as they were analyzed. */
@@ -173,6 +175,8 @@ const struct cmd_entry cmd_locks_entry = {
 	    "holders; a thread relocking its own mutex). With --count N, takes N snapshots\n"
 	    "--interval apart and lists the threads parked on the same lock in all of them,\n"
 	    "and whether they woke up in between.\n"
+	    "A Go program: the channels, mutexes and WaitGroups its goroutines wait on,\n"
+	    "mutex holders inferred from the stacks, and deadlocks among goroutines.\n"
 	    "Exit status: 0 no deadlock, 3 deadlock found, 1 partial (a thread could not be\n"
 	    "read), 2 failure, 64 usage error, 130 interrupted.",
 	.options = locks_options,

@@ -17,6 +17,7 @@
 #include "sampler.h"
 #include "symbols.h"
 #include "cmd.h"
+#include "goleak-profile.h"
 #include "sampling.h"
 
 enum {
@@ -42,6 +43,7 @@ enum {
 	PROF_TITLE,
 	PROF_QUIET,
 	PROF_VERBOSE,
+	PROF_GOROUTINES,
 };
 
 static const struct cmd_option profile_options[] = {
@@ -91,6 +93,8 @@ static const struct cmd_option profile_options[] = {
     [PROF_QUIET] = OPT_FLAG("quiet", 'q', "no progress line"),
     [PROF_VERBOSE] =
 	OPT_FLAG("verbose", 'v', "timings, sampling cost and cache hit rates on stderr"),
+    [PROF_GOROUTINES] = OPT_FLAG("goroutines", 0, "a Go program: goroutines by creation site "
+						  "in each sample (a leak grows)"),
     {0},
 };
 
@@ -100,19 +104,6 @@ struct ptarget {
 	struct sd_sampler *smp;
 	int gone;    /* exited or failed: not sampled any more */
 };
-
-/* Did the run stop before the samples' intervals were over (Ctrl-C, or a
- * process exit)? Then the wall time is the truth. */
-static int interrupted_early(const struct sd_profile *p, uint64_t interval_us)
-{
-	(void)interval_us;
-	if (cmd_interrupted)
-		return 1;
-	for (size_t i = 0; i < p->nprocs; i++)
-		if (p->procs[i].exited)
-			return 1;
-	return 0;
-}
 
 /* Checks between options, before the processes are resolved. */
 static int profile_check(struct cmd_ctx *ctx)
@@ -210,6 +201,12 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	for (size_t i = 0; i < nt; i++)
 		tv[i].t = ctx->target.procs[i].t;
 	int partial = ctx->target.failed > 0;
+	if (cmd_has(ctx, PROF_GOROUTINES)) { /* the goroutine-leak view */
+		rc = goleak_profile(ctx, &so, interval_us, duration_us, count,
+				    cmd_real(ctx, PROF_CPU_BUDGET), (size_t)cmd_num(ctx, PROF_LIMIT),
+				    strcmp(format, "top") || outpath || locks);
+		goto out;
+	}
 
 	if (outpath) {
 		/* Created before sampling, so that a refused name fails at
@@ -402,15 +399,15 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	/* Each sample stands for one interval: N samples on time cover N
 	 * intervals, even though the last one was taken at (N-1) intervals. */
 	prof->duration_us = (stop - start) / 1000;
-	if (!interrupted_early(prof, interval_us) && prof->duration_us < prof->samples * interval_us)
+	if (!sampling_ended_early(prof) && prof->duration_us < prof->samples * interval_us)
 		prof->duration_us = prof->samples * interval_us;
 	/* perf: each tick closes the interval before it; the run covered up
 	 * to the last one. */
-	if (nperf && !interrupted_early(prof, interval_us) && prof->samples)
+	if (nperf && !sampling_ended_early(prof) && prof->samples)
 		prof->duration_us = (last_tick - start) / 1000;
 	/* Ended by the clock with ticks not composed: the run covered the
 	 * time asked, at the rate it got. */
-	if (ended_by_clock && nperf && !interrupted_early(prof, interval_us))
+	if (ended_by_clock && nperf && !sampling_ended_early(prof))
 		prof->duration_us = duration_us;
 	double cpu = sd_cpu_seconds() - cpu0;
 	if (progress)
@@ -474,7 +471,6 @@ out:
 
 const struct cmd_entry cmd_profile_entry = {
 	.name = "profile",
-	.alias = NULL,
 	.args_usage = "PID|NAME...",
 	.summary = "sample every thread at a fixed rate and show where time goes",
 	.description =
@@ -485,7 +481,8 @@ const struct cmd_entry cmd_profile_entry = {
 	    "pprof (gzipped profile.proto for pprof, Pyroscope, Parca) or as JSON (read\n"
 	    "back by 'diff'). Samples are wall-clock: threads off CPU are counted too, with\n"
 	    "their state, so --off-cpu shows where threads block. Ctrl-C stops early and\n"
-	    "still writes the profile.\n"
+	    "still writes the profile. --goroutines: a Go program's goroutines counted by\n"
+	    "the go statement that created them, sample by sample (a leak only grows).\n"
 	    "Exit status: 0 profile written, 1 partial (a process exited or could not be\n"
 	    "sampled), 2 failure, 64 usage error, 130 interrupted before any sample.",
 	.options = profile_options,

@@ -84,3 +84,13 @@ void sampling_costs(struct cmd_ctx *ctx, const struct sd_profile *p, struct sd_t
 	fputs(sb.buf, ctx->err);
 	strbuf_release(&sb);
 }
+
+int sampling_ended_early(const struct sd_profile *p)
+{
+	if (cmd_interrupted)
+		return 1;
+	for (size_t i = 0; i < p->nprocs; i++)
+		if (p->procs[i].exited)
+			return 1;
+	return 0;
+}

@@ -38,4 +38,8 @@ void sampling_costs(struct cmd_ctx *ctx, const struct sd_profile *p, struct sd_t
 		    struct sd_sampler *const *s, size_t n, double cpu, double wall,
 		    const struct sd_budget *b);
 
+/* Did the run of P stop before its samples' intervals were over (Ctrl-C,
+ * or a process exit)? Then the wall time is the truth. */
+int sampling_ended_early(const struct sd_profile *p);
+
 #endif

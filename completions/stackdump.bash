@@ -157,7 +157,7 @@ _stackdump()
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --rate --interval --duration --count --pid-of --engine --perf-buffer --cpu-budget --on-cpu --off-cpu --no-idle --idle --group-threads --by-address --locks --format --output --limit --min-percent --title --quiet --verbose --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --rate --interval --duration --count --pid-of --engine --perf-buffer --cpu-budget --on-cpu --off-cpu --no-idle --idle --group-threads --by-address --locks --format --output --limit --min-percent --title --quiet --verbose --goroutines --help" -- "$cur"))
 		else
 			_stackdump_pids "$cur"
 		fi

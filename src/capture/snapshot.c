@@ -90,9 +90,18 @@ void snapshot_free(struct sd_snapshot *s)
 	for (size_t i = 0; i < s->nthreads; i++)
 		thread_release(&s->threads[i]);
 	free(s->threads);
-	for (size_t i = 0; i < s->ngoroutines; i++)
+	for (size_t i = 0; i < s->ngoroutines; i++) {
 		free(s->goroutines[i].frames);
+		free(s->goroutines[i].waits_on);
+		free(s->goroutines[i].labels);
+	}
 	free(s->goroutines);
+	for (size_t i = 0; i < s->ngoobjects; i++) {
+		free(s->goobjects[i].waiters);
+		free(s->goobjects[i].candidates);
+		free(s->goobjects[i].candidate_frames);
+	}
+	free(s->goobjects);
 	free(s->outside);
 	free(s->modules);
 	strpool_free(s->pool);

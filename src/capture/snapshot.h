@@ -231,6 +231,40 @@ struct sd_goroutine {
 	size_t nframes;
 	const char *unwind_stop;  /* why its stack ended early, or NULL */
 	unsigned retakes;         /* read again because it moved while copied */
+	const char **labels;      /* heap: pprof labels, key and value pairs
+				   * (pool strings), by key */
+	size_t nlabels;
+	int labels_read;          /* labels known (none set, or these) */
+	size_t *waits_on;         /* heap: indexes into the snapshot's
+				   * goobjects (a select waits on several) */
+	size_t nwaits_on;
+	const char *wait_mode;    /* on a sync.RWMutex: "read" or "write" */
+	unsigned nholds;          /* objects it holds or may hold (a candidate) */
+};
+
+/* An object goroutines wait on (runtimes/golocks.c): a channel, a sync
+ * mutex, a WaitGroup or a bare runtime semaphore, found through the
+ * waiters' sudogs. Go's mutexes do not record their owner: a holder is
+ * inferred from a reference in one goroutine's stack alone (candidates
+ * when several hold one). Strings are static or pool strings; arrays are
+ * the object's own, freed with the snapshot. */
+struct sd_goobject {
+	const char *kind;         /* "chan", "sync.Mutex", "sync.RWMutex",
+				   * "sync.WaitGroup", "semaphore" */
+	uint64_t address;
+	const char *symbol;       /* the global it is (or lies in), or NULL */
+	const char *mode;         /* sync.RWMutex: "read" or "write" waiters */
+	int locked;               /* mutexes: 1 locked, 0 not, -1 not read */
+	unsigned counted;         /* waiters the mutex word counts (locked >= 0) */
+	uint64_t *waiters;        /* goroutine ids, ascending */
+	size_t nwaiters;
+	uint64_t holder;          /* the goroutine inferred to hold it, 0 none */
+	int holder_frame;         /* its frame holding the reference, -1 none */
+	uint64_t *candidates;     /* goroutines holding a reference to it,
+				   * not waiting on it (more than one: no holder) */
+	int *candidate_frames;
+	size_t ncandidates;
+	const char *note;         /* why no holder, or what else is known */
 };
 
 /* A loaded module as the snapshot saw it. */
@@ -288,6 +322,9 @@ struct sd_snapshot {
 	struct sd_goroutine *goroutines;
 	size_t ngoroutines;
 	uint64_t go_us;           /* reading and unwinding them */
+	struct sd_goobject *goobjects; /* what the waiting goroutines wait on */
+	size_t ngoobjects;
+	const char *golocks_note; /* what could not be learnt of wait objects */
 	/* A snapshot read from a core file (NULL core: a live process).
 	 * Then wchan, the scheduler counters (context switches, CPU times)
 	 * and the pause are not known: the JSON has them null. */

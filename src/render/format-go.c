@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "golocks.h"
 #include "goroutines.h"
 #include "hashmap.h"
 
@@ -49,10 +50,48 @@ static void frame_lines(struct strbuf *out, const struct sd_frame *f, const stru
 	strbuf_adds(out, "\n");
 }
 
-static void body(struct strbuf *out, const struct sd_goroutine *g, const struct sd_render_opts *o)
+static void object_label(struct strbuf *out, const struct sd_goobject *ob)
 {
-	for (size_t k = 0; k < g->nframes; k++)
+	strbuf_addf(out, "%s 0x%" PRIx64, ob->kind, ob->address);
+	if (ob->symbol) {
+		strbuf_adds(out, " <");
+		strbuf_add_escaped(out, ob->symbol);
+		strbuf_adds(out, ">");
+	}
+}
+
+/* As jstack's "- locked" lines: under frame K of G, the mutexes G is
+ * inferred to hold by a reference in that frame (K -1: in no frame). */
+static void holds_lines(struct strbuf *out, const struct sd_snapshot *s,
+			const struct sd_goroutine *g, long k)
+{
+	for (size_t i = 0; g->nholds && i < s->ngoobjects; i++) {
+		const struct sd_goobject *ob = &s->goobjects[i];
+		for (size_t c = 0; c < ob->ncandidates; c++) {
+			if (ob->candidates[c] != g->id || ob->candidate_frames[c] != k)
+				continue;
+			strbuf_adds(out, ob->holder == g->id ? "\t- holds " : "\t- may hold ");
+			object_label(out, ob);
+			strbuf_addf(out, ", %zu waiting (inferred: ", ob->nwaiters);
+			if (ob->holder == g->id)
+				strbuf_adds(out, "a reference in this frame, in no other goroutine's "
+						 "stack; Go's mutexes record no owner)\n");
+			else
+				strbuf_addf(out, "one of %zu goroutines with a reference to it)\n",
+					    ob->ncandidates);
+		}
+	}
+}
+
+
+static void body(struct strbuf *out, const struct sd_snapshot *s, const struct sd_goroutine *g,
+		 const struct sd_render_opts *o)
+{
+	for (size_t k = 0; k < g->nframes; k++) {
 		frame_lines(out, &g->frames[k], o);
+		holds_lines(out, s, g, (long)k);
+	}
+	holds_lines(out, s, g, -1);
 	if (g->unwind_stop)
 		strbuf_addf(out, "-- unwinding stopped: %s\n", g->unwind_stop);
 	if (g->created_by.function) {
@@ -71,15 +110,32 @@ static void body(struct strbuf *out, const struct sd_goroutine *g, const struct 
 	}
 }
 
+/* ", on sync.Mutex 0x... <main.ledger> held by goroutine 8 (inferred)":
+ * what G waits on ("or" between the channels of a select). */
+static void waits_text(struct strbuf *out, const struct sd_snapshot *s,
+		       const struct sd_goroutine *g)
+{
+	for (size_t i = 0; i < g->nwaits_on; i++) {
+		const struct sd_goobject *ob = &s->goobjects[g->waits_on[i]];
+		strbuf_adds(out, i ? " or " : ", on ");
+		object_label(out, ob);
+		if (ob->mode && g->wait_mode)
+			strbuf_addf(out, " to %s", g->wait_mode);
+		if (ob->holder)
+			strbuf_addf(out, " held by goroutine %" PRIu64 " (inferred)", ob->holder);
+	}
+}
+
 /* What Go prints after the status: the wait, "locked to thread", and
- * ours: the thread that runs it. */
-static void tail(struct strbuf *out, const struct sd_goroutine *g, double lo, double hi,
-		 int one)
+ * ours: what it waits on, the thread that runs it. */
+static void tail(struct strbuf *out, const struct sd_snapshot *s, const struct sd_goroutine *g,
+		 double lo, double hi, int one)
 {
 	if (g->status == SD_GO_WAITING)
 		minutes(out, lo, hi);
 	if (g->locked)
 		strbuf_adds(out, ", locked to thread");
+	waits_text(out, s, g);
 	if (one && g->thread)
 		strbuf_addf(out, ", thread %d", (int)g->thread);
 }
@@ -101,6 +157,8 @@ static uint64_t gkey(const struct sd_goroutine *g)
 	if (g->created_by.function)
 		h = sd_hash(g->created_by.function, strlen(g->created_by.function), h);
 	h = sd_hash(&g->created_by.line, sizeof(g->created_by.line), h);
+	for (size_t k = 0; k < g->nwaits_on; k++)
+		h = sd_hash(&g->waits_on[k], sizeof(g->waits_on[k]), h);
 	return h ? h : 1;
 }
 
@@ -109,8 +167,14 @@ static int same_str(const char *a, const char *b)
 	return a == b || (a && b && !strcmp(a, b));
 }
 
+/* Two goroutines alike but for the id and the wait, waiting on the same
+ * objects, holding none (a holder is always shown alone). */
 static int same(const struct sd_goroutine *a, const struct sd_goroutine *b)
 {
+	if (a->nwaits_on != b->nwaits_on ||
+	    (a->nwaits_on && memcmp(a->waits_on, b->waits_on, a->nwaits_on * sizeof(size_t))) ||
+	    a->nholds || b->nholds)
+		return 0;
 	if (a->status != b->status || !same_str(format_go_status(a), format_go_status(b)) ||
 	    a->locked != b->locked || a->nframes != b->nframes ||
 	    !same_str(a->created_by.function, b->created_by.function) ||
@@ -141,7 +205,8 @@ static int gent_eq(const void *e, const void *k)
 {
 	const struct gent *x = e;
 	const struct gkeyarg *a = k;
-	return x->key == a->key && same(&a->s->goroutines[x->first], &a->s->goroutines[a->idx]);
+	return x->key == a->key &&
+	       same(&a->s->goroutines[x->first], &a->s->goroutines[a->idx]);
 }
 
 /* Group index of each goroutine (*OF), groups in order of their first. */
@@ -199,9 +264,9 @@ void format_go_text(struct strbuf *out, const struct sd_snapshot *s,
 		if (!merge) {
 			strbuf_addf(out, "goroutine %" PRIu64 " [", g->id);
 			strbuf_add_escaped(out, format_go_status(g));
-			tail(out, g, g->wait_seconds, g->wait_seconds, 1);
+			tail(out, s, g, g->wait_seconds, g->wait_seconds, 1);
 			strbuf_adds(out, "]:\n");
-			body(out, g, o);
+			body(out, s, g, o);
 			continue;
 		}
 		if (shown[of[i]]) {
@@ -228,14 +293,375 @@ void format_go_text(struct strbuf *out, const struct sd_snapshot *s,
 		}
 		strbuf_addf(out, "%zu goroutines [", c);
 		strbuf_add_escaped(out, format_go_status(g));
-		tail(out, g, lo, hi, 0);
+		tail(out, s, g, lo, hi, 0);
 		strbuf_addf(out, "]: %s\n", ids.buf);
 		strbuf_release(&ids);
-		body(out, g, o);
+		body(out, s, g, o);
 	}
 	free(shown);
 	free(of);
 	free(count);
+	if (s->golocks_note) {
+		strbuf_adds(out, "\nnote: wait objects: ");
+		strbuf_add_escaped(out, s->golocks_note);
+		strbuf_adds(out, "\n");
+	}
+	struct sd_godeadlock *d;
+	size_t nd = golocks_deadlocks(s, &d);
+	if (nd) {
+		strbuf_adds(out, "\n");
+		format_go_deadlocks_text(out, s, d, nd, NULL);
+	}
+	golocks_deadlocks_free(d, nd);
+}
+
+/* "goroutine 7 [sync.Mutex.Lock]" */
+static void goroutine_label(struct strbuf *out, const struct sd_goroutine *g)
+{
+	strbuf_addf(out, "goroutine %" PRIu64 " [", g->id);
+	strbuf_add_escaped(out, format_go_status(g));
+	strbuf_adds(out, "]");
+}
+
+/* "frame #6 main.transfer", or "no frame" */
+static void frame_ref(struct strbuf *out, const struct sd_goroutine *g, int k)
+{
+	if (k >= 0 && (size_t)k < g->nframes) {
+		strbuf_addf(out, "frame #%d ", k);
+		strbuf_add_escaped(out, g->frames[k].function ? g->frames[k].function : "??");
+	} else {
+		strbuf_adds(out, "no frame");
+	}
+}
+
+static const struct sd_goroutine *by_id(const struct sd_snapshot *s, uint64_t id)
+{
+	for (size_t i = 0; i < s->ngoroutines; i++)
+		if (s->goroutines[i].id == id)
+			return &s->goroutines[i];
+	return NULL;
+}
+
+void format_go_deadlocks_text(struct strbuf *out, const struct sd_snapshot *s,
+			      const struct sd_godeadlock *d, size_t nd, const struct sd_render_opts *o)
+{
+	strbuf_addf(out,
+		    "Found %zu deadlock%s among goroutines (inferred: Go's mutexes do not record "
+		    "their owner; each holder is the one goroutine whose stack holds a reference to "
+		    "the mutex, and it waits itself):\n",
+		    nd, nd == 1 ? "" : "s");
+	for (size_t i = 0; i < nd; i++) {
+		strbuf_addf(out, "\nDeadlock %zu, %zu goroutine%s:\n", i + 1, d[i].n,
+			    d[i].n == 1 ? "" : "s");
+		for (size_t e = 0; e < d[i].n; e++) {
+			const struct sd_goroutine *g = &s->goroutines[d[i].goroutines[e]];
+			const struct sd_goobject *ob = &s->goobjects[d[i].objects[e]];
+			const struct sd_goroutine *h = by_id(s, ob->holder);
+			strbuf_adds(out, "  ");
+			goroutine_label(out, g);
+			strbuf_adds(out, " waits for ");
+			object_label(out, ob);
+			strbuf_addf(out, ", held by goroutine %" PRIu64 " (", ob->holder);
+			if (h)
+				frame_ref(out, h, ob->holder_frame);
+			strbuf_adds(out, " holds a reference to it)\n");
+		}
+		for (size_t e = 0; o && e < d[i].n; e++) {
+			const struct sd_goroutine *g = &s->goroutines[d[i].goroutines[e]];
+			strbuf_adds(out, "\n  ");
+			goroutine_label(out, g);
+			strbuf_adds(out, ":\n");
+			body(out, s, g, o);
+		}
+	}
+}
+
+/* Goroutines by id, for the lock view: sorted (id, index) pairs. */
+struct idix {
+	uint64_t id;
+	size_t idx;
+};
+
+static int cmp_idix(const void *a, const void *b)
+{
+	const struct idix *x = a, *y = b;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+static const struct sd_goroutine *find(const struct sd_snapshot *s, const struct idix *ix,
+				       uint64_t id)
+{
+	struct idix key = {id, 0};
+	const struct idix *e = bsearch(&key, ix, s->ngoroutines, sizeof(key), cmp_idix);
+	return e ? &s->goroutines[e->idx] : NULL;
+}
+
+/* The waiters of OB, those with the same stack as one entry. */
+static void lock_waiters(struct strbuf *out, const struct sd_snapshot *s, const struct idix *ix,
+			 const struct sd_goobject *ob, const struct sd_render_opts *o)
+{
+	unsigned char *done = sd_xcalloc(ob->nwaiters + 1, 1);
+	for (size_t i = 0; i < ob->nwaiters; i++) {
+		const struct sd_goroutine *g = find(s, ix, ob->waiters[i]);
+		if (done[i] || !g)
+			continue;
+		size_t cnt = 0;
+		struct strbuf ids;
+		strbuf_init(&ids);
+		for (size_t k = i; k < ob->nwaiters; k++) {
+			const struct sd_goroutine *m = find(s, ix, ob->waiters[k]);
+			if (done[k] || !m || (m != g && !same(g, m)))
+				continue;
+			done[k] = 1;
+			if (cnt++ < 16)
+				strbuf_addf(&ids, "%s%" PRIu64, cnt > 1 ? ", " : "", m->id);
+		}
+		if (cnt > 16)
+			strbuf_addf(&ids, " and %zu more", cnt - 16);
+		strbuf_addf(out, "  waiting (%zu%s): goroutine%s %s\n", cnt,
+			    cnt > 1 ? ", same stack" : "", cnt > 1 ? "s" : "", ids.buf);
+		strbuf_release(&ids);
+		body(out, s, g, o);
+	}
+	free(done);
+}
+
+void format_go_locks_text(struct strbuf *out, const struct sd_snapshot *s,
+			  const struct sd_render_opts *o)
+{
+	if (!s->go_read)
+		return;
+	size_t nw = 0;
+	for (size_t i = 0; i < s->ngoobjects; i++)
+		nw += s->goobjects[i].nwaiters;
+	strbuf_addf(out, "\nGoroutines (Go %s): %zu waiting on %zu object%s\n",
+		    s->go_version ? s->go_version : "?", nw, s->ngoobjects,
+		    s->ngoobjects == 1 ? "" : "s");
+	if (s->go_note) {
+		strbuf_adds(out, "  note: ");
+		strbuf_add_escaped(out, s->go_note);
+		strbuf_adds(out, "\n");
+	}
+	if (s->golocks_note) {
+		strbuf_adds(out, "  note: wait objects: ");
+		strbuf_add_escaped(out, s->golocks_note);
+		strbuf_adds(out, "\n");
+	}
+	struct idix *ix = sd_xmalloc((s->ngoroutines + 1) * sizeof(*ix));
+	for (size_t i = 0; i < s->ngoroutines; i++)
+		ix[i] = (struct idix){s->goroutines[i].id, i};
+	sd_sort(ix, s->ngoroutines, sizeof(*ix), cmp_idix);
+	for (size_t i = 0; i < s->ngoobjects; i++) {
+		const struct sd_goobject *ob = &s->goobjects[i];
+		strbuf_adds(out, "\n");
+		object_label(out, ob);
+		strbuf_addf(out, ", %zu waiter%s", ob->nwaiters, ob->nwaiters == 1 ? "" : "s");
+		if (ob->mode)
+			strbuf_addf(out, " (to %s)", ob->mode);
+		if (ob->locked == 1)
+			strbuf_addf(out, ", locked (its word counts %u waiter%s)", ob->counted,
+				    ob->counted == 1 ? "" : "s");
+		else if (ob->locked == 0)
+			strbuf_adds(out, ", not locked");
+		strbuf_adds(out, "\n");
+		const struct sd_goroutine *h = ob->holder ? find(s, ix, ob->holder) : NULL;
+		if (h) {
+			strbuf_addf(out, "  held by goroutine %" PRIu64 " (inferred: ", h->id);
+			frame_ref(out, h, ob->holder_frame);
+			strbuf_adds(out, " holds a reference to it, no other goroutine's stack does; "
+					 "Go's mutexes do not record their owner), ");
+			strbuf_add_escaped(out, format_go_status(h));
+			waits_text(out, s, h);
+			strbuf_adds(out, "\n");
+			body(out, s, h, o);
+		} else if (!strcmp(ob->kind, "chan")) {
+			strbuf_adds(out, "  a channel has no holder\n");
+		} else if (!strcmp(ob->kind, "sync.WaitGroup")) {
+			strbuf_adds(out, "  a WaitGroup has no holder: its waiters wait for its count "
+					 "to reach zero\n");
+		} else if (ob->note) {
+			strbuf_adds(out, "  holder unknown: ");
+			strbuf_add_escaped(out, ob->note);
+			strbuf_adds(out, "\n");
+			for (size_t c = 0; c < ob->ncandidates && ob->ncandidates > 1; c++) {
+				const struct sd_goroutine *m = find(s, ix, ob->candidates[c]);
+				strbuf_addf(out, "    goroutine %" PRIu64 " (", ob->candidates[c]);
+				if (m)
+					frame_ref(out, m, ob->candidate_frames[c]);
+				strbuf_adds(out, ")\n");
+			}
+		} else {
+			strbuf_adds(out, "  holder unknown\n");
+		}
+		lock_waiters(out, s, ix, ob, o);
+	}
+	free(ix);
+	struct sd_godeadlock *d;
+	size_t nd = golocks_deadlocks(s, &d);
+	strbuf_adds(out, "\n");
+	size_t unnamed = 0;
+	for (size_t i = 0; i < s->ngoobjects; i++) {
+		const struct sd_goobject *ob = &s->goobjects[i];
+		unnamed += !ob->holder && ob->locked != 0 && strcmp(ob->kind, "chan") &&
+			   strcmp(ob->kind, "sync.WaitGroup") && strcmp(ob->kind, "semaphore");
+	}
+	if (nd)
+		format_go_deadlocks_text(out, s, d, nd, o);
+	else if (unnamed)
+		strbuf_addf(out,
+			    "No deadlock found among goroutines, but %zu mutex%s waited on ha%s no "
+			    "holder named: a cycle through %s cannot be told.\n",
+			    unnamed, unnamed == 1 ? "" : "es", unnamed == 1 ? "s" : "ve",
+			    unnamed == 1 ? "it" : "them");
+	else
+		strbuf_adds(out, "No deadlock found among goroutines.\n");
+	golocks_deadlocks_free(d, nd);
+}
+
+size_t format_go_deadlock_count(const struct sd_snapshot *s)
+{
+	struct sd_godeadlock *d;
+	size_t nd = s->go_read ? golocks_deadlocks(s, &d) : 0;
+	if (nd)
+		golocks_deadlocks_free(d, nd);
+	return nd;
+}
+
+/* One object of the lock view's "goroutines". */
+static void json_goobject(struct jsonw *w, const struct sd_goobject *ob)
+{
+	jsonw_object_begin(w);
+	jsonw_kstr(w, "kind", ob->kind);
+	jsonw_khex(w, "address", ob->address);
+	jsonw_kstr(w, "symbol", ob->symbol);
+	jsonw_kstr(w, "mode", ob->mode);
+	if (ob->locked >= 0) {
+		jsonw_kbool(w, "locked", ob->locked);
+		jsonw_ku64(w, "counted_waiters", ob->counted);
+	} else {
+		jsonw_knull(w, "locked");
+		jsonw_knull(w, "counted_waiters");
+	}
+	jsonw_karray(w, "waiters");
+	for (size_t i = 0; i < ob->nwaiters; i++)
+		jsonw_u64(w, ob->waiters[i]);
+	jsonw_array_end(w);
+	if (ob->holder) {
+		jsonw_ku64(w, "holder", ob->holder);
+		jsonw_kstr(w, "holder_evidence", "stack");
+	} else {
+		jsonw_knull(w, "holder");
+		jsonw_knull(w, "holder_evidence");
+	}
+	if (ob->holder && ob->holder_frame >= 0)
+		jsonw_kint(w, "holder_frame", ob->holder_frame);
+	else
+		jsonw_knull(w, "holder_frame");
+	jsonw_karray(w, "candidates");
+	for (size_t c = 0; c < ob->ncandidates; c++) {
+		jsonw_object_begin(w);
+		jsonw_ku64(w, "goroutine", ob->candidates[c]);
+		if (ob->candidate_frames[c] >= 0)
+			jsonw_kint(w, "frame", ob->candidate_frames[c]);
+		else
+			jsonw_knull(w, "frame");
+		jsonw_object_end(w);
+	}
+	jsonw_array_end(w);
+	jsonw_kstr(w, "note", ob->note);
+	jsonw_object_end(w);
+}
+
+static void json_deadlocks(struct jsonw *w, const struct sd_snapshot *s)
+{
+	struct sd_godeadlock *d;
+	size_t nd = golocks_deadlocks(s, &d);
+	jsonw_karray(w, "deadlocks");
+	for (size_t i = 0; i < nd; i++) {
+		jsonw_array_begin(w);
+		for (size_t e = 0; e < d[i].n; e++) {
+			const struct sd_goobject *ob = &s->goobjects[d[i].objects[e]];
+			jsonw_object_begin(w);
+			jsonw_ku64(w, "goroutine", s->goroutines[d[i].goroutines[e]].id);
+			jsonw_kstr(w, "kind", ob->kind);
+			jsonw_khex(w, "address", ob->address);
+			jsonw_kstr(w, "symbol", ob->symbol);
+			jsonw_ku64(w, "holder", ob->holder);
+			if (ob->holder_frame >= 0)
+				jsonw_kint(w, "holder_frame", ob->holder_frame);
+			else
+				jsonw_knull(w, "holder_frame");
+			jsonw_kstr(w, "holder_evidence", "stack");
+			jsonw_object_end(w);
+		}
+		jsonw_array_end(w);
+	}
+	jsonw_array_end(w);
+	golocks_deadlocks_free(d, nd);
+}
+
+void format_go_locks_json(struct jsonw *w, const struct sd_snapshot *s)
+{
+	if (!s->go_read)
+		return;
+	jsonw_kobject(w, "goroutines");
+	jsonw_kstr(w, "version", s->go_version);
+	jsonw_kstr(w, "note", s->go_note);
+	jsonw_kstr(w, "objects_note", s->golocks_note);
+	jsonw_karray(w, "objects");
+	for (size_t i = 0; i < s->ngoobjects; i++)
+		json_goobject(w, &s->goobjects[i]);
+	jsonw_array_end(w);
+	json_deadlocks(w, s);
+	jsonw_object_end(w);
+}
+
+/* The object O as a member of a goroutine's "waiting_on" or "holds". */
+static void json_object_ref(struct jsonw *w, const struct sd_goobject *o)
+{
+	jsonw_kstr(w, "kind", o->kind);
+	jsonw_khex(w, "address", o->address);
+	jsonw_kstr(w, "symbol", o->symbol);
+}
+
+/* "waiting_on": the objects G waits on, each with its holder (inferred:
+ * Go's mutexes record none), and "holds": the mutexes G is inferred to
+ * hold, the frame holding the reference. */
+static void json_waits(struct jsonw *w, const struct sd_snapshot *s, const struct sd_goroutine *g)
+{
+	jsonw_karray(w, "waiting_on");
+	for (size_t i = 0; i < g->nwaits_on; i++) {
+		const struct sd_goobject *o = &s->goobjects[g->waits_on[i]];
+		jsonw_object_begin(w);
+		json_object_ref(w, o);
+		jsonw_kstr(w, "mode", o->mode ? g->wait_mode : NULL);
+		if (o->holder)
+			jsonw_ku64(w, "holder", o->holder);
+		else
+			jsonw_knull(w, "holder");
+		jsonw_kstr(w, "holder_evidence", o->holder ? "stack" : NULL);
+		jsonw_object_end(w);
+	}
+	jsonw_array_end(w);
+	jsonw_karray(w, "holds");
+	for (size_t i = 0; g->nholds && i < s->ngoobjects; i++) {
+		const struct sd_goobject *o = &s->goobjects[i];
+		for (size_t c = 0; c < o->ncandidates; c++) {
+			if (o->candidates[c] != g->id)
+				continue;
+			jsonw_object_begin(w);
+			json_object_ref(w, o);
+			if (o->candidate_frames[c] >= 0)
+				jsonw_kint(w, "frame", o->candidate_frames[c]);
+			else
+				jsonw_knull(w, "frame");
+			jsonw_kstr(w, "evidence", "stack");
+			jsonw_kbool(w, "certain", o->holder == g->id);
+			jsonw_ku64(w, "waiters", o->nwaiters);
+			jsonw_object_end(w);
+		}
+	}
+	jsonw_array_end(w);
 }
 
 void format_go_json(struct jsonw *w, const struct sd_snapshot *s)
@@ -245,6 +671,8 @@ void format_go_json(struct jsonw *w, const struct sd_snapshot *s)
 	jsonw_kobject(w, "go");
 	jsonw_kstr(w, "version", s->go_version);
 	jsonw_kstr(w, "note", s->go_note);
+	jsonw_kstr(w, "objects_note", s->golocks_note);
+	json_deadlocks(w, s);
 	jsonw_object_end(w);
 	jsonw_karray(w, "goroutines");
 	for (size_t i = 0; i < s->ngoroutines; i++) {
@@ -271,13 +699,21 @@ void format_go_json(struct jsonw *w, const struct sd_snapshot *s)
 			jsonw_ku64(w, "parent", g->parent);
 		else
 			jsonw_knull(w, "parent");
-		/* pprof labels are not read yet: null says so (an object when
-		 * they are). */
-		jsonw_knull(w, "labels");
+		/* pprof labels: an object ({} none set), null when they could
+		 * not be read. */
+		if (g->labels_read) {
+			jsonw_kobject(w, "labels");
+			for (size_t k = 0; k < g->nlabels; k++)
+				jsonw_kstr(w, g->labels[2 * k], g->labels[2 * k + 1]);
+			jsonw_object_end(w);
+		} else {
+			jsonw_knull(w, "labels");
+		}
 		jsonw_karray(w, "frames");
 		for (size_t k = 0; k < g->nframes; k++)
 			format_json_frame(w, &g->frames[k]);
 		jsonw_array_end(w);
+		json_waits(w, s, g);
 		jsonw_kstr(w, "unwind_stop", g->unwind_stop);
 		if (g->retakes)
 			jsonw_kint(w, "retakes", g->retakes);

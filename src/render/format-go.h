@@ -23,4 +23,23 @@ void format_go_json(struct jsonw *w, const struct sd_snapshot *s);
  * wait reason when waiting with one, else the status name. */
 const char *format_go_status(const struct sd_goroutine *g);
 
+struct sd_godeadlock;
+
+/* The goroutine deadlocks D (ND of them, golocks_deadlocks) of S: each
+ * edge with its evidence, then, when O is not NULL, each goroutine's
+ * stack. */
+void format_go_deadlocks_text(struct strbuf *out, const struct sd_snapshot *s,
+			      const struct sd_godeadlock *d, size_t nd, const struct sd_render_opts *o);
+
+/* The goroutine half of the lock view (when S->go_read): each object
+ * goroutines wait on, its holder (inferred) with its stack, its waiters
+ * grouped by stack, then the deadlocks among goroutines. */
+void format_go_locks_text(struct strbuf *out, const struct sd_snapshot *s,
+			  const struct sd_render_opts *o);
+/* The member "goroutines" of the lock view's JSON object (objects and
+ * deadlocks), nothing when S has no goroutines read. */
+void format_go_locks_json(struct jsonw *w, const struct sd_snapshot *s);
+/* How many deadlocks S's goroutines are in (0 for other programs). */
+size_t format_go_deadlock_count(const struct sd_snapshot *s);
+
 #endif

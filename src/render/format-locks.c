@@ -9,6 +9,7 @@
 
 #include "analyze.h"
 #include "format.h"
+#include "format-go.h"
 #include "locks.h"
 
 #define C_RESET "\033[0m"
@@ -361,6 +362,7 @@ void format_text_locks(struct strbuf *out, const struct sd_snapshot *s,
 	}
 	strbuf_adds(out, "\n");
 	add_deadlocks(out, s, g, o);
+	format_go_locks_text(out, s, o);
 }
 
 /* ---- JSON ---- */
@@ -465,6 +467,7 @@ void format_json_locks(struct jsonw *w, const struct sd_snapshot *s, const struc
 		jsonw_array_end(w);
 	}
 	jsonw_array_end(w);
+	format_go_locks_json(w, s);
 	if (nsnaps > 1) {
 		jsonw_ku64(w, "snapshots", nsnaps);
 		jsonw_kdouble(w, "seconds", span);

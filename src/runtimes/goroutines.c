@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "dwtype.h"
+#include "golabels.h"
+#include "golocks.h"
 #include "rtmem.h"
 #include "space.h"
 #include "symbols.h"
@@ -48,6 +50,8 @@ struct sd_goruntime {
 	struct gofield goid, status, waitreason, waitsince, gopc, parent, sched_pc, sched_sp,
 	    sched_bp, syscallsp, syscallpc, syscallbp, m, stack_lo, stack_hi, lockedm;
 	struct gofield m_procid;
+	struct golocks_layout *gl; /* wait objects: channels, mutexes, semaphores */
+	struct golabels_layout *glab; /* pprof labels */
 	int64_t st_idle, st_runnable, st_running, st_syscall, st_waiting, st_dead, st_copystack,
 	    st_preempted, st_scan;
 };
@@ -70,6 +74,8 @@ void goruntime_free(struct sd_goruntime *rt)
 {
 	if (!rt)
 		return;
+	golocks_layout_free(rt->gl);
+	golabels_layout_free(rt->glab);
 	dwt_free(rt->d);
 	free(rt);
 }
@@ -218,6 +224,8 @@ static int learn_layout(struct sd_goruntime *rt)
 		rt->version_va += rt->bias;
 	else
 		rt->version_va = 0;
+	rt->gl = golocks_learn(rt->d, rt->bias, &g);
+	rt->glab = golabels_learn(rt->d, &g);
 	return 0;
 }
 
@@ -306,6 +314,7 @@ struct goread {
 	size_t unknown_status, unreadable;
 	uint8_t *stack;	      /* one buffer for every goroutine's stack copy */
 	size_t stack_cap;
+	struct golocks *gw;   /* wait objects of this snapshot */
 };
 
 static void read_reasons(struct goread *r)
@@ -396,20 +405,20 @@ static int runs_on(const struct sd_thread *th, uint64_t lo, uint64_t hi)
  * the scheduler moved it to another M since, the one whose stack pointer
  * was in G's stack then (G->thread becomes that one). 0 when no thread
  * was on its stack (its M runs on the scheduler stack). */
-static int from_thread(struct goread *r, struct sd_goroutine *g, pid_t tid, uint64_t lo,
-		       uint64_t hi)
+static const struct sd_thread *from_thread(struct goread *r, struct sd_goroutine *g, pid_t tid,
+					   uint64_t lo, uint64_t hi)
 {
 	const struct sd_thread *th = snapshot_find_thread(r->s, tid);
 	for (size_t i = 0; !runs_on(th, lo, hi) && i < r->s->nthreads; i++)
 		th = &r->s->threads[i];
 	if (!runs_on(th, lo, hi))
-		return 0;
+		return NULL;
 	g->thread = th->tid;
 	g->frames = sd_xmalloc(th->nframes * sizeof(*g->frames));
 	memcpy(g->frames, th->frames, th->nframes * sizeof(*g->frames));
 	g->nframes = th->nframes;
 	g->unwind_stop = th->unwind_stop;
-	return 1;
+	return th;
 }
 
 /* Read the g at GP into G. Returns 1 (a goroutine), 0 (dead: left out) or
@@ -430,6 +439,10 @@ static int read_one(struct goread *r, uint64_t gp, struct sd_goroutine *g, uint8
 	}
 	memset(g, 0, sizeof(*g));
 	g->wait_seconds = -1;
+	/* The stack copy the goroutine was unwound from. */
+	const uint8_t *stack = NULL;
+	uint64_t stack_base = 0;
+	size_t stack_len = 0;
 	for (unsigned attempt = 0;; attempt++) {
 		g->id = get(b, &rt->goid);
 		g->status = st;
@@ -445,8 +458,15 @@ static int read_one(struct goread *r, uint64_t gp, struct sd_goroutine *g, uint8
 				bp = get(b, &rt->syscallbp);
 		}
 		g->thread = thread_of(r, get(b, &rt->m));
-		if (st == SD_GO_RUNNING && from_thread(r, g, g->thread, lo, hi))
+		const struct sd_thread *on = st == SD_GO_RUNNING
+						 ? from_thread(r, g, g->thread, lo, hi)
+						 : NULL;
+		if (on) {
+			stack = on->stack;
+			stack_base = on->stack_base;
+			stack_len = on->stack_len;
 			break;
+		}
 		if (!pc || !sp) {
 			/* Go's own words: it runs, on no thread the snapshot froze
 			 * on its stack (it was scheduled after the freeze). */
@@ -509,6 +529,9 @@ static int read_one(struct goread *r, uint64_t gp, struct sd_goroutine *g, uint8
 		if (th.nframes)
 			th.frames[0].flags &= ~SD_FRAME_EXACT;
 		symbolize(r, &th);
+		stack = th.stack;
+		stack_base = th.stack_base;
+		stack_len = th.stack_len;
 		g->frames = th.frames;
 		g->nframes = th.nframes;
 		g->unwind_stop = th.unwind_stop;
@@ -525,11 +548,14 @@ static int read_one(struct goread *r, uint64_t gp, struct sd_goroutine *g, uint8
 	if (st == SD_GO_WAITING && since > 0 && (uint64_t)since <= r->now_ns)
 		g->wait_seconds = (double)(r->now_ns - (uint64_t)since) / 1e9;
 	g->parent = get(b, &rt->parent);
+	golabels_read(rt->glab, &r->mem, r->s, b, rt->g_size, g);
 	g->locked = get(b, &rt->lockedm) != 0;
 	/* Go's traceback names no creator for goroutine 1 (the runtime's
 	 * bootstrap starts it): neither do we. */
 	if (g->id != 1)
 		created_by(r, g, get(b, &rt->gopc));
+	golocks_goroutine(r->gw, r->s->ngoroutines, gp, b, rt->g_size, g, stack, stack_base,
+			  stack_len);
 	return 1;
 }
 
@@ -586,6 +612,7 @@ void goroutines_read(struct sd_goruntime **rtp, struct sd_space *sp, struct sd_u
 	}
 	r.now_ns = sd_now_ns();
 	read_reasons(&r);
+	r.gw = golocks_begin(rt->gl, &r.mem);
 	uint8_t *b = sd_xmalloc(rt->g_size), *b2 = sd_xmalloc(rt->g_size);
 	size_t cap = 0;
 	for (uint64_t i = 0; i < len; i++) {
@@ -597,6 +624,13 @@ void goroutines_read(struct sd_goruntime **rtp, struct sd_space *sp, struct sd_u
 			continue;
 		sd_grow(&s->goroutines, &cap, s->ngoroutines + 1, sizeof(*s->goroutines));
 		s->goroutines[s->ngoroutines++] = g;
+	}
+	golocks_end(r.gw, sym, s);
+	if (s->golocks_note) {
+		char msg[900];
+		snprintf(msg, sizeof(msg), "%.800s (Go %s)", s->golocks_note,
+			 s->go_version ? s->go_version : "version unknown");
+		s->golocks_note = strpool_intern(s->pool, msg);
 	}
 	for (size_t i = 0; i < s->ngoroutines; i++) {
 		const struct sd_goroutine *g = &s->goroutines[i];

@@ -154,7 +154,7 @@ def compare_with_runtime(name, version):
             ok(cb, "goroutine %d has no creator" % gid)
             eq((cb["function"], cb["file"], cb["line"]), w["created"], "goroutine %d" % gid)
         eq(g["parent"], w["parent"], "goroutine %d" % gid)
-        eq(g["labels"], None)
+        eq(g["labels"], {})  # none set (test_golocks.py reads some)
         matched += 1
     # Ours has the runtime's own goroutines too (runtime.Stack leaves them
     # out): none of them shows a frame the runtime would print.
@@ -254,17 +254,22 @@ def test_text_form_grouping_and_thread_view():
     eq(plain.rc, 0, plain.err)
     # Go's own header, then the frames as Go prints them, then creator.
     sdtest.matches(plain.out, r"^PID \d+ \(fx-goroutines\) Go go1\.\d+\S*, \d+ goroutines$")
-    sdtest.matches(plain.out, r"^goroutine \d+ \[chan send\]:\n(.+\n\t.+\n)*main\.sendForever"
+    # ... with what it waits on (test_golocks.py checks the objects).
+    sdtest.matches(plain.out, r"^goroutine \d+ \[chan send, on chan 0x[0-9a-f]+\]:\n(.+\n\t.+\n)*"
+                              r"main\.sendForever"
                               r"\(\.\.\.\)\n\t\S+/fx-goroutines\.go:\d+ \+0x[0-9a-f]+\n")
     sdtest.matches(plain.out, r"^created by main\.main\n\t\S+/fx-goroutines\.go:\d+$")
     sdtest.matches(plain.out, r"^goroutine \d+ \[syscall, thread \d+\]:$")
-    eq(len(re.findall(r"^goroutine \d+ \[chan receive\]:$", plain.out, re.M)), POOL + 1)
+    eq(len(re.findall(r"^goroutine \d+ \[chan receive, on chan 0x[0-9a-f]+\]:$", plain.out,
+                      re.M)), POOL + 1)
     # The threads follow, each M with the goroutine it runs.
     sdtest.matches(plain.out, r"^Thread \d+ \"fx-goroutines\" .*\[goroutine \d+\]$")
     # Grouped: the pool is one entry with its count and ids.
     eq(grouped.rc, 0, grouped.err)
-    sdtest.matches(grouped.out, r"^%d goroutines \[chan receive\]: \d+ \d+ " % POOL)
-    eq(len(re.findall(r"^goroutine \d+ \[chan receive\]:$", grouped.out, re.M)), 1)
+    sdtest.matches(grouped.out, r"^%d goroutines \[chan receive, on chan 0x[0-9a-f]+\]: \d+ \d+ "
+                   % POOL)
+    eq(len(re.findall(r"^goroutine \d+ \[chan receive, on chan 0x[0-9a-f]+\]:$", grouped.out,
+                      re.M)), 1)
     # --threads: today's thread view, no goroutine.
     eq(threads.rc, 0, threads.err)
     ok(not re.search(r"^goroutine |\[goroutine ", threads.out, re.M), threads.out[:2000])

@@ -1,0 +1,358 @@
+# SPDX-License-Identifier: MIT
+# What goroutines wait on, against the fixture's own knowledge:
+# fx-golocks writes the address of every object its goroutines block on
+# (the accounts' mutexes of an ABBA deadlock, a global mutex held by one
+# goroutine with many waiters, channels, a select, a WaitGroup) and each
+# goroutine's id (from its own runtime.Stack), and the dump must name, for
+# each goroutine, the object it waits on, the holder inferred, and the
+# deadlock; `locks` the same, exit status 3. Built with Go 1.19 and 1.24.
+# Also: a corrupt allgs entry read as a note and the rest of the dump.
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import sdtest  # noqa: E402
+from fixture import available, path_of, start  # noqa: E402
+from sdtest import contains, eq, ok  # noqa: E402
+
+WAITERS = 12
+
+
+def need(name):
+    ok(available(name), "%s was not built (is its Go toolchain installed?)" % name)
+
+
+def facts(fx):
+    """{"obj": {name: address}, "g": {role: [ids]}} as the fixture knows."""
+    fx.proc.stdin.write(b"facts\n")
+    fx.proc.stdin.flush()
+    buf = b""
+    fd = fx.proc.stdout.fileno()
+    while b"end-of-facts\n" not in buf:
+        chunk = os.read(fd, 65536)
+        ok(chunk, "the fixture closed its stdout: %s" % fx.stderr())
+        buf += chunk
+    out = {"obj": {}, "g": {}}
+    for line in buf.decode().split("end-of-facts\n")[0].splitlines():
+        if line.startswith("leaked "):
+            out["leaked"] = int(line.split()[1])
+            continue
+        kind, name, value = line.split()
+        if kind == "obj":
+            out["obj"][name] = int(value, 16)
+        else:
+            out["g"].setdefault(name, []).append(int(value))
+    return out
+
+
+def waits(g):
+    return [(w["kind"], int(w["address"], 16)) for w in g["waiting_on"]]
+
+
+def check_dump(name):
+    need(name)
+    with start(name, WAITERS, stdin=True) as fx:
+        known = facts(fx)
+        r = sdtest.run("--format", "json", fx.pid)
+        text = sdtest.run(fx.pid)
+        locks = sdtest.run("locks", fx.pid)
+        ljson = sdtest.run("locks", "--format", "json", fx.pid)
+        sdtest.assert_running(fx.pid)
+    eq(r.rc, 0, r.err)
+    doc = r.json()
+    eq(doc["go"]["note"], None)
+    eq(doc["go"]["objects_note"], None)
+    gs = {g["id"]: g for g in doc["goroutines"]}
+    obj, role = known["obj"], known["g"]
+    (ab,), (ba,), (hold,) = role["transfer-ab"], role["transfer-ba"], role["hold"]
+    a, b, ledger = obj["a"], obj["b"], obj["ledger"]
+    # ABBA: each waits on the mutex the other holds, the holder inferred.
+    eq(waits(gs[ab]), [("sync.Mutex", b)])
+    eq(waits(gs[ba]), [("sync.Mutex", a)])
+    eq(gs[ab]["waiting_on"][0]["holder"], ba)
+    eq(gs[ba]["waiting_on"][0]["holder"], ab)
+    eq(gs[ab]["waiting_on"][0]["holder_evidence"], "stack")
+    for gid, mine in ((ab, a), (ba, b)):
+        (h,) = gs[gid]["holds"]
+        eq((h["kind"], int(h["address"], 16), h["certain"]), ("sync.Mutex", mine, True))
+        eq(gs[gid]["frames"][h["frame"]]["function"], "main.transfer")
+    # The held global: every waiter on it, its name, the holder sleeping.
+    eq(len(role["contend"]), WAITERS)
+    for gid in role["contend"]:
+        eq(waits(gs[gid]), [("sync.Mutex", ledger)], "goroutine %d" % gid)
+        eq(gs[gid]["waiting_on"][0]["symbol"], "main.ledger")
+        eq(gs[gid]["waiting_on"][0]["holder"], hold)
+    eq(gs[hold]["waiting_on"], [])
+    (h,) = gs[hold]["holds"]
+    eq((int(h["address"], 16), h["symbol"], h["waiters"], h["certain"]),
+       (ledger, "main.ledger", WAITERS, True))
+    eq(gs[hold]["frames"][h["frame"]]["function"], "main.hold")
+    # Channels, a select on two, a WaitGroup; a sleeper waits on nothing.
+    eq(waits(gs[role["recv"][0]]), [("chan", obj["inbox"])])
+    eq(sorted(waits(gs[role["pick"][0]])), sorted([("chan", obj["left"]), ("chan", obj["right"])]))
+    eq(waits(gs[role["await"][0]]), [("sync.WaitGroup", obj["wg"])])
+    eq(gs[role["nap"][0]]["waiting_on"], [])
+    # pprof labels, as the fixture set them; none elsewhere.
+    eq(gs[role["nap"][0]]["labels"], {"job": "nap", "tier": '2 "quoted"'})
+    eq([g["id"] for g in gs.values() if g["labels"]], role["nap"])
+    ok(all(g["labels"] == {} for g in gs.values() if g["id"] not in role["nap"]), gs)
+    for g in gs.values():
+        for w in g["waiting_on"]:
+            if w["kind"] == "chan":
+                eq(w["holder"], None)
+    # An RWMutex write-held by a sleeper: a reader waits to read, another
+    # writer on its writers' mutex; both on the RWMutex, the holder named.
+    rw, (writer,) = obj["rw"], role["writer"]
+    eq(waits(gs[role["reader"][0]]), [("sync.RWMutex", rw)])
+    eq(gs[role["reader"][0]]["waiting_on"][0]["mode"], "read")
+    eq(waits(gs[role["writer-too"][0]]), [("sync.RWMutex", rw)])
+    for r in (role["reader"][0], role["writer-too"][0]):
+        eq(gs[r]["waiting_on"][0]["holder"], writer)
+    (h,) = gs[writer]["holds"]
+    eq((h["kind"], int(h["address"], 16), h["waiters"]), ("sync.RWMutex", rw, 2))
+    eq(gs[writer]["frames"][h["frame"]]["function"], "main.write")
+    # Nobody else holds a mutex.
+    holders = sorted(g["id"] for g in gs.values() if g["holds"])
+    eq(holders, sorted([ab, ba, hold, writer]))
+    # The dump's own deadlock list: the two, each edge with its holder.
+    (cycle,) = doc["go"]["deadlocks"]
+    eq(sorted((e["goroutine"], int(e["address"], 16), e["holder"]) for e in cycle),
+       sorted([(ab, b, ba), (ba, a, ab)]))
+    ok(cycle[0]["goroutine"] == min(ab, ba), cycle)
+
+    # Text: the object in the header, the hold under its frame.
+    eq(text.rc, 0, text.err)
+    sdtest.matches(text.out, r"^goroutine %d \[[^\]]*, on sync\.Mutex 0x%x held by goroutine %d "
+                             r"\(inferred\)\]:$" % (ab, b, ba))
+    sdtest.matches(text.out, r"^goroutine %d \[[^\]]*, on sync\.Mutex 0x%x <main\.ledger> held by "
+                             r"goroutine %d \(inferred\)\]:$" % (role["contend"][0], ledger, hold))
+    sdtest.matches(text.out, r"^goroutine %d \[select, on chan 0x%x or chan 0x%x\]:$" %
+                   ((role["pick"][0],) + tuple(sorted([obj["left"], obj["right"]]))))
+    sdtest.matches(text.out, r"^main\.hold\(\.\.\.\)\n\t\S+:\d+ \+0x[0-9a-f]+\n\t- holds "
+                             r"sync\.Mutex 0x%x <main\.ledger>, %d waiting \(inferred" %
+                   (ledger, WAITERS))
+    contains(text.out, "Found 1 deadlock among goroutines (inferred: Go's mutexes do not "
+                       "record their owner")
+
+    # locks: by object, the holder and why, the waiters; exit status 3.
+    eq(locks.rc, 3, locks.err)
+    sdtest.matches(locks.out, r"^sync\.Mutex 0x%x <main\.ledger>, %d waiters, locked \(its word "
+                              r"counts %d waiters\)\n  held by goroutine %d \(inferred: frame #\d+ "
+                              r"main\.hold holds a reference to it" % (ledger, WAITERS, WAITERS,
+                                                                        hold))
+    contains(locks.out, "Go's mutexes do not record their owner")
+    sdtest.matches(locks.out, r"^  waiting \(%d, same stack\): goroutines " % WAITERS)
+    sdtest.matches(locks.out, r"^chan 0x%x, 1 waiter\n  a channel has no holder$" % obj["inbox"])
+    sdtest.matches(locks.out, r"^Found 1 deadlock among goroutines")
+    sdtest.matches(locks.out, r"^  goroutine %d \[[^\]]+\] waits for sync\.Mutex 0x%x, held by "
+                              r"goroutine %d \(frame #\d+ main\.transfer holds a reference" %
+                   (ab, b, ba))
+    eq(ljson.rc, 3, ljson.err)
+    lg = ljson.json()["goroutines"]
+    byaddr = {int(o["address"], 16): o for o in lg["objects"]}
+    eq(byaddr[ledger]["holder"], hold)
+    eq(byaddr[ledger]["locked"], True)
+    eq(byaddr[ledger]["counted_waiters"], WAITERS)
+    eq(byaddr[ledger]["waiters"], sorted(role["contend"]))
+    eq(byaddr[a]["waiters"], [ba])
+    eq(byaddr[obj["wg"]]["holder"], None)
+    eq(len(lg["deadlocks"]), 1)
+    print("%s: %d goroutines, %d objects, 1 deadlock" % (name, len(gs), len(lg["objects"])))
+
+
+def test_wait_objects_and_deadlock_go119():
+    check_dump("fx-golocks")
+
+
+def test_wait_objects_and_deadlock_go124():
+    check_dump("fx-golocks-go124")
+
+
+def test_no_deadlock_without_one():
+    """fx-goroutines has a held global mutex with waiters and no cycle:
+    locks finds no deadlock, says the holder is not known, exits 0."""
+    need("fx-goroutines")
+    with start("fx-goroutines", 4, stdin=True) as fx:
+        r = sdtest.run("locks", fx.pid)
+        sdtest.assert_running(fx.pid)
+    eq(r.rc, 0, r.err)
+    # holdLedger locks the global itself: no stack holds its address, no
+    # holder is named, and the verdict says what that leaves unknown.
+    sdtest.matches(r.out, r"^sync\.Mutex 0x[0-9a-f]+ <main\.ledger>, 2 waiters, locked \(its word "
+                          r"counts 2 waiters\)\n  holder unknown: no other goroutine's stack holds "
+                          r"a reference to it")
+    contains(r.out, "No deadlock found among goroutines, but 1 mutex waited on has no holder "
+                    "named: a cycle through it cannot be told.")
+
+
+def test_unknown_sudog_layout_is_named_and_the_rest_stays():
+    """runtime.sudog's field waitlink renamed in the DWARF: a layout the
+    reader does not know. The note names the type, the field and the Go
+    version; the goroutines are all there, waiting on nothing named."""
+    need("fx-golocks")
+    tmp = tempfile.mkdtemp()
+    try:
+        dst = os.path.join(tmp, "fx-golocks")
+        subprocess.run([sdtest.tool("objcopy", "binutils"), "--decompress-debug-sections",
+                        path_of("fx-golocks"), dst], check=True)
+        with open(dst, "rb") as f:
+            data = f.read()
+        ok(data.count(b"waitlink\0") >= 1, "no waitlink in the DWARF")
+        with open(dst, "wb") as f:
+            f.write(data.replace(b"waitlink\0", b"waitlin_\0"))
+        os.chmod(dst, 0o755)
+        with start(dst, 3, stdin=True) as fx:
+            known = facts(fx)
+            r = sdtest.run("--format", "json", fx.pid)
+            text = sdtest.run(fx.pid)
+            locks = sdtest.run("locks", fx.pid)
+            sdtest.assert_running(fx.pid)
+    finally:
+        shutil.rmtree(tmp)
+    eq(r.rc, 0, r.err)
+    doc = r.json()
+    note = doc["go"]["objects_note"]
+    ok(note and "runtime.sudog" in note and "waitlink" in note and "go1.19" in note, note)
+    eq(doc["go"]["note"], None)
+    gs = {g["id"]: g for g in doc["goroutines"]}
+    for ids in known["g"].values():
+        for gid in ids:
+            ok(gid in gs and gs[gid]["frames"], "goroutine %d" % gid)
+            eq(gs[gid]["waiting_on"], [])
+    contains(text.out, "note: wait objects: runtime.sudog")
+    eq(locks.rc, 0, locks.err)
+    contains(locks.out, "No deadlock found among goroutines.")
+
+
+def test_profile_goroutines_finds_the_leak():
+    """fx-golocks leaking a goroutine every 20 ms: profile --goroutines
+    counts them by creation site sample after sample; the leak's site only
+    grows, between what the fixture said it had started before and after;
+    the mutex waiters' site stays as it is."""
+    need("fx-golocks")
+    with start("fx-golocks", 3, "leak", stdin=True) as fx:
+        before = facts(fx)["leaked"]
+        r = sdtest.run("profile", "--goroutines", "--count", "4", "--interval", "300ms", fx.pid)
+        after = facts(fx)["leaked"]
+        sdtest.assert_running(fx.pid)
+    eq(r.rc, 0, r.err)
+    sdtest.matches(r.out, r"^PID %d \(Go go1\.19\S*\): goroutines by creation site, 4 samples "
+                          r"over \d+\.\d s$" % fx.pid)
+    rows = {}
+    for m in re.finditer(r"^ +(\d+) +(\d+) +(\d+) +(\d+) +([+-]\d+)  (\S+) at (\S+):(\d+)$",
+                         r.out, re.M):
+        rows[(m.group(6), int(m.group(8)))] = [int(m.group(i)) for i in range(1, 6)]
+    (leak,) = [v for k, v in rows.items() if k[0] == "main.leakForever"]
+    first, last, lo, hi, growth = leak
+    ok(before <= first < last <= after, (before, leak, after))
+    eq((lo, hi, growth), (first, last, last - first))
+    sdtest.matches(r.out, r"^goroutines created by main\.leakForever at \S+/fx-golocks\.go:\d+ grew "
+                          r"from %d to %d and never fell \(a leak\?\)$" % (first, last))
+    # The waiters on the held mutex: 3 throughout, one site.
+    (cont,) = [v for k, v in rows.items() if k[0] == "main.start" and v[0] == 3]
+    eq(cont, [3, 3, 3, 3, 0])
+    # Not a Go program: said, and a failure.
+    with start("fx-idle") as fx:
+        r = sdtest.run("profile", "--goroutines", "--count", "1", fx.pid)
+    eq(r.rc, 2, r.err)
+    contains(r.err, "is not a Go program")
+
+
+def test_ambiguous_holders_claim_no_deadlock():
+    """fx-golocks shared: main keeps references to both accounts of the
+    ABBA pair. Each mutex is held by one of two goroutines with a reference
+    (main, and the one of the pair that took it): no holder is named, no
+    deadlock claimed, and both say why; the waiters and the mutex words
+    are still shown."""
+    need("fx-golocks")
+    with start("fx-golocks", 3, "shared", stdin=True) as fx:
+        known = facts(fx)
+        r = sdtest.run("--format", "json", fx.pid)
+        locks = sdtest.run("locks", fx.pid)
+        sdtest.assert_running(fx.pid)
+    eq(r.rc, 0, r.err)
+    doc = r.json()
+    gs = {g["id"]: g for g in doc["goroutines"]}
+    (ab,), (ba,) = known["g"]["transfer-ab"], known["g"]["transfer-ba"]
+    eq(waits(gs[ab]), [("sync.Mutex", known["obj"]["b"])])
+    eq(gs[ab]["waiting_on"][0]["holder"], None)
+    eq(gs[ba]["waiting_on"][0]["holder"], None)
+    eq(doc["go"]["deadlocks"], [])
+    (main,) = [g["id"] for g in gs.values()
+               if any(f["function"] == "main.main" for f in g["frames"])]
+    for gid in (ab, main):
+        ok(any(int(h["address"], 16) == known["obj"]["a"] and not h["certain"]
+               for h in gs[gid]["holds"]), gs[gid]["holds"])
+    eq(locks.rc, 0, locks.err)
+    sdtest.matches(locks.out, r"^sync\.Mutex 0x%x, 1 waiter, locked \(its word counts 1 waiter\)\n"
+                              r"  holder unknown: 2 goroutines hold a reference to it" %
+                   known["obj"]["a"])
+    sdtest.matches(locks.out, r"^    goroutine %d \(frame #\d+ main\.main\)$" % main)
+    contains(locks.out, "No deadlock found among goroutines, but 2 mutexes waited on have no "
+                        "holder named: a cycle through them cannot be told.")
+
+
+def nm_address(path, symbol):
+    out = subprocess.run([sdtest.tool("nm", "binutils"), path], capture_output=True, text=True,
+                         check=True).stdout
+    m = re.search(r"^([0-9a-f]+) \S %s$" % re.escape(symbol), out, re.M)
+    ok(m, "%s not in %s" % (symbol, path))
+    return int(m.group(1), 16)
+
+
+def test_corrupt_allgs_entry():
+    """One entry of runtime.allgs overwritten (with the address of an
+    unmapped page, then of bytes that are no g: main.junk) while the
+    fixture idles,
+    restored after: a note says how many goroutines could not be read and
+    the rest of the dump stands."""
+    need("fx-golocks")
+    path = path_of("fx-golocks")
+    allgs = nm_address(path, "runtime.allgs")
+    with start("fx-golocks", 3, stdin=True) as fx:
+        known = facts(fx)
+        before = sdtest.run("--format", "json", fx.pid)
+        eq(before.rc, 0, before.err)
+        n = len(before.json()["goroutines"])
+        with open("/proc/%d/mem" % fx.pid, "r+b", buffering=0) as mem:
+            mem.seek(allgs)
+            array = int.from_bytes(mem.read(8), "little")
+            victim = array + 8 * 5
+            mem.seek(victim)
+            saved = mem.read(8)
+            results = []
+            try:
+                for bad in (0x10000, nm_address(path, "main.junk")):
+                    mem.seek(victim)
+                    mem.write(bad.to_bytes(8, "little"))
+                    results.append(sdtest.run("--format", "json", fx.pid))
+            finally:
+                mem.seek(victim)
+                mem.write(saved)
+        after = sdtest.run("--format", "json", fx.pid)
+        sdtest.assert_running(fx.pid)
+    unmapped, nog = results
+    eq(unmapped.rc, 0, unmapped.err)
+    doc = unmapped.json()
+    contains(doc["go"]["note"] or "", "1 goroutine could not be read, 0 in a status not known")
+    eq(len(doc["goroutines"]), n - 1)
+    ok(all(t["frames"] for t in doc["threads"]), doc["threads"])
+    # The rest stands: 3 on the mutex, the ABBA pair, 2 chans, a select, a
+    # WaitGroup (one of them may be the one left out).
+    ok(sum(1 for g in doc["goroutines"] if g["waiting_on"]) >= 8, doc["goroutines"])
+    ok(len(doc["go"]["deadlocks"]) <= 1, doc["go"])
+    eq(nog.rc, 0, nog.err)
+    d2 = nog.json()
+    contains(d2["go"]["note"] or "", "0 goroutines could not be read, 1 in a status not known")
+    eq(len(d2["goroutines"]), n - 1)
+    eq(after.rc, 0, after.err)
+    eq(after.json()["go"]["note"], None)
+    eq(len(after.json()["goroutines"]), n)
+
+
+if __name__ == "__main__":
+    sdtest.main(globals())
