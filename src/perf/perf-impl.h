@@ -40,11 +40,10 @@ struct pthr {
 	size_t sw_ring_len;
 	uint64_t sw_head;     /* its data_head when last read */
 	uint64_t sw_time;     /* time of the newest switch sample taken */
-	int sw_light;	      /* switch samples of registers only */
-	uint64_t sw_since, sw_count, sw_cpu; /* when the mode was last
-					      * decided (perf_switch_mode),
-					      * the switch count and the task
-					      * clock then */
+	uint64_t sw_since, sw_count, sw_cpu; /* when it was last measured
+					      * (perf_switch_mode), the switch
+					      * count and the task clock then */
+	int hot; /* switches too often for events: captured at each tick */
 	struct psample *pend; /* samples newer than the last tick, by time */
 	size_t npend;
 	int gone;	    /* not in the task list any more: kept until
@@ -126,23 +125,6 @@ int perf_switch_regs(void *arg, pid_t tid, struct user_regs_struct *regs);
 void perf_promote(struct sd_perf *p, struct pthr *th, uint64_t at);
 /* Take the newest switch sample of TH from its overwritten ring. */
 void perf_read_switch(struct sd_perf *p, struct pthr *th);
-/* Fill the stack of TH's latest sample, a switch sample (registers only),
- * from the target's memory: proven the stack of that switch when the
- * thread did not run since (its task clock still, its switch ring still).
- * 0, -EAGAIN when it ran (or the sample is not the newest switch), or
- * another negative errno. */
-int perf_switch_stack(struct sd_perf *p, struct pthr *th);
-/* Switch samples of TH with stacks or registers only, from what its
- * switches were in the last second (see perf.c). */
+/* Close TH's events when it switches too often for them (see perf.c). */
 void perf_switch_mode(struct sd_perf *p, struct pthr *th, uint64_t now);
-/* Take TH's samples that arrived since the last look, up to time AT. */
-void perf_refresh_thread(struct sd_perf *p, struct pthr *th, uint64_t at);
-/* Tries at reading the stack of a switch sample. */
-#define STACK_TRIES 8
-/* Make sure TH's latest sample has its stack: a switch sample's is read
- * from memory (perf_switch_stack); when the thread ran since, its newest
- * sample is taken in its place and tried again, STACK_TRIES in all. 0, or
- * a negative errno (-EAGAIN: it kept running) when it has none. */
-int perf_thread_stack(struct sd_perf *p, struct pthr *th);
-
 #endif

@@ -81,23 +81,10 @@ static void keep_frames(struct sd_perf *p, struct pthr *th, const struct sd_thre
 	th->token = ++p->t->token_seq; /* one sequence per target */
 }
 
-/* Unwind TH's latest sample through a thread of S, and keep the frames.
- * A switch sample's stack is read from memory first (perf_thread_stack);
- * a thread that keeps running through every try has none at this tick. */
+/* Unwind TH's latest sample through a thread of S, and keep the frames. */
 static void thr_unwind(struct sd_perf *p, struct sd_snapshot *s, struct sd_thread *st,
-		       struct pthr *th, unsigned max_frames, uint64_t at)
+		       struct pthr *th, unsigned max_frames)
 {
-	(void)at;
-	if (perf_thread_stack(p, th) < 0) {
-		frameset_unref(th->fs);
-		th->fs = NULL;
-		set_str(&th->unwind_stop, "no stack at this tick: the thread kept running while it "
-					   "was read (registers only at its switch out)");
-		th->frames_gen = th->gen;
-		th->token = ++p->t->token_seq;
-		st->nframes = 0;
-		return;
-	}
 	st->have_regs = 1;
 	st->regs = th->regs;
 	st->stack = th->stack;
@@ -246,7 +233,7 @@ static int capture_unsampled(struct sd_perf *p, const struct sd_snap_opts *so, u
 		 * and preempted on its way into the stop is frozen too (the
 		 * extra switch reads as a run), but the stop finds it still
 		 * inside its wait: its ring tells when it really runs. */
-		if (st->kind == SD_CAPTURE_FROZEN && th->fd < 0 &&
+		if (st->kind == SD_CAPTURE_FROZEN && th->fd < 0 && !th->hot &&
 		    (st->running || !analyze_in_syscall(st)))
 			perf_thr_arm(p, th);
 		th->kind = LATEST_SEED;
@@ -275,28 +262,8 @@ static void rest_sleepers(struct sd_perf *p, uint64_t now)
 		/* -ENOSYS in rax: switched out inside a system call (see
 		 * thr_state), not preempted. */
 		if (th->fd >= 0 && !th->gone && th->kind == LATEST_SWITCH && !th->npend &&
-		    (long)th->regs.rax == -38 && now > th->time + REST_NS &&
-		    /* its stack, while its events can still prove it */
-		    (th->stack_len || perf_switch_stack(p, th) == 0))
+		    (long)th->regs.rax == -38 && now > th->time + REST_NS)
 			perf_thr_rest(p, th);
-	}
-}
-
-/* The stacks of the threads whose latest sample is a switch sample of
- * registers only, read from memory (perf_thread_stack). One that kept
- * running through every try is captured with the unsampled ones (stopped
- * this once, as a thread with no sample yet is). */
-static void read_switch_stacks(struct sd_perf *p)
-{
-	for (size_t i = 0; i < p->n; i++) {
-		struct pthr *th = &p->v[i];
-		if (th->gone || th->kind != LATEST_SWITCH || th->stack_len ||
-		    th->frames_gen == th->gen)
-			continue;
-		if (perf_thread_stack(p, th) < 0) {
-			th->kind = LATEST_NONE;
-			p->st.stack_captured++;
-		}
 	}
 }
 
@@ -341,7 +308,6 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 	}
 	symbols_sync(p->t->sym);
 	rest_sleepers(p, t0);
-	read_switch_stacks(p);
 	uint64_t pause_us = 0;
 	if (capture_unsampled(p, so, &pause_us, err) < 0)
 		return NULL;
@@ -378,7 +344,7 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 		struct sd_thread *st = snapshot_add_thread(s, th->tid);
 		st->name = strpool_intern(s->pool, name);
 		if (th->frames_gen != th->gen)
-			thr_unwind(p, s, st, th, so->max_frames, at_ns);
+			thr_unwind(p, s, st, th, so->max_frames);
 		thr_state(p, th);
 		if (th->fs)
 			snapshot_thread_share_frames(st, th->fs);
@@ -414,7 +380,7 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 			struct pthr *th = perf_thr_find(p, st->tid);
 			if (!th || th->kind == LATEST_SEED || !th->stack_len)
 				continue;
-			thr_unwind(p, s, st, th, so->max_frames, at_ns);
+			thr_unwind(p, s, st, th, so->max_frames);
 			if (th->fs)
 				snapshot_thread_share_frames(st, th->fs);
 			st->frames_token = th->token;

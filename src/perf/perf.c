@@ -332,13 +332,12 @@ static int thr_clock(const struct sd_perf *p, const struct pthr *th, uint64_t *v
 	return 0;
 }
 
-/* Open TH's switch event and map its ring: with the user stack copied by
- * the kernel at every switch out, or LIGHT, registers only. 0 or a
- * negative errno. */
-static int sw_open(struct sd_perf *p, struct pthr *th, int light)
+/* Open TH's switch event (the user stack copied by the kernel at every
+ * switch out) and map its ring. 0 or a negative errno. */
+static int sw_open(struct sd_perf *p, struct pthr *th)
 {
 	struct perf_event_attr a;
-	attr_init(&a, PERF_COUNT_SW_CONTEXT_SWITCHES, 1, light ? 0 : p->o.stack_copy);
+	attr_init(&a, PERF_COUNT_SW_CONTEXT_SWITCHES, 1, p->o.stack_copy);
 	a.write_backward = 1;
 	a.watermark = 0;
 	a.wakeup_events = 0;
@@ -357,7 +356,6 @@ static int sw_open(struct sd_perf *p, struct pthr *th, int light)
 	th->sw_ring = r;
 	th->sw_ring_len = len;
 	th->sw_head = 0; /* a new ring: nothing read of it */
-	th->sw_light = light;
 	th->sw_count = 0; /* a new event counts from 0 */
 	if (thr_clock(p, th, &th->sw_cpu) < 0)
 		th->sw_cpu = 0;
@@ -366,23 +364,21 @@ static int sw_open(struct sd_perf *p, struct pthr *th, int light)
 }
 
 /* A thread that switches often (a server's worker: thousands of times a
- * second, into its waits and out of them) has the kernel copy a stack at
- * each switch, in its own time, for the one a tick uses: it gets switch
- * samples of registers only, and a tick reads the stack of the latest
- * from memory while the thread has not run since (perf_switch_stack). A
- * thread that switches less often keeps the kernel's copies, which then
- * cost little (one on a CPU is preempted a few hundred times a second at
- * most), and so does one on a CPU half the time or more: it runs on soon
- * after a switch, and its stack could seldom be read before it did.
- * Decided each second from the two events' counts. */
-#define LIGHT_SWITCHES_PER_S 1000
+ * second, into its waits and out of them) pays for its events at every
+ * switch, in its own time: the events switched out and in with it, a
+ * sample written, its stack copied. More than a tick costs: while it is on
+ * a CPU less than half the time, it has none (it is "hot"), and each tick
+ * captures it as a sleeper is captured, read without a stop and proven by
+ * schedstat (stopped only when found on a CPU). Decided each second from
+ * the two events' counts. */
+#define HOT_SWITCHES_PER_S 1000
+
+static void drain_one(struct sd_perf *p, struct pthr *th);
 
 void perf_switch_mode(struct sd_perf *p, struct pthr *th, uint64_t now)
 {
 	if (th->fd_sw < 0 || now < th->sw_since + 1000000000ull)
 		return;
-	/* The event counts every switch; the samples a tick reads (the
-	 * latest few) say how they were: into a wait, or preempted. */
 	uint64_t count = 0, cpu = 0;
 	if (read(th->fd_sw, &count, sizeof(count)) != (ssize_t)sizeof(count) ||
 	    thr_clock(p, th, &cpu) < 0)
@@ -390,25 +386,17 @@ void perf_switch_mode(struct sd_perf *p, struct pthr *th, uint64_t now)
 	double secs = (double)(now - th->sw_since) / 1e9;
 	double rate = (double)(count - th->sw_count) / secs;
 	double busy = (double)(cpu - th->sw_cpu) / 1e9 / secs; /* share of a CPU */
-	int light = th->sw_light;
-	if (!light && rate >= LIGHT_SWITCHES_PER_S && busy < 0.5)
-		light = 1;
-	else if (light && (rate < LIGHT_SWITCHES_PER_S / 2 || busy > 0.75))
-		light = 0;
 	th->sw_since = now;
 	th->sw_count = count;
 	th->sw_cpu = cpu;
-	if (light == th->sw_light)
+	if (rate < HOT_SWITCHES_PER_S || busy >= 0.5)
 		return;
-	perf_read_switch(p, th); /* what the old ring holds first */
-	int fd = th->fd_sw;
-	void *ring = th->sw_ring;
-	size_t len = th->sw_ring_len;
-	if (sw_open(p, th, light) < 0)
-		return; /* keeps the one it had */
-	munmap(ring, len);
-	close(fd);
-	p->st.switch_modes++;
+	perf_read_switch(p, th); /* what its rings hold first */
+	drain_one(p, th);
+	thr_disarm(p, th);
+	thr_unwatch(p, th);
+	th->hot = 1;
+	p->st.hot++;
 }
 
 /* Open the two events of TH's thread and map their rings. 0 or a
@@ -450,7 +438,7 @@ static int thr_arm(struct sd_perf *p, struct pthr *th)
 	if (r == MAP_FAILED)
 		goto map_fail;
 	th->ring = r;
-	e = sw_open(p, th, 0);
+	e = sw_open(p, th);
 	if (e < 0) {
 		errno = -e;
 		goto fail;
@@ -505,7 +493,6 @@ struct pthr *perf_thr_find(struct sd_perf *p, pid_t tid)
 	return NULL;
 }
 
-static void drain_one(struct sd_perf *p, struct pthr *th);
 
 /* Rescan the task list: follow new threads, close the events of threads
  * gone. The first scan watches every thread (thr_watch): each is captured
@@ -930,70 +917,5 @@ void perf_stats_add(const struct sd_perf *p, struct sd_perf_stats *st)
 	st->threads_opened += p->st.threads_opened;
 	st->threads_closed += p->st.threads_closed;
 	st->drains += p->st.drains;
-	st->stack_reads += p->st.stack_reads;
-	st->stack_races += p->st.stack_races;
-	st->stack_captured += p->st.stack_captured;
-	st->switch_modes += p->st.switch_modes;
-}
-
-int perf_switch_stack(struct sd_perf *p, struct pthr *th)
-{
-	if (th->kind != LATEST_SWITCH || th->stack_len || th->fd < 0 || !th->sw_ring ||
-	    th->time != th->sw_time || !th->stack)
-		return -EAGAIN;
-	const struct perf_event_mmap_page *mp = (const void *)th->sw_ring;
-	uint64_t c1, c2;
-	if (thr_clock(p, th, &c1) < 0)
-		return -EIO;
-	struct iovec local = {th->stack, p->o.stack_copy};
-	struct iovec remote = {(void *)(uintptr_t)th->regs.rsp, p->o.stack_copy};
-	ssize_t n = process_vm_readv(p->t->pid, &local, 1, &remote, 1, 0);
-	if (n <= 0) {
-		/* Up to the end of the stack's mapping: a partial read, or
-		 * none at all when the window crosses it at once. */
-		size_t page = p->page, len = page - (th->regs.rsp & (page - 1));
-		local.iov_len = remote.iov_len = len;
-		n = process_vm_readv(p->t->pid, &local, 1, &remote, 1, 0);
-		if (n <= 0)
-			return -errno;
-	}
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (thr_clock(p, th, &c2) < 0)
-		return -EIO;
-	uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
-	/* No CPU time during the copy and no switch out since the sample:
-	 * the thread did not run from its switch out to the end of the copy
-	 * (a run begun before the first reading either went on through the
-	 * second, moving the count, or ended in a switch, moving the head). */
-	if (c1 != c2 || head != th->sw_head) {
-		p->st.stack_races++;
-		return -EAGAIN;
-	}
-	th->stack_len = (size_t)n;
-	p->st.stack_reads++;
-	return 0;
-}
-
-void perf_refresh_thread(struct sd_perf *p, struct pthr *th, uint64_t at)
-{
-	drain_one(p, th);
-	perf_read_switch(p, th);
-	perf_promote(p, th, at);
-}
-
-int perf_thread_stack(struct sd_perf *p, struct pthr *th)
-{
-	for (int i = 0; th->kind == LATEST_SWITCH && !th->stack_len; i++) {
-		int e = perf_switch_stack(p, th);
-		if (e == 0)
-			return 0;
-		if ((e != -EAGAIN && e != -EIO) || i + 1 == STACK_TRIES)
-			return e;
-		/* It ran since (or its newer samples wait past the tick's
-		 * time): its newest sample stands for it, a moment after
-		 * the tick's time, as a tick taken that much later would
-		 * have had it. */
-		perf_refresh_thread(p, th, UINT64_MAX);
-	}
-	return 0;
+	st->hot += p->st.hot;
 }

@@ -46,12 +46,8 @@ struct sd_perf_stats {
 	uint64_t unwinds;        /* samples unwound (the rest reused a stack) */
 	uint64_t threads_opened, threads_closed;
 	uint64_t drains;         /* ring buffer reads */
-	uint64_t stack_reads;    /* stacks of switch samples read from memory */
-	uint64_t stack_races;    /* ... refused: the thread ran meanwhile (its
-				  * newest sample was taken in its place) */
-	uint64_t stack_captured; /* ... refused at every try: captured instead */
-	uint64_t switch_modes;   /* switch events reopened (with stacks, or
-				  * registers only: see perf_switch_mode) */
+	uint64_t hot;            /* threads whose events were closed: they
+				  * switch too often (perf_switch_mode) */
 };
 
 /* Start sampling every thread of T (events on each thread, enabled at once).

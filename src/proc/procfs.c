@@ -379,11 +379,14 @@ struct procfs_taskcache {
 		int fd[TF_N]; /* -1: not open */
 		int clock;    /* switch-record or task clock event, -1: not open */
 		void *ring;   /* the switch records' ring (NULL: a task clock) */
+		uint64_t ring_ns, ring_head; /* the ring's head at a time */
+		int hot;      /* switches too often for events: schedstat only */
 	} *v;
 	size_t n, cap, max;
 	size_t hint;	   /* where tc_find() looks first */
 	int clock_refused; /* the kernel refused a task clock event */
 	int ring_refused;  /* ... or a switch-record event or its ring */
+	size_t hot;	   /* threads whose ring was closed (ring_hot) */
 	size_t page;
 };
 
@@ -459,6 +462,8 @@ static struct tcent *tc_entry(struct procfs_taskcache *c, pid_t tid)
 		e->fd[f] = -1;
 	e->clock = -1;
 	e->ring = NULL;
+	e->ring_ns = e->ring_head = 0;
+	e->hot = 0;
 	c->n++;
 	return e;
 }
@@ -611,6 +616,39 @@ static int switch_ring(struct procfs_taskcache *c, struct tcent *e)
 	return 0;
 }
 
+/* A thread scheduled more than this many times a second (a server's
+ * worker, in and out of its waits) pays for a switch record at every
+ * switch, in its own time: more than the loads the records save us.
+ * Its ring is closed and schedstat proves its samples instead. */
+#define PROCFS_HOT_SWITCHES 1000
+
+/* Is E's thread, whose ring's head is HEAD now, switching that often?
+ * Measured over a second or more; when it is, its ring is closed. */
+static int ring_hot(struct procfs_taskcache *c, struct tcent *e, uint64_t head)
+{
+	uint64_t now = sd_now_ns();
+	if (!e->ring_ns || head < e->ring_head) {
+		e->ring_ns = now;
+		e->ring_head = head;
+		return 0;
+	}
+	if (now - e->ring_ns < 1000000000ull)
+		return 0;
+	double cycles = (double)(head - e->ring_head) / PROCFS_RING_CYCLE;
+	double rate = cycles * 1e9 / (double)(now - e->ring_ns);
+	e->ring_ns = now;
+	e->ring_head = head;
+	if (rate < PROCFS_HOT_SWITCHES)
+		return 0;
+	munmap(e->ring, 2 * c->page);
+	close(e->clock);
+	e->ring = NULL;
+	e->clock = -1;
+	e->hot = 1;
+	c->hot++;
+	return 1;
+}
+
 /* The task clock of E's thread: a software counting event, user and
  * kernel time alike, read with one read(2); or, where the kernel gives
  * one, the head of its switch-record ring (see switch_ring). Opened on
@@ -619,6 +657,8 @@ static int switch_ring(struct procfs_taskcache *c, struct tcent *e)
 static int task_clock(struct procfs_taskcache *c, struct tcent *e, struct sd_counters *out,
 		      int ring)
 {
+	if (e->hot)
+		return -EAGAIN; /* schedstat's */
 	if (e->clock < 0 && ring && !c->ring_refused) {
 		int r = switch_ring(c, e);
 		if (r == -ESRCH)
@@ -628,7 +668,10 @@ static int task_clock(struct procfs_taskcache *c, struct tcent *e, struct sd_cou
 	}
 	if (e->ring) {
 		const struct perf_event_mmap_page *mp = e->ring;
-		out->switches = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+		uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+		if (ring_hot(c, e, head))
+			return -EAGAIN; /* closed: schedstat from now on */
+		out->switches = head;
 		out->from_ring = 1;
 		return 0;
 	}

@@ -54,9 +54,8 @@ void format_profile_costs(struct strbuf *sb, const struct sd_profile *p,
 			    "throttled %llu times; %llu unwound, %llu stacks captured by ptrace, "
 			    "%llu threads followed, %llu gone, events opened %llu times "
 			    "(%llu refused), closed at rest %llu times, %llu threads unwatched, "
-			    "%llu ring reads; switch samples' stacks: %llu read from memory, "
-			    "%llu refused (the thread ran: its newer sample taken), %llu captured "
-			    "after every try; switch events reopened %llu times\n",
+			    "%llu ring reads; %llu threads switching too often for events "
+			    "(captured at each tick)\n",
 			    (unsigned long long)ps->clock_samples,
 			    (unsigned long long)ps->switch_samples, (unsigned long long)ps->lost,
 			    (unsigned long long)ps->throttled, (unsigned long long)ps->unwinds,
@@ -64,9 +63,7 @@ void format_profile_costs(struct strbuf *sb, const struct sd_profile *p,
 			    (unsigned long long)ps->threads_closed, (unsigned long long)ps->armed,
 			    (unsigned long long)ps->arm_failed, (unsigned long long)ps->rested,
 			    (unsigned long long)ps->watch_failed, (unsigned long long)ps->drains,
-			    (unsigned long long)ps->stack_reads, (unsigned long long)ps->stack_races,
-			    (unsigned long long)ps->stack_captured,
-			    (unsigned long long)ps->switch_modes);
+			    (unsigned long long)ps->hot);
 	strbuf_addf(
 	    sb,
 	    "sampling: %llu samples in %.2f s (%.1f Hz), %llu thread stacks, %llu "
