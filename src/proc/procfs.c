@@ -627,14 +627,15 @@ static int switch_ring(struct procfs_taskcache *c, struct tcent *e)
 static int ring_hot(struct procfs_taskcache *c, struct tcent *e, uint64_t head)
 {
 	uint64_t now = sd_now_ns();
-	if (!e->ring_ns || head < e->ring_head) {
+	if (!e->ring_ns) {
 		e->ring_ns = now;
 		e->ring_head = head;
 		return 0;
 	}
 	if (now - e->ring_ns < 1000000000ull)
 		return 0;
-	double cycles = (double)(head - e->ring_head) / PROCFS_RING_CYCLE;
+	/* The ring is written backwards: its head goes down. */
+	double cycles = (double)(e->ring_head - head) / PROCFS_RING_CYCLE;
 	double rate = cycles * 1e9 / (double)(now - e->ring_ns);
 	e->ring_ns = now;
 	e->ring_head = head;

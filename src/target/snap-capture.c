@@ -109,12 +109,23 @@ static int counters_same(const struct sd_counters *a, const struct sd_counters *
  * reading names the proof the snapshot rests on. */
 static int read_counters(struct snapctx *cx, pid_t tid, struct sd_counters *c)
 {
+	static const char ring[] = "context-switch records",
+			  mixed[] = "context-switch records, and schedstat for threads that switch "
+				    "too often for them";
 	int r = procfs_task_counters(cx->tc, cx->taskdir, cx->t->pid, tid, cx->counters, c);
-	if (r == 0 && !cx->s->proof)
-		cx->s->proof = c->from_ring     ? "context-switch records"
-			       : c->from_clock  ? "the task clock"
-			       : c->from_status ? "context switches"
-						: "schedstat";
+	if (r != 0)
+		return r;
+	const char *p = c->from_ring     ? ring
+			: c->from_clock  ? "the task clock"
+			: c->from_status ? "context switches"
+					 : "schedstat";
+	if (!cx->s->proof)
+		cx->s->proof = p;
+	else if (cx->s->proof == ring && !c->from_ring && !c->from_clock && !c->from_status)
+		cx->s->proof = mixed; /* a ring closed for a busy switcher (procfs.c) */
+	else if (cx->s->proof != ring && cx->s->proof != mixed && c->from_ring &&
+		 !strcmp(cx->s->proof, "schedstat"))
+		cx->s->proof = mixed;
 	return r;
 }
 
