@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "format.h"
+#include "locks.h"
 #include "symbols.h"
 #include "cmd.h"
 
@@ -65,17 +66,21 @@ struct dump_json {
 	size_t n, cap;
 };
 
-/* Print one snapshot in the chosen format (JSON: into DJ). */
-static void emit(struct cmd_ctx *ctx, struct sd_target *t, struct sd_snapshot *s,
-		 struct dump_json *dj)
+/* Print one snapshot in the chosen format (JSON: into DJ). Returns 1 when
+ * S holds a deadlock (the exit status says it, as `locks` does). */
+static int emit(struct cmd_ctx *ctx, struct sd_target *t, struct sd_snapshot *s,
+		struct dump_json *dj)
 {
+	struct sd_lockgraph *g = locks_graph(s);
+	int deadlock = g->ndeadlocks > 0;
 	if (dj) {
+		locks_graph_free(g);
 		sd_grow(&dj->docs, &dj->cap, dj->n + 1, sizeof(*dj->docs));
 		struct jsonw w;
 		cmd_json_init(&w, &dj->docs[dj->n++]);
 		format_json_snapshot(&w, s);
 		jsonw_release(&w);
-		return;
+		return deadlock;
 	}
 	struct sd_render_opts ro = {0};
 	ro.no_source = cmd_has(ctx, SNAP_OPT_NO_SOURCE);
@@ -85,7 +90,19 @@ static void emit(struct cmd_ctx *ctx, struct sd_target *t, struct sd_snapshot *s
 	ro.go_group = want_go_group(ctx);
 	struct strbuf sb;
 	strbuf_init(&sb);
+	/* The findings (deadlocks, the lock most waited for and its holder,
+	 * threads in D) come first at a terminal, where the first screen is
+	 * what is read, and last in a pipe, where the stacks keep their place
+	 * for scripts and the tail is what is read. */
+	int first = isatty(fileno(ctx->out));
+	if (first && format_text_findings(&sb, s, g, 0, &ro))
+		strbuf_adds(&sb, "\n");
 	format_text_snapshot(&sb, s, &ro);
+	if (!first && format_findings_count(s, g)) {
+		strbuf_adds(&sb, "\n");
+		format_text_findings(&sb, s, g, 0, &ro);
+	}
+	locks_graph_free(g);
 	if (ro.verbose && t) {
 		uint64_t lookups, hits;
 		symbols_stats(t->sym, &lookups, &hits);
@@ -95,6 +112,7 @@ static void emit(struct cmd_ctx *ctx, struct sd_target *t, struct sd_snapshot *s
 	}
 	cmd_write(ctx, sb.buf, sb.len);
 	strbuf_release(&sb);
+	return deadlock;
 }
 
 /* Print the documents of DJ (if any) and release them. */
@@ -151,9 +169,11 @@ static int dump_loaded(struct cmd_ctx *ctx, const pid_t *sel, size_t nsel, const
 	} else {
 		struct dump_json dj = {0};
 		int json = cmd_is(ctx, DUMP_FORMAT, "json");
-		emit(ctx, NULL, &view, json ? &dj : NULL);
+		int dl = emit(ctx, NULL, &view, json ? &dj : NULL);
 		print_json(ctx, &dj);
 		rc = cmd_snapshot_status(&view);
+		if (dl && rc == EXIT_OK)
+			rc = EXIT_DEADLOCK;
 	}
 	free(view.threads);
 	return rc;
@@ -194,9 +214,11 @@ static int dump_shell(struct cmd_ctx *ctx, int argc, char **argv, struct sd_snap
 	}
 	struct dump_json dj = {0};
 	int json = cmd_is(ctx, DUMP_FORMAT, "json");
-	emit(ctx, t, s, json ? &dj : NULL);
+	int dl = emit(ctx, t, s, json ? &dj : NULL);
 	print_json(ctx, &dj);
 	int rc = cmd_snapshot_status(s);
+	if (dl && rc == EXIT_OK)
+		rc = EXIT_DEADLOCK;
 	snapshot_free(ctx->session->last);
 	ctx->session->last = s;
 	return rc;
@@ -222,7 +244,7 @@ static int dump_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	int json = cmd_is(ctx, DUMP_FORMAT, "json");
 	/* Read from /proc only what the text shows (nothing is kept). */
 	o.text_only = !json;
-	int ok = 0, failed = (int)ctx->target.failed, partial = 0;
+	int ok = 0, failed = (int)ctx->target.failed, partial = 0, deadlocks = 0;
 	for (size_t i = 0; i < ctx->target.nprocs && !cmd_interrupted; i++) {
 		struct cmd_proc *pr = &ctx->target.procs[i];
 		struct sd_error err = {0};
@@ -233,7 +255,7 @@ static int dump_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		} else {
 			if (!json && i > 0)
 				cmd_print(ctx, "\n");
-			emit(ctx, pr->t, s, json ? &dj : NULL);
+			deadlocks += emit(ctx, pr->t, s, json ? &dj : NULL);
 			if (s->partial)
 				partial++;
 			ok++;
@@ -252,6 +274,9 @@ static int dump_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	}
 	if (!ok)
 		return EXIT_FAIL;
+	/* A deadlock is what the reader must act on, as in `locks`. */
+	if (deadlocks)
+		return EXIT_DEADLOCK;
 	if (failed || partial)
 		return EXIT_PARTIAL;
 	return EXIT_OK;
@@ -273,8 +298,10 @@ const struct cmd_entry cmd_dump_entry = {
 	    "(read from the runtime's structures without stopping them), then its threads,\n"
 	    "each with the goroutine it runs; at a terminal, 4 or more identical goroutines\n"
 	    "are one entry (--group: any; --no-group: none). --threads: the threads only.\n"
-	    "Exit status: 0 all threads shown, 1 partial (a thread or a process could not\n"
-	    "be read), 2 failure, 64 usage error.",
+	    "Findings come first at a terminal, last in a pipe: deadlocks, the lock most\n"
+	    "waited for and its holder, threads in D state (JSON: \"findings\").\n"
+	    "Exit status: 0 all threads shown, 3 a deadlock was found (as in 'locks'),\n"
+	    "1 partial (a thread or a process could not be read), 2 failure, 64 usage.",
 	.options = dump_options,
 	.min_args = 0,
 	.max_args = -1,

@@ -9,6 +9,7 @@
 
 #include "analyze.h"
 #include "format.h"
+#include "group.h"
 #include "locks.h"
 
 #define C_RESET "\033[0m"
@@ -17,6 +18,10 @@
 
 /* Thread names listed on one line before "... and N more". */
 #define NAMES_SHOWN 16
+/* From this many waiters with one stack, their names and TIDs are ranges
+ * ("http-worker-0..49", TIDs 4244..4293), each cut after RANGE_MAX bytes. */
+#define RANGE_FROM 4
+#define RANGE_MAX 32
 
 static const char *col(const struct sd_render_opts *o, const char *c)
 {
@@ -98,6 +103,24 @@ static void add_waiters(struct strbuf *out, const struct sd_snapshot *s, const s
 		else if (th[i]->wait.kind == SD_WAIT_RUST_RWLOCK && th[i]->wait.subkind)
 			strbuf_addf(out, ", to %s", th[i]->wait.subkind);
 		strbuf_adds(out, "): ");
+		if (cnt >= RANGE_FROM) {
+			/* A pool: its names and TIDs as ranges, one short line. */
+			struct sd_group gr = {sd_xcalloc(cnt, sizeof(size_t)), 0};
+			for (size_t k = i; k < n; k++) {
+				if (done[k] || !th[k] || !same_stack(th[i], th[k]))
+					continue;
+				done[k] = 1;
+				gr.idx[gr.n++] = (size_t)(th[k] - s->threads);
+			}
+			strbuf_adds(out, "\"");
+			group_names(out, s, &gr, RANGE_MAX);
+			strbuf_adds(out, "\", TIDs ");
+			group_tids(out, s, &gr, RANGE_MAX);
+			free(gr.idx);
+			strbuf_adds(out, "\n");
+			add_stack(out, th[i], o);
+			continue;
+		}
 		size_t shown = 0;
 		for (size_t k = i; k < n; k++) {
 			if (done[k] || !th[k] || !same_stack(th[i], th[k]))
@@ -347,6 +370,8 @@ void format_text_locks(struct strbuf *out, const struct sd_snapshot *s,
 	if (s->partial)
 		strbuf_adds(out, ", partial");
 	strbuf_adds(out, "\n");
+	/* The verdict before the evidence: the details follow. */
+	format_text_findings(out, s, g, 1, o);
 	for (size_t i = 0; i < g->nlocks; i++) {
 		strbuf_adds(out, "\n");
 		add_lock(out, s, &g->locks[i], o);

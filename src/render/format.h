@@ -86,6 +86,25 @@ void format_json_locks(struct jsonw *w, const struct sd_snapshot *s, const struc
 		       const struct sd_parked *parked, size_t nparked, size_t nsnaps, double span);
 
 
+/* Findings of one snapshot (format-findings.c), from S and its lock graph
+ * G (locks_graph(S)): deadlock cycles, the lock with the most waiters no
+ * deadlock explains and its holder, threads in D state. The number of
+ * them: */
+size_t format_findings_count(const struct sd_snapshot *s, const struct sd_lockgraph *g);
+/* Append the findings block to OUT: a "Verdict:" line (deadlock or not,
+ * how many findings), then each finding's summary and the threads, locks
+ * and frames it involves. Nothing when there is none, unless ALWAYS (then
+ * one line says so). Returns the number of findings. */
+size_t format_text_findings(struct strbuf *out, const struct sd_snapshot *s,
+			    const struct sd_lockgraph *g, int always,
+			    const struct sd_render_opts *o);
+/* The member "findings": [{"kind": "deadlock" | "contended_lock" |
+ * "d_state", "summary", "threads": [tid...], "objects": [{"kind",
+ * "address", "symbol", "owner"}...]}...] (contended_lock adds "holder"
+ * and "waiters"), inside an object the caller opened. */
+void format_json_findings(struct jsonw *w, const struct sd_snapshot *s,
+			  const struct sd_lockgraph *g);
+
 /* Append S to OUT made safe for XML text and attributes: control
  * characters escaped by strbuf_add_escaped, then & < > " ' as entities. */
 void format_xml_escaped(struct strbuf *out, const char *s);

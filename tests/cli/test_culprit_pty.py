@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# The culprit on the first screen: at a terminal of 80 and of 200 columns,
+# the plain dump and the lock view of a pool piling up behind one holder
+# (fx-culprit-pool) and of an ABBA deadlock (fx-deadlock 2) say the
+# verdict and name the holder before any stack; in a pipe the stacks keep
+# their place and the findings come last; JSON carries them as
+# "findings"; a deadlock exits 3 in the dump as in `locks`. The oracle is
+# the fixtures' own knowledge: the thread names they give (from /proc).
+import os
+import re
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sdtest  # noqa: E402
+from fixture import start  # noqa: E402
+from ptyshell import PtyShell  # noqa: E402
+from sdtest import contains, eq, ok  # noqa: E402
+
+TMP = tempfile.mkdtemp(prefix="sd-culprit-")
+SIZES = ((80, 24), (200, 50))
+WORKERS = 50
+
+
+def at_terminal(args, cols, rows):
+    """(exit status, lines) of stackdump ARGS at a COLS x ROWS pty."""
+    with PtyShell(args, env={"XDG_STATE_HOME": TMP}, cols=cols, rows=rows) as sh:
+        rc = sh.wait_exit()
+        text = sh.seen
+    return rc, text.split("\n")
+
+
+def first_screen(lines, rows):
+    return "\n".join(lines[:rows - 1])
+
+
+def no_wraps(lines, cols, what):
+    long = [ln for ln in lines if len(ln) > cols]
+    eq(long, [], "%s: %d line(s) longer than %d columns" % (what, len(long), cols))
+
+
+def pool():
+    return start("fx-culprit-pool", WORKERS, parked=WORKERS)
+
+
+def syncer_of(fx):
+    return fx.tids_by_name()["syncer"][0]
+
+
+def test_dump_names_the_holder_first_at_a_terminal():
+    with pool() as fx:
+        syncer = syncer_of(fx)
+        for cols, rows in SIZES:
+            rc, lines = at_terminal([fx.pid], cols, rows)
+            eq(rc, 0, "\n".join(lines[:40]))
+            scr = first_screen(lines, rows)
+            contains(scr, "Verdict: no deadlock")
+            contains(scr, "mutex <g_journal_lock>, %d waiters" % WORKERS)
+            contains(scr, '%d "syncer"' % syncer)
+            contains(scr, "http-worker-0..%d" % (WORKERS - 1))
+        sdtest.assert_running(fx.pid)
+
+
+def test_dump_in_a_pipe_keeps_stacks_first_findings_last():
+    with pool() as fx:
+        syncer = syncer_of(fx)
+        r = sdtest.run(fx.pid)
+        eq(r.rc, 0, r.err)
+        ok(r.out.startswith("PID %d (" % fx.pid), r.out[:200])
+        tail = r.out[r.out.rindex("\nVerdict:"):]
+        contains(tail, '%d "syncer"' % syncer)
+        ok("Thread " not in tail, "a stack after the findings: %s" % tail)
+
+
+def test_dump_json_has_findings():
+    with pool() as fx:
+        syncer = syncer_of(fx)
+        workers = sorted(t for n, ts in fx.tids_by_name().items()
+                         if n.startswith("http-worker-") for t in ts)
+        eq(len(workers), WORKERS)
+        r = sdtest.run("--format", "json", fx.pid)
+        eq(r.rc, 0, r.err)
+        f = r.json()["findings"]
+        eq([x["kind"] for x in f], ["contended_lock"], f)
+        eq(f[0]["holder"], syncer)
+        eq(f[0]["waiters"], WORKERS)
+        eq(sorted(f[0]["threads"]), sorted(workers + [syncer]))
+        eq(f[0]["objects"][0]["symbol"], "g_journal_lock")
+        eq(f[0]["objects"][0]["owner"], syncer)
+        contains(f[0]["summary"], "g_journal_lock")
+    with start("fx-idle") as idle:
+        r = sdtest.run("--format", "json", idle.pid)
+        eq(r.rc, 0, r.err)
+        eq(r.json()["findings"], [])
+
+
+def test_deadlock_is_said_first_and_exits_3():
+    with start("fx-deadlock", 2, parked=2) as fx:
+        names = fx.tids_by_name()
+        c1, c2 = names["cycle-1"][0], names["cycle-2"][0]
+        for cols, rows in SIZES:
+            for args in ([fx.pid], ["locks", fx.pid]):
+                rc, lines = at_terminal(args, cols, rows)
+                eq(rc, 3, "%r: %s" % (args, "\n".join(lines[:30])))
+                scr = first_screen(lines, rows)
+                # The verdict is in the first lines, before any stack.
+                head = "\n".join(lines[:3])
+                contains(head, "Verdict: DEADLOCK (1 cycle)", "%r" % args)
+                contains(scr, '%d "cycle-1" waits for mutex <g_lock_b> held by %d "cycle-2"'
+                         % (c1, c2))
+                contains(scr, '%d "cycle-2" waits for mutex <g_lock_a> held by %d "cycle-1"'
+                         % (c2, c1))
+        # In a pipe too: the status, and the findings at the end.
+        r = sdtest.run(fx.pid)
+        eq(r.rc, 3, r.err)
+        ok(re.search(r"\nVerdict: DEADLOCK \(1 cycle\), 1 finding\n  deadlock: .*\n.*cycle-1",
+                     r.out), r.out[-600:])
+        r = sdtest.run("--format", "json", fx.pid)
+        eq(r.rc, 3, r.err)
+        f = r.json()["findings"]
+        eq([x["kind"] for x in f], ["deadlock"], f)
+        eq(sorted(f[0]["threads"]), sorted([c1, c2]))
+        eq(sorted((o["symbol"], o["owner"]) for o in f[0]["objects"]),
+           [("g_lock_a", c1), ("g_lock_b", c2)])
+        sdtest.assert_running(fx.pid)
+
+
+def test_locks_starts_with_the_verdict():
+    with pool() as fx:
+        syncer = syncer_of(fx)
+        r = sdtest.run("locks", fx.pid)
+        eq(r.rc, 0, r.err)
+        lines = r.out.split("\n")
+        contains(lines[1], "Verdict: no deadlock, 1 finding")
+        contains("\n".join(lines[:6]), '%d "syncer"' % syncer)
+    with start("fx-idle") as idle:
+        r = sdtest.run("locks", idle.pid)
+        contains(r.out.split("\n")[1], "Verdict: no deadlock, no lock waited for")
+
+
+if __name__ == "__main__":
+    sdtest.main(globals())
