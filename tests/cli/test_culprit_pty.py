@@ -139,5 +139,47 @@ def test_locks_starts_with_the_verdict():
         contains(r.out.split("\n")[1], "Verdict: no deadlock, no lock waited for")
 
 
+def test_top_shows_the_holder_first_with_either_engine():
+    with pool() as fx:
+        syncer = syncer_of(fx)
+        for engine in ("perf", "ptrace"):
+            for cols, rows in SIZES:
+                with PtyShell(["top", fx.pid, "--refresh", "200ms", "--rate", "20",
+                               "-e", engine], env={"XDG_STATE_HOME": TMP},
+                              cols=cols, rows=rows) as sh:
+                    sh.expect(r"stackdump top: %d" % fx.pid)
+                    scr = sh.expect(r"(?s)stackdump top:.*?%OWN %TOTAL").group(0)
+                    sh.send("q")
+                    eq(sh.wait_exit(), 0, sh.seen[-2000:])
+                what = "%s at %d columns: %s" % (engine, cols, scr)
+                lines = [ln for ln in scr.split("\n") if re.match(r"\s+\d+  ", ln)]
+                ok(lines, what)
+                # The holder heads the list, with what it holds.
+                ok(re.match(r"\s+%d  syncer " % syncer, lines[0]), what)
+                contains(lines[0], "holds mutex <g_journal_lock>, %d waiters" % WORKERS, what)
+                # The pool parked alike is one row, not 50.
+                eq(len([ln for ln in lines if "http-worker" in ln]), 1, what)
+                contains(scr, "http-worker-0..%d" % (WORKERS - 1), what)
+                contains(scr, "(%d threads alike)" % WORKERS, what)
+        sdtest.assert_running(fx.pid)
+
+
+def test_threads_has_a_holds_column():
+    with pool() as fx:
+        syncer = syncer_of(fx)
+        r = sdtest.run("threads", fx.pid)
+        eq(r.rc, 0, r.err)
+        lines = r.out.split("\n")
+        ok(re.match(r"\s*TID  NAME\s+HOLDS\s+S  WAIT", lines[1]), r.out[:300])
+        row = [ln for ln in lines if re.match(r"\s*%d  syncer " % syncer, ln)]
+        eq(len(row), 1, r.out)
+        contains(row[0], "(%d waiting)" % WORKERS)
+        others = [ln for ln in lines[2:] if "waiting)" in ln]
+        eq(others, row, "only the holder holds")
+    with start("fx-idle") as idle:
+        r = sdtest.run("threads", idle.pid)
+        ok("HOLDS" not in r.out, r.out[:300])
+
+
 if __name__ == "__main__":
     sdtest.main(globals())
