@@ -9,9 +9,18 @@
 #include "format.h"
 #include "locks.h"
 #include "symbols.h"
+#include "terminal.h"
 #include "cmd.h"
 
-enum { DUMP_FORMAT = SNAP_OPT__COUNT, DUMP_VERBOSE, DUMP_GROUP, DUMP_NO_GROUP, DUMP_THREADS };
+enum {
+	DUMP_FORMAT = SNAP_OPT__COUNT,
+	DUMP_VERBOSE,
+	DUMP_GROUP,
+	DUMP_NO_GROUP,
+	DUMP_THREADS,
+	DUMP_FULL_NAMES,
+	DUMP_ALL_FRAMES
+};
 
 static const struct cmd_option dump_options[] = {
 	CMD_SNAPSHOT_OPTIONS,
@@ -23,18 +32,20 @@ static const struct cmd_option dump_options[] = {
 	[DUMP_NO_GROUP] = OPT_FLAG("no-group", 0, "one stack per thread, even at a terminal"),
 	[DUMP_THREADS] = OPT_FLAG("threads", 0,
 				  "a Go program: only its threads, not its goroutines"),
+	[DUMP_FULL_NAMES] = OPT_FLAG("full-names", 0,
+				     "function names with their generic and template arguments"),
+	[DUMP_ALL_FRAMES] = OPT_FLAG("all-frames", 0,
+				     "every frame on its own line (no recursion folded)"),
 	{0},
 };
 
-/* Threads above which a dump to a terminal is grouped unless told not to:
- * a page of stacks is still readable one by one, a pool is not. */
-#define GROUP_AUTO_THREADS 64
-
 /* Group the threads of S? --group/--no-group, then `set group`, then the
- * default: grouped at a terminal for a large process, never in a pipe
- * (scripts keep one stack per thread). */
+ * default: at a terminal, threads with identical stacks are one entry from
+ * 4 of them (2: the holder is not lost among 50 copies of its waiters);
+ * never in a pipe (scripts keep one stack per thread). */
 static int want_group(struct cmd_ctx *ctx, const struct sd_snapshot *s)
 {
+	(void)s;
 	if (cmd_has(ctx, DUMP_GROUP))
 		return 1;
 	if (cmd_has(ctx, DUMP_NO_GROUP))
@@ -42,7 +53,7 @@ static int want_group(struct cmd_ctx *ctx, const struct sd_snapshot *s)
 	int st = ctx->session ? ctx->session->settings.group : -1;
 	if (st >= 0)
 		return st;
-	return isatty(fileno(ctx->out)) && s->nthreads > GROUP_AUTO_THREADS;
+	return isatty(fileno(ctx->out)) ? 2 : 0;
 }
 
 /* Goroutines of a Go program grouped? --group merges every set of
@@ -88,6 +99,9 @@ static int emit(struct cmd_ctx *ctx, struct sd_target *t, struct sd_snapshot *s,
 	ro.verbose = cmd_has(ctx, DUMP_VERBOSE);
 	ro.group = want_group(ctx, s);
 	ro.go_group = want_go_group(ctx);
+	ro.full_names = cmd_has(ctx, DUMP_FULL_NAMES) || ro.verbose;
+	ro.all_frames = cmd_has(ctx, DUMP_ALL_FRAMES);
+	ro.width = terminal_width(ctx->out);
 	struct strbuf sb;
 	strbuf_init(&sb);
 	/* The findings (deadlocks, the lock most waited for and its holder,
@@ -103,6 +117,7 @@ static int emit(struct cmd_ctx *ctx, struct sd_target *t, struct sd_snapshot *s,
 		format_text_findings(&sb, s, g, 0, &ro);
 	}
 	locks_graph_free(g);
+	format_fit_width(&sb, 0, ro.width);
 	if (ro.verbose && t) {
 		uint64_t lookups, hits;
 		symbols_stats(t->sym, &lookups, &hits);
@@ -291,9 +306,12 @@ const struct cmd_entry cmd_dump_entry = {
 	    "Freezes every thread (PTRACE_SEIZE + PTRACE_INTERRUPT), copies registers and a\n"
 	    "stack window, lets the process run again, then unwinds and symbolizes offline.\n"
 	    "With --group, threads with identical stacks are shown once, with their count,\n"
-	    "names and TIDs compressed (worker-1..200); at a terminal this is the default for\n"
-	    "a process of more than 64 threads (--no-group, or 'set group off' in the shell,\n"
-	    "turns it off); output to a pipe or a file is grouped only when asked.\n"
+	    "names and TIDs compressed (worker-1..200); at a terminal, 4 or more identical\n"
+	    "ones are (--no-group, or 'set group off' in the shell, turns it off); output\n"
+	    "to a pipe or a file is grouped only when asked. Text shows function names\n"
+	    "without generic or template arguments (--full-names, -v: in full) and a\n"
+	    "recursion as one line with its count (--all-frames: each frame); at a\n"
+	    "terminal, lines fit its width. JSON always has everything.\n"
 	    "A Go program is shown as its goroutines, in the form of Go's own traceback\n"
 	    "(read from the runtime's structures without stopping them), then its threads,\n"
 	    "each with the goroutine it runs; at a terminal, 4 or more identical goroutines\n"

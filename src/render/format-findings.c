@@ -33,10 +33,15 @@ static const char *base(const char *p)
 static void add_label(struct strbuf *out, const struct sd_snapshot *s, pid_t tid)
 {
 	const struct sd_thread *th = snapshot_find_thread(s, tid);
+	const char *name = th ? th->name : NULL;
+	/* A thread outside a --tid/--name selection is still named. */
+	for (size_t i = 0; !th && i < s->noutside; i++)
+		if (s->outside[i].tid == tid)
+			name = s->outside[i].name;
 	strbuf_addf(out, "%d", (int)tid);
-	if (th && th->name) {
+	if (name) {
 		strbuf_adds(out, " \"");
-		strbuf_add_escaped(out, th->name);
+		strbuf_add_escaped(out, name);
 		strbuf_adds(out, "\"");
 	}
 }

@@ -58,12 +58,7 @@ static void add_lock_label(struct strbuf *out, enum sd_wait_kind kind, uint64_t 
 static void add_stack(struct strbuf *out, const struct sd_thread *th,
 		      const struct sd_render_opts *o)
 {
-	for (size_t k = 0; k < th->nframes; k++) {
-		strbuf_adds(out, "  ");
-		format_text_frame(out, k, &th->frames[k], o);
-		format_text_holds(out, th, (long)k, o);
-	}
-	format_text_holds(out, th, -1, o);
+	format_text_stack(out, th, 2, o);
 	if (!th->nframes)
 		strbuf_adds(out, "    (no stack)\n");
 }

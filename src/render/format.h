@@ -18,6 +18,13 @@ struct sd_render_opts {
 	const char *main_module; /* with color: frames of this module (the
 				  * program) stand out; NULL: the snapshot's
 				  * executable */
+	int width;       /* > 0: a terminal this wide; frame lines fit it (no
+			  * address, module and file on a continuation line,
+			  * a long name cut in the middle); 0: no limit */
+	int full_names;  /* keep generic and template arguments in function
+			  * names (default: "Harness<..>::poll") */
+	int all_frames;  /* every frame on its own line (default: a run of
+			  * 3 or more identical recursive frames is one) */
 };
 
 /* Append the text rendering of S to OUT. */
@@ -34,6 +41,24 @@ void format_text_thread_header(struct strbuf *out, const struct sd_snapshot *s,
 /* One frame line, with its index. */
 void format_text_frame(struct strbuf *out, size_t idx, const struct sd_frame *f,
 		       const struct sd_render_opts *o);
+
+/* The frames of TH, one line each (INDENT spaces more than a dump's),
+ * each followed by its holds lines, then the holds no frame was found for.
+ * Unless O->all_frames, a run of 3 or more consecutive frames of the same
+ * function at the same file:line (a recursion) holding nothing is one
+ * line: "#3-#62 beta_recurse ... at x.c:32, 60 times". */
+void format_text_stack(struct strbuf *out, const struct sd_thread *th, size_t indent,
+		       const struct sd_render_opts *o);
+/* Append NAME to OUT escaped, with generic and template arguments elided
+ * ("Harness<..>::poll", "std::vector<..>::push_back"); operators
+ * ("operator<<") and qualified paths ("<T as Trait>::f") keep their
+ * brackets. */
+void format_short_name(struct strbuf *out, const char *name);
+/* Break every line of OUT from byte FROM on that is wider than WIDTH
+ * columns (escape sequences take none) at its last space that fits, the
+ * rest on lines indented 4 more, so that a terminal of that width wraps
+ * none. WIDTH <= 0 does nothing. */
+void format_fit_width(struct strbuf *out, size_t from, int width);
 
 /* Under frame IDX of TH (-1: after its last frame), one line per lock TH
  * holds there: "- holds mutex 0x... <sym>" when the lock records it,

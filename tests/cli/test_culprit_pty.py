@@ -181,5 +181,81 @@ def test_threads_has_a_holds_column():
         ok("HOLDS" not in r.out, r.out[:300])
 
 
+def test_no_line_wraps_at_80_columns():
+    with pool() as fx, start("fx-deadlock", 2, parked=2) as dl:
+        for args in ([fx.pid], ["locks", fx.pid], [dl.pid], ["locks", dl.pid]):
+            rc, lines = at_terminal(args, 80, 24)
+            ok(rc in (0, 3), "%r: %d" % (args, rc))
+            no_wraps(lines, 80, "%r" % args)
+            # Nothing lost: the holder's lock and frames are all there.
+            text = "\n".join(lines)
+            if args[-1] == fx.pid:
+                contains(text, "<g_journal_lock>")
+                contains(text, "journal_sync (fx-culprit-pool) at fx-culprit-pool.c:")
+            else:
+                contains(text, "lock_second (fx-deadlock) at fx-deadlock.c:")
+        # Unchanged in a pipe: one line per frame, addresses kept.
+        r = sdtest.run(fx.pid)
+        ok(re.search(r"(?m)^  #\d+ +0x[0-9a-f]{16} handle_request \(fx-culprit-pool\) "
+                     r"at fx-culprit-pool\.c:\d+$", r.out), r.out[:2000])
+
+
+def test_pool_folds_at_a_terminal_from_4():
+    with pool() as fx:
+        syncer = syncer_of(fx)
+        rc, lines = at_terminal([fx.pid], 200, 50)
+        eq(rc, 0)
+        text = "\n".join(lines)
+        eq(text.count('"http-worker-'), 2, "the pool is one entry (verdict + group)")
+        contains(text, '%d threads "http-worker-0..%d"' % (WORKERS, WORKERS - 1))
+        # The holder comes before the pool, with its holds line.
+        hold = text.index("- holds mutex")
+        ok(text.index('Thread %d "syncer"' % syncer) < hold < text.index("%d threads" % WORKERS),
+           text[:3000])
+        eq(len(lines) < 60, True, "%d lines" % len(lines))
+        # In a pipe, one stack per thread.
+        r = sdtest.run(fx.pid)
+        eq(r.out.count('"http-worker-'), WORKERS + 1)
+
+
+def test_selection_keeps_holds_lines():
+    with pool() as fx:
+        syncer = syncer_of(fx)
+        for sel in (["--name", "syncer"], ["--tid", str(syncer)]):
+            r = sdtest.run(*sel, fx.pid)
+            eq(r.rc, 0, r.err)
+            contains(r.out, "1 of %d threads" % (WORKERS + 2))
+            ok(re.search(r"\n  #\d+ .*\n +- holds mutex 0x[0-9a-f]+ <g_journal_lock>\n", r.out),
+               r.out)
+            doc = sdtest.run("--format", "json", *sel, fx.pid).json()
+            holds = doc["threads"][0]["holds"]
+            eq([(h["kind"], h["symbol"]) for h in holds], [("mutex", "g_journal_lock")])
+        sdtest.assert_running(fx.pid)
+
+
+def test_recursion_is_one_line_in_text_every_frame_in_json():
+    depth = 60
+    with start("fx-culprit-recurse", depth, blocked=2) as fx:
+        tid = fx.tids_by_name()["recurser"][0]
+        r = sdtest.run("--tid", tid, fx.pid)
+        eq(r.rc, 0, r.err)
+        m = re.search(r"(?m)^  #(\d+)-#(\d+) +0x[0-9a-f]+ beta_recurse \(fx-culprit-recurse\) "
+                      r"at fx-culprit-recurse\.c:\d+, (\d+) times$", r.out)
+        ok(m, r.out)
+        first, last, times = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        eq((last - first + 1, times), (depth, depth))
+        eq(r.out.count("beta_recurse"), 1)
+        ok(re.search(r"(?m)^  #%d +0x[0-9a-f]+ recurse_main " % (last + 1), r.out), r.out)
+        # --all-frames: each frame; JSON: every frame, always.
+        r = sdtest.run("--all-frames", "--tid", tid, fx.pid)
+        eq(r.out.count("beta_recurse"), depth)
+        doc = sdtest.run("--format", "json", "--tid", tid, fx.pid).json()
+        eq([f["function"] for f in doc["threads"][0]["frames"]].count("beta_recurse"), depth)
+        for cols, rows in SIZES:
+            rc, lines = at_terminal(["--tid", tid, fx.pid], cols, rows)
+            contains(first_screen(lines, rows), "%d times" % depth)
+            no_wraps(lines, cols, "recursion at %d" % cols)
+
+
 if __name__ == "__main__":
     sdtest.main(globals())
