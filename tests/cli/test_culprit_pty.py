@@ -9,6 +9,7 @@
 # the fixtures' own knowledge: the thread names they give (from /proc).
 import os
 import re
+import subprocess
 import sys
 import tempfile
 
@@ -255,6 +256,36 @@ def test_recursion_is_one_line_in_text_every_frame_in_json():
             rc, lines = at_terminal(["--tid", tid, fx.pid], cols, rows)
             contains(first_screen(lines, rows), "%d times" % depth)
             no_wraps(lines, cols, "recursion at %d" % cols)
+
+
+def test_a_reader_that_stops_early_ends_it_quietly():
+    # 200 workers: far more text than a pipe holds, so the write after
+    # head has gone fails (EPIPE).
+    with start("fx-culprit-pool", 200, parked=200) as fx:
+        p = subprocess.Popen([sdtest.binary(), str(fx.pid)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        first = p.stdout.readline()
+        p.stdout.close()
+        err = p.stderr.read()
+        rc = p.wait()
+        ok(first.startswith(b"PID %d (" % fx.pid), first)
+        eq((rc, err), (0, b""))
+        sdtest.assert_running(fx.pid)
+
+
+def test_did_you_mean():
+    with start("fx-idle") as fx:
+        r = sdtest.run("lcoks", fx.pid)
+        eq(r.rc, 64, r.err)
+        contains(r.err, "did you mean 'locks'?")
+        r = sdtest.run("locks", "--cuont", "3", fx.pid)
+        eq(r.rc, 64, r.err)
+        contains(r.err, "unknown option --cuont (did you mean --count? see 'stackdump locks --help')")
+        r = sdtest.run("-c", "lcoks", fx.pid)
+        contains(r.err, "unknown command: lcoks (did you mean 'locks'?)")
+        # Nothing close: no guess.
+        r = sdtest.run("-c", "zzzzzz", fx.pid)
+        contains(r.err, "unknown command: zzzzzz (try 'help')")
 
 
 if __name__ == "__main__":
