@@ -37,18 +37,32 @@ size_t holders_of(pid_t pid, const struct sd_snapshot *s, struct sd_holder **out
 {
 	struct sd_holder *v = NULL;
 	size_t n = 0, cap = 0;
+	uint64_t *read_addr = NULL;
+	pid_t *read_owner = NULL;
+	size_t nread = 0, rcap = 0, ocap = 0;
 	for (size_t i = 0; i < s->nthreads; i++) {
 		const struct sd_thread *w = &s->threads[i];
 		if (!locks_is_wait(w->wait.kind) || locks_is_idle(w->wait.kind) ||
 		    w->wait.kind == SD_WAIT_JOIN)
 			continue;
 		pid_t owner = w->wait.owner_known ? w->wait.owner : 0;
-		if (!owner && w->syscall_nr == 202 && w->wait.kind == SD_WAIT_MUTEX)
-			owner = holders_live_mutex_owner(pid, w->syscall_args[0],
-							 w->syscall_args[1], w->syscall_args[2]);
+		size_t k = 0;
+		if (!owner && w->syscall_nr == 202 && w->wait.kind == SD_WAIT_MUTEX) {
+			/* One read per lock, however many wait on it. */
+			while (k < nread && read_addr[k] != w->wait.address)
+				k++;
+			if (k == nread) {
+				sd_grow(&read_addr, &rcap, nread + 1, sizeof(*read_addr));
+				sd_grow(&read_owner, &ocap, nread + 1, sizeof(*read_owner));
+				read_addr[nread] = w->wait.address;
+				read_owner[nread++] = holders_live_mutex_owner(
+				    pid, w->syscall_args[0], w->syscall_args[1], w->syscall_args[2]);
+			}
+			owner = read_owner[k];
+		}
 		if (owner <= 0 || owner == w->tid || !snapshot_find_thread(s, owner))
 			continue;
-		size_t k = 0;
+		k = 0;
 		while (k < n && !(v[k].tid == owner && v[k].address == w->wait.address))
 			k++;
 		if (k == n) {
@@ -63,6 +77,8 @@ size_t holders_of(pid_t pid, const struct sd_snapshot *s, struct sd_holder **out
 			v[k].symbol = w->wait.symbol;
 		v[k].nwaiters++;
 	}
+	free(read_addr);
+	free(read_owner);
 	if (n > 1)
 		qsort(v, n, sizeof(*v), by_waiters);
 	*out = v;

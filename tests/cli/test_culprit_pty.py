@@ -9,6 +9,7 @@
 # the fixtures' own knowledge: the thread names they give (from /proc).
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -286,6 +287,33 @@ def test_did_you_mean():
         # Nothing close: no guess.
         r = sdtest.run("-c", "zzzzzz", fx.pid)
         contains(r.err, "unknown command: zzzzzz (try 'help')")
+
+
+def svg_functions(path):
+    import xml.etree.ElementTree as ET
+    ns = "{http://www.w3.org/2000/svg}"
+    return {g.find(ns + "title").text.split(" (")[0]
+            for g in ET.parse(path).getroot().iter(ns + "g") if g.get("class") == "f"}
+
+
+def test_flame_graph_keeps_the_holder_when_idle_is_hidden():
+    # fx-pool's flusher holds g_pool_lock while it sleeps (an idle-looking
+    # wait); the http threads wait for it. Idle stacks are hidden by
+    # default in an SVG: the holder's stays.
+    d = tempfile.mkdtemp(prefix="sd-culprit-svg-")
+    try:
+        with start("fx-pool", 6, 2, parked=8) as fx:
+            for engine in ("perf", "ptrace"):
+                path = os.path.join(d, "%s.svg" % engine)
+                r = sdtest.run("profile", fx.pid, "-c", "5", "-r", "20", "-e", engine,
+                               "-f", "svg", "-o", path)
+                eq(r.rc, 0, r.err)
+                names = svg_functions(path)
+                ok("flush_locked" in names and "flusher_main" in names,
+                   "%s: the holder's stack is missing: %s" % (engine, sorted(names)))
+                ok("worker_main" not in names, "%s: idle workers shown" % engine)
+    finally:
+        shutil.rmtree(d, True)
 
 
 if __name__ == "__main__":
