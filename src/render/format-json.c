@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // JSON rendering of snapshots through the streaming writer (jsonw.h): the
-// dump schema of the README, which the saved format (snapio.c) extends.
+// dump schema of docs/json.md, which the saved format (snapio.c) extends.
 #include <stdio.h>
 
 #include "format.h"

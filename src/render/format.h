@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The render stage for snapshots: text for people, JSON for programs (a
-// public interface, documented in the README).
+// public interface, documented in docs/json.md).
 #ifndef SD_FORMAT_H
 #define SD_FORMAT_H
 
@@ -66,7 +66,7 @@ void format_fit_width(struct strbuf *out, size_t from, int width);
 void format_text_holds(struct strbuf *out, const struct sd_thread *th, long idx,
 		       const struct sd_render_opts *o);
 
-/* JSON, written through W (jsonw.h): the dump schema of the README. */
+/* JSON, written through W (jsonw.h): the dump schema of docs/json.md. */
 void format_json_snapshot(struct jsonw *w, const struct sd_snapshot *s);
 /* One frame's object, as in a thread's "frames" (format-frame.c). */
 void format_json_frame(struct jsonw *w, const struct sd_frame *f);
@@ -106,7 +106,7 @@ void format_text_locks(struct strbuf *out, const struct sd_snapshot *s,
 		       size_t nsnaps, double span, const struct sd_render_opts *o);
 /* The JSON of the lock view, written through W: {"pid", "comm", ...,
  * "locks", "idle", "deadlocks"} plus, for a series, "snapshots", "seconds"
- * and "parked". The schema is in the README. */
+ * and "parked". The schema is in docs/json.md. */
 void format_json_locks(struct jsonw *w, const struct sd_snapshot *s, const struct sd_lockgraph *g,
 		       const struct sd_parked *parked, size_t nparked, size_t nsnaps, double span);
 
