@@ -3,6 +3,7 @@
 // template arguments (Rust's and C++'s can be hundreds of characters), and
 // lines broken to the width of the terminal, indented, so that none wraps
 // at the terminal's whim.
+#include <stdlib.h>
 #include <string.h>
 
 #include "format.h"
@@ -154,4 +155,83 @@ void format_fit_width(struct strbuf *out, size_t from, int width)
 	out->buf[from] = '\0';
 	strbuf_add(out, fit.buf, fit.len);
 	strbuf_release(&fit);
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* V (N numbers) sorted, as ranges "4..9,12" after PREFIX, cut with "..."
+ * after about LIMIT bytes. */
+static void add_ranges(struct strbuf *out, long *v, size_t n, size_t limit)
+{
+	qsort(v, n, sizeof(*v), cmp_long);
+	size_t start = out->len;
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		while (j + 1 < n && v[j + 1] <= v[j] + 1)
+			j++;
+		if (out->len - start > limit) {
+			strbuf_adds(out, ",...");
+			return;
+		}
+		strbuf_adds(out, i ? "," : "");
+		if (v[j] > v[i])
+			strbuf_addf(out, "%ld..%ld", v[i], v[j]);
+		else
+			strbuf_addf(out, "%ld", v[i]);
+		i = j + 1;
+	}
+}
+
+void format_names_ranges(struct strbuf *out, const char *const *names, const pid_t *tids, size_t n,
+			 size_t limit)
+{
+	long *num = sd_xcalloc(n ? n : 1, sizeof(*num));
+	const char *a = n && names[0] ? names[0] : "";
+	size_t pre = strlen(a);
+	while (pre && a[pre - 1] >= '0' && a[pre - 1] <= '9')
+		pre--;
+	int numbered = n > 0 && pre < strlen(a), same = n > 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *b = names[i] ? names[i] : "";
+		same &= !strcmp(a, b);
+		if (!numbered)
+			continue;
+		char *end;
+		if (strncmp(a, b, pre) || b[pre] < '0' || b[pre] > '9') {
+			numbered = 0;
+			continue;
+		}
+		num[i] = strtol(b + pre, &end, 10);
+		numbered &= !*end;
+	}
+	strbuf_adds(out, "\"");
+	if (same) {
+		strbuf_add_escaped(out, a);
+		if (n > 1)
+			strbuf_addf(out, "\" (%zu)", n);
+		else
+			strbuf_adds(out, "\"");
+	} else if (numbered) {
+		strbuf_add_escapedn(out, a, pre);
+		add_ranges(out, num, n, limit);
+		strbuf_adds(out, "\"");
+	} else {
+		size_t shown = 0;
+		for (; shown < n && out->len < limit; shown++) {
+			strbuf_adds(out, shown ? ", " : "");
+			strbuf_add_escaped(out, names[shown] ? names[shown] : "");
+		}
+		strbuf_adds(out, "\"");
+		if (shown < n)
+			strbuf_addf(out, " and %zu more", n - shown);
+	}
+	for (size_t i = 0; i < n; i++)
+		num[i] = tids[i];
+	strbuf_adds(out, ", TIDs ");
+	add_ranges(out, num, n, limit);
+	free(num);
 }

@@ -54,6 +54,13 @@ void format_text_stack(struct strbuf *out, const struct sd_thread *th, size_t in
  * ("operator<<") and qualified paths ("<T as Trait>::f") keep their
  * brackets. */
 void format_short_name(struct strbuf *out, const char *name);
+/* The N threads named NAMES[i] (TIDS[i]) in one short phrase:
+ * "\"http-worker-0..49\", TIDs 4244..4293" when the names differ only in
+ * a trailing number, "\"pool\" (3), TIDs ..." when they are one name,
+ * else the first names and "and N more"; each list cut after about LIMIT
+ * bytes. Names are escaped. */
+void format_names_ranges(struct strbuf *out, const char *const *names, const pid_t *tids, size_t n,
+			 size_t limit);
 /* Break every line of OUT from byte FROM on that is wider than WIDTH
  * columns (escape sequences take none) at its last space that fits, the
  * rest on lines indented 4 more, so that a terminal of that width wraps

@@ -316,5 +316,39 @@ def test_flame_graph_keeps_the_holder_when_idle_is_hidden():
         shutil.rmtree(d, True)
 
 
+def test_report_names_the_holder_on_its_first_screen():
+    d = tempfile.mkdtemp(prefix="sd-culprit-rec-")
+    try:
+        with pool() as fx:
+            syncer = syncer_of(fx)
+            rec = os.path.join(d, "rec")
+            r = sdtest.run("record", fx.pid, "--out", rec, "--every", "200ms", "--count", "4",
+                           "-q")
+            eq(r.rc, 0, r.err)
+        for cols, rows in SIZES:
+            rc, lines = at_terminal(["report", rec], cols, rows)
+            eq(rc, 0, "\n".join(lines[:20]))
+            scr = first_screen(lines, rows)
+            contains(scr, 'held by %d "syncer"' % syncer)
+            contains(scr, '%d threads: "http-worker-0..%d"' % (WORKERS, WORKERS - 1))
+            no_wraps(lines, cols, "report at %d" % cols)
+        # The pool is folded everywhere in the text: the stuck threads and
+        # the timeline are one entry each, not one per thread.
+        r = sdtest.run("report", rec)
+        eq(r.rc, 0, r.err)
+        contains(r.out, '%d threads "http-worker-0..%d"' % (WORKERS, WORKERS - 1))
+        contains(r.out, "(%d threads alike)" % WORKERS)
+        ok(r.out.count("handle_request") <= 3, "the workers' stack repeats")
+        ok(r.out.count("\n") < 200, "%d lines" % r.out.count("\n"))
+        contains(r.out, "holds what others wait for")
+        # JSON keeps every thread.
+        doc = sdtest.run("report", "--format", "json", rec).json()
+        stuck = [f for f in doc["findings"] if f["kind"] == "stuck"]
+        eq(len(stuck), 1, doc["findings"])
+        eq(len(stuck[0]["tids"]), WORKERS)
+    finally:
+        shutil.rmtree(d, True)
+
+
 if __name__ == "__main__":
     sdtest.main(globals())
