@@ -275,11 +275,43 @@ static void add_parked(struct strbuf *out, const struct sd_snapshot *s,
 	}
 	strbuf_addf(out, "Parked on the same lock in all %zu snapshots, over %.2f s:\n", nsnaps,
 		    span);
+	char *done = sd_xcalloc(nparked + 1, 1);
+	const char **names = sd_xcalloc(nparked + 1, sizeof(*names));
+	pid_t *tids = sd_xcalloc(nparked + 1, sizeof(*tids));
 	for (size_t i = 0; i < nparked; i++) {
 		const struct sd_parked *p = &parked[i];
-		if (locks_is_idle(p->wait.kind))
+		if (locks_is_idle(p->wait.kind) || done[i])
 			continue;
 		const struct sd_thread *th = snapshot_find_thread(s, p->tid);
+		/* Threads parked alike (same lock, holder, none moved) from
+		 * RANGE_FROM on: one line, their names and TIDs as ranges. */
+		size_t n = 0;
+		for (size_t k = i; k < nparked && !p->moved; k++) {
+			const struct sd_parked *q = &parked[k];
+			if (!done[k] && !q->moved && q->wait.kind == p->wait.kind &&
+			    q->wait.address == p->wait.address && q->wait.owner == p->wait.owner) {
+				names[n] = q->name;
+				tids[n++] = q->tid;
+			}
+		}
+		if (n >= RANGE_FROM) {
+			double least = p->seconds;
+			for (size_t k = i; k < nparked; k++) {
+				const struct sd_parked *q = &parked[k];
+				if (!done[k] && !q->moved && q->wait.kind == p->wait.kind &&
+				    q->wait.address == p->wait.address && q->wait.owner == p->wait.owner) {
+					done[k] = 1;
+					least = q->seconds < least ? q->seconds : least;
+				}
+			}
+			strbuf_addf(out, "  %zu threads ", n);
+			format_names_ranges(out, names, tids, n, RANGE_MAX);
+			strbuf_adds(out, " waiting for ");
+			if (th)
+				format_text_wait(out, s, th);
+			strbuf_addf(out, ": at least %.2f s, none moved\n", least);
+			continue;
+		}
 		strbuf_adds(out, "  ");
 		add_thread_label(out, s, p->tid);
 		strbuf_adds(out, " waiting for ");
@@ -292,6 +324,9 @@ static void add_parked(struct strbuf *out, const struct sd_snapshot *s,
 		else
 			strbuf_addf(out, ": at least %.2f s, did not move\n", p->seconds);
 	}
+	free(done);
+	free(names);
+	free(tids);
 	if (idle)
 		strbuf_addf(out, "  (and %zu idle on condvars throughout)\n", idle);
 }

@@ -350,5 +350,20 @@ def test_report_names_the_holder_on_its_first_screen():
         shutil.rmtree(d, True)
 
 
+def test_locks_count_folds_the_parked_pool():
+    with pool() as fx:
+        syncer = syncer_of(fx)
+        r = sdtest.run("locks", "--count", "3", "--interval", "100ms", fx.pid)
+        eq(r.rc, 0, r.err)
+        tail = r.out[r.out.index("Parked on the same lock in all 3 snapshots"):]
+        ok(re.search(r'\n  %d threads "http-worker-0\.\.%d", TIDs \d+\.\.\d+ waiting for mutex '
+                     r'0x[0-9a-f]+ <g_journal_lock> held by %d "syncer": at least [\d.]+ s, '
+                     r'none moved\n' % (WORKERS, WORKERS - 1, syncer), tail), tail)
+        eq(tail.count("http-worker-"), 1, tail)
+        doc = sdtest.run("locks", "--count", "3", "--interval", "100ms", "--format", "json",
+                         fx.pid).json()
+        eq(len([p for p in doc["parked"] if p["name"].startswith("http-worker-")]), WORKERS)
+
+
 if __name__ == "__main__":
     sdtest.main(globals())
