@@ -60,6 +60,21 @@ static const struct cmd_option top_options[] = {
     {0},
 };
 
+/* What a thread of stack PST does now, as top shows it: the innermost
+ * frame of the program itself (EXE), as a reader looks for it, else the
+ * leaf (libc's futex_wait says less than the function that called it). */
+static const char *now_frame(const struct sd_pstack *pst, const char *exe)
+{
+	if (!pst || !pst->nframes)
+		return NULL;
+	const char *b = exe ? strrchr(exe, '/') : NULL;
+	b = b ? b + 1 : exe;
+	for (size_t k = 0; b && k < pst->nframes; k++)
+		if (pst->frames[k].module && !strcmp(pst->frames[k].module, b))
+			return pst->frames[k].name;
+	return pst->frames[0].name;
+}
+
 static int terminal_rows(FILE *f)
 {
 	struct winsize ws;
@@ -270,9 +285,7 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			y->on_cpu += on;
 			y->idle = is_idle;
 			y->rank = top_state_rank(x, is_idle);
-			y->now = groups[i] >= 0 && p->stacks[groups[i]].nframes
-					 ? p->stacks[groups[i]].frames[0].name
-					 : NULL;
+			y->now = now_frame(pst, s->exe);
 			y->holding = hd ? hd->nwaiters : 0;
 			y->holds[0] = '\0';
 			if (hd && hd->symbol)

@@ -41,8 +41,8 @@ void threads_print_table(struct cmd_ctx *ctx, const char *header, struct cells *
 			 const char *footer)
 {
 	size_t w[6] = {3, 4, 1, 4, 4, 5}; /* TID NAME S WAIT CPU% WCHAN */
-	/* HOLDS, between NAME and S, when a thread holds what others wait
-	 * on: the holder must not hide among its waiters. */
+	/* HOLDS, last (scripts keep their columns), when a thread holds
+	 * what others wait on: the holder must not hide among its waiters. */
 	size_t wh = 0;
 	for (size_t i = 0; i < n; i++)
 		if (c[i].holds.len > wh)
@@ -61,20 +61,17 @@ void threads_print_table(struct cmd_ctx *ctx, const char *header, struct cells *
 	struct strbuf sb;
 	strbuf_init(&sb);
 	strbuf_addf(&sb, "%s\n%s", header, bold);
-	strbuf_addf(&sb, "%*s  %-*s  ", (int)w[0], "TID", (int)w[1], "NAME");
+	strbuf_addf(&sb, "%*s  %-*s  %-*s  %-*s  %*s  ", (int)w[0], "TID", (int)w[1], "NAME",
+		    (int)w[2], "S", (int)w[3], "WAIT", (int)w[4], "CPU%");
 	if (wh)
-		strbuf_addf(&sb, "%-*s  ", (int)wh, "HOLDS");
-	strbuf_addf(&sb, "%-*s  %-*s  %*s  %s%s\n", (int)w[2], "S", (int)w[3], "WAIT", (int)w[4],
-		    "CPU%", "WCHAN", reset);
+		strbuf_addf(&sb, "%-*s  HOLDS%s\n", (int)w[5], "WCHAN", reset);
+	else
+		strbuf_addf(&sb, "WCHAN%s\n", reset);
 	for (size_t i = 0; i < n; i++) {
 		pad(&sb, &c[i].tid, w[0], 1);
 		strbuf_adds(&sb, "  ");
 		pad(&sb, &c[i].name, w[1], 0);
 		strbuf_adds(&sb, "  ");
-		if (wh) {
-			pad(&sb, &c[i].holds, wh, 0);
-			strbuf_adds(&sb, "  ");
-		}
 		pad(&sb, &c[i].state, w[2], 0);
 		strbuf_adds(&sb, "  ");
 		if (c[i].lock)
@@ -85,7 +82,17 @@ void threads_print_table(struct cmd_ctx *ctx, const char *header, struct cells *
 		strbuf_adds(&sb, "  ");
 		pad(&sb, &c[i].cpu, w[4], 1);
 		strbuf_adds(&sb, "  ");
-		strbuf_add(&sb, c[i].wchan.buf, c[i].wchan.len);
+		if (wh) {
+			pad(&sb, &c[i].wchan, w[5], 0);
+			strbuf_adds(&sb, "  ");
+			if (c[i].holds.len)
+				strbuf_adds(&sb, yellow);
+			strbuf_add(&sb, c[i].holds.buf, c[i].holds.len);
+			if (c[i].holds.len)
+				strbuf_adds(&sb, reset);
+		} else {
+			strbuf_add(&sb, c[i].wchan.buf, c[i].wchan.len);
+		}
 		while (sb.len && sb.buf[sb.len - 1] == ' ')
 			sb.buf[--sb.len] = '\0';
 		strbuf_adds(&sb, "\n");

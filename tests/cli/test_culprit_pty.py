@@ -172,7 +172,7 @@ def test_threads_has_a_holds_column():
         r = sdtest.run("threads", fx.pid)
         eq(r.rc, 0, r.err)
         lines = r.out.split("\n")
-        ok(re.match(r"\s*TID  NAME\s+HOLDS\s+S  WAIT", lines[1]), r.out[:300])
+        ok(re.match(r"\s*TID  NAME\s+S  WAIT\s+CPU%  WCHAN\s+HOLDS$", lines[1]), r.out[:300])
         row = [ln for ln in lines if re.match(r"\s*%d  syncer " % syncer, ln)]
         eq(len(row), 1, r.out)
         contains(row[0], "(%d waiting)" % WORKERS)
@@ -356,7 +356,7 @@ def test_locks_count_folds_the_parked_pool():
         r = sdtest.run("locks", "--count", "3", "--interval", "100ms", fx.pid)
         eq(r.rc, 0, r.err)
         tail = r.out[r.out.index("Parked on the same lock in all 3 snapshots"):]
-        ok(re.search(r'\n  %d threads "http-worker-0\.\.%d", TIDs \d+\.\.\d+ waiting for mutex '
+        ok(re.search(r'\n  %d threads "http-worker-0\.\.%d", TIDs [\d.,]+ waiting for mutex '
                      r'0x[0-9a-f]+ <g_journal_lock> held by %d "syncer": at least [\d.]+ s, '
                      r'none moved\n' % (WORKERS, WORKERS - 1, syncer), tail), tail)
         eq(tail.count("http-worker-"), 1, tail)
