@@ -365,5 +365,17 @@ def test_locks_count_folds_the_parked_pool():
         eq(len([p for p in doc["parked"] if p["name"].startswith("http-worker-")]), WORKERS)
 
 
+def test_verbose_pause_breakdown_adds_up():
+    with pool() as fx:
+        for _ in range(3):
+            r = sdtest.run("-v", fx.pid)
+            eq(r.rc, 0, r.err)
+            paused = float(re.search(r"(?m)^PID \d+ .*, paused ([\d.]+) ms", r.out).group(1))
+            line = re.search(r"(?m)^  pause: (.*)$", r.out).group(1)
+            parts = [float(x) for x in re.findall(r"([\d.]+) ms", line)]
+            ok(sum(parts) >= paused - 0.05,
+               "the breakdown (%s) does not add up to the pause %.2f ms" % (line, paused))
+
+
 if __name__ == "__main__":
     sdtest.main(globals())
