@@ -377,5 +377,32 @@ def test_verbose_pause_breakdown_adds_up():
                "the breakdown (%s) does not add up to the pause %.2f ms" % (line, paused))
 
 
+def test_diff_says_what_is_within_noise():
+    d = tempfile.mkdtemp(prefix="sd-culprit-diff-")
+    try:
+        a, b = os.path.join(d, "a.folded"), os.path.join(d, "b.folded")
+        # 100 samples each: +3 points of 50% is well within the noise of
+        # such counts; 10% to 40% is not.
+        with open(a, "w") as f:
+            f.write("main;work;hot 50\nmain;work;cold 40\nmain;rare 10\n")
+        with open(b, "w") as f:
+            f.write("main;work;hot 53\nmain;work;cold 7\nmain;rare 40\n")
+        r = sdtest.run("diff", a, b)
+        eq(r.rc, 0, r.err)
+        grew, rest = r.out.split("Stacks that shrank:")
+        shrank, noise = rest.split("Within sampling noise")
+        ok(re.search(r"(?m)^\s+\+30\.0\s+10\.0% ->\s+40\.0%\s+rare < main$", grew), r.out)
+        ok(re.search(r"(?m)^\s+-33\.0\s+40\.0% ->\s+7\.0%\s+cold < work < main$", shrank), r.out)
+        ok("hot" not in grew and "hot" not in shrank, r.out)
+        contains(noise, "(a 95% interval of the counts): 1 stack")
+        ok(re.search(r"(?m)^\s+\+3\.0\s+50\.0% ->\s+53\.0%\s+hot < work < main$", noise), r.out)
+        fn = r.out[r.out.index("Self time by function:"):]
+        ok(re.search(r"(?m)^\s+\+3\.0\s+50\.0% ->\s+53\.0%\s+hot  \(within noise\)$", fn), fn)
+        # The significant ones first.
+        ok(fn.index("cold") < fn.index("hot"), fn)
+    finally:
+        shutil.rmtree(d, True)
+
+
 if __name__ == "__main__":
     sdtest.main(globals())
