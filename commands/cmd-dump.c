@@ -35,7 +35,7 @@ static const struct cmd_option dump_options[] = {
 	[DUMP_FULL_NAMES] = OPT_FLAG("full-names", 0,
 				     "function names with their generic and template arguments"),
 	[DUMP_ALL_FRAMES] = OPT_FLAG("all-frames", 0,
-				     "every frame on its own line (no recursion folded)"),
+				     "every frame on its own line (no recursion or runtime run folded)"),
 	{0},
 };
 
@@ -309,9 +309,11 @@ const struct cmd_entry cmd_dump_entry = {
 	    "names and TIDs compressed (worker-1..200); at a terminal, 4 or more identical\n"
 	    "ones are (--no-group, or 'set group off' in the shell, turns it off); output\n"
 	    "to a pipe or a file is grouped only when asked. Text shows function names\n"
-	    "without generic or template arguments (--full-names, -v: in full) and a\n"
-	    "recursion as one line with its count (--all-frames: each frame); at a\n"
-	    "terminal, lines fit its width. JSON always has everything.\n"
+	    "without generic or template arguments (--full-names, -v: in full), a\n"
+	    "recursion as one line with its count, and runs of runtime frames (Rust's\n"
+	    "std, core, alloc, tokio::runtime, Go's runtime) past the program's first\n"
+	    "frame as one line (--all-frames: each frame); at a terminal, lines fit its\n"
+	    "width. JSON always has everything.\n"
 	    "A Go program is shown as its goroutines, in the form of Go's own traceback\n"
 	    "(read from the runtime's structures without stopping them), then its threads,\n"
 	    "each with the goroutine it runs; at a terminal, 4 or more identical goroutines\n"

@@ -34,7 +34,7 @@ static const struct cmd_option locks_options[] = {
     [LOCKS_FULL_NAMES] = OPT_FLAG("full-names", 0,
 				  "function names with their generic and template arguments"),
     [LOCKS_ALL_FRAMES] = OPT_FLAG("all-frames", 0,
-				  "every frame on its own line (no recursion folded)"),
+				  "every frame on its own line (no recursion or runtime run folded)"),
     {0},
 };
 

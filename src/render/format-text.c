@@ -211,8 +211,76 @@ static int holds_at(const struct sd_thread *th, size_t k)
 	return 0;
 }
 
-/* Recursions shorter than this keep a line per frame. */
+/* Recursions shorter than this keep a line per frame; so do runs of
+ * runtime frames. */
 #define FOLD_FROM 3
+
+/* The runtime or standard library frame F belongs to ("std", "core",
+ * "alloc", "tokio::runtime", Go's "runtime"), or NULL: the program's own,
+ * or a library's. */
+static const char *runtime_of(const struct sd_frame *f)
+{
+	static const struct {
+		const char *prefix, *name;
+	} rt[] = {
+	    {"std::", "std"},
+	    {"core::", "core"},
+	    {"alloc::", "alloc"},
+	    {"tokio::runtime::", "tokio::runtime"},
+	    {"__rust_begin_short_backtrace", "std"},
+	    {"__rust_end_short_backtrace", "std"},
+	    {"__rust_try", "std"},
+	    {"runtime.", "runtime"},
+	};
+	const char *fn = f->function;
+	if (!fn)
+		return NULL;
+	if (*fn == '<')
+		fn++;
+	for (size_t i = 0; i < sizeof(rt) / sizeof(rt[0]); i++)
+		if (!strncmp(fn, rt[i].prefix, strlen(rt[i].prefix)))
+			return rt[i].name;
+	return NULL;
+}
+
+/* Past the program's first frame, a run of FOLD_FROM or more runtime
+ * frames from K on holding nothing: its last index (K when none). */
+static size_t runtime_run(const struct sd_thread *th, size_t k, size_t first_own)
+{
+	if (k < first_own || !runtime_of(&th->frames[k]))
+		return k;
+	size_t last = k;
+	while (last + 1 < th->nframes && runtime_of(&th->frames[last + 1]) && !holds_at(th, last + 1))
+		last++;
+	return last + 1 - k >= FOLD_FROM && !holds_at(th, k) ? last : k;
+}
+
+/* "... 12 frames of std, core" for frames K..LAST of TH. */
+static void runtime_line(struct strbuf *out, size_t indent, const struct sd_thread *th, size_t k,
+			 size_t last, const struct sd_render_opts *o)
+{
+	for (size_t i = 0; i < indent; i++)
+		strbuf_adds(out, " ");
+	strbuf_addf(out, "  #%zu-#%zu %s... %zu frames of ", k, last, col(o, C_DIM), last - k + 1);
+	const char *seen[4] = {0};
+	size_t ns = 0;
+	for (size_t i = k; i <= last; i++) {
+		const char *r = runtime_of(&th->frames[i]);
+		int dup = 0;
+		for (size_t j = 0; j < ns; j++)
+			dup |= !strcmp(seen[j], r);
+		if (dup)
+			continue;
+		if (ns == 3) {
+			strbuf_adds(out, ", ...");
+			break;
+		}
+		strbuf_adds(out, ns ? ", " : "");
+		strbuf_adds(out, r);
+		seen[ns++] = r;
+	}
+	strbuf_addf(out, " (--all-frames shows them)%s\n", col(o, C_RESET));
+}
 
 void format_text_stack(struct strbuf *out, const struct sd_thread *th, size_t indent,
 		       const struct sd_render_opts *o)
@@ -223,8 +291,21 @@ void format_text_stack(struct strbuf *out, const struct sd_thread *th, size_t in
 		narrow.width = o->width > (int)indent + 20 ? o->width - (int)indent : 20;
 		o = &narrow;
 	}
+	/* The innermost runtime frames say what the thread waits in: they
+	 * stay; past the program's first frame, runs of them fold. */
+	size_t first_own = th->nframes;
+	const char *own = o ? o->main_module : NULL;
+	for (size_t k = 0; own && k < th->nframes && first_own == th->nframes; k++)
+		if (th->frames[k].function && !runtime_of(&th->frames[k]) && th->frames[k].module &&
+		    !strcmp(th->frames[k].module, own))
+			first_own = k;
 	for (size_t k = 0; k < th->nframes; k++) {
 		size_t last = k;
+		if (!(o && o->all_frames) && (last = runtime_run(th, k, first_own)) > k) {
+			runtime_line(out, indent, th, k, last, o);
+			k = last;
+			continue;
+		}
 		if (!(o && o->all_frames) && !holds_at(th, k))
 			while (last + 1 < th->nframes && same_call(&th->frames[k], &th->frames[last + 1]) &&
 			       !holds_at(th, last + 1))

@@ -404,5 +404,32 @@ def test_diff_says_what_is_within_noise():
         shutil.rmtree(d, True)
 
 
+def test_runtime_frames_fold_program_frames_stay():
+    with start("fx-rust", blocked=4) as fx:
+        r = sdtest.run(fx.pid)
+        eq(r.rc, 0, r.err)
+        folded = re.findall(r"(?m)^  #(\d+)-#(\d+) \.\.\. (\d+) frames of ([\w:, .]+) "
+                            r"\(--all-frames shows them\)$", r.out)
+        ok(folded, r.out[:3000])
+        for a, b, n, _ in folded:
+            eq(int(b) - int(a) + 1, int(n))
+        # The program's own frames are all there, and the innermost std
+        # frames that say what the thread waits in.
+        for fn in ("fx_rust::workers::park_inner", "fx_rust::workers::park_outer",
+                   "fx_rust::parker_main", "fx_rust::main", "std::thread::functions::park"):
+            contains(r.out, " %s " % fn)
+        ok("__rust_begin_short_backtrace" not in r.out, "a std run was not folded")
+        full = sdtest.run("--all-frames", fx.pid)
+        contains(full.out, "__rust_begin_short_backtrace")
+        ok(" frames of " not in full.out, "--all-frames folded something")
+        # JSON: every frame.
+        doc = sdtest.run("--format", "json", fx.pid).json()
+        fns = [f["function"] or "" for t in doc["threads"] for f in t["frames"]]
+        ok(any("__rust_begin_short_backtrace" in f for f in fns), "JSON lost frames")
+        njson = sum(len(t["frames"]) for t in doc["threads"])
+        ntext = len(re.findall(r"(?m)^  #\d+ ", full.out))
+        eq(ntext, njson, "--all-frames shows every frame JSON has")
+
+
 if __name__ == "__main__":
     sdtest.main(globals())
