@@ -144,8 +144,8 @@ static void frame_line(struct strbuf *out, size_t indent, size_t idx, size_t las
 		plen = (size_t)(noaddr - pre);
 		if (plen + name.len + where.len > width) {
 			cont = 1;
-			if (plen + name.len > width) {
-				size_t keep = width > plen + 8 ? width - plen - 3 : 5;
+			size_t keep = width > plen + 8 ? width - plen - 3 : 5;
+			if (plen + name.len > width && name.len > keep + 3) {
 				size_t head = keep * 2 / 3, tail = keep - head;
 				struct strbuf cut;
 				strbuf_init(&cut);
