@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "format.h"
+#include "locks.h"
+#include "terminal.h"
 #include "cmd.h"
 
 enum { CORE_FORMAT = SNAP_OPT__COUNT, CORE_GROUP, CORE_SYSROOT };
@@ -50,13 +52,28 @@ static int core_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		ro.no_source = cmd_has(ctx, SNAP_OPT_NO_SOURCE);
 		ro.color = ctx->color;
 		ro.group = cmd_has(ctx, CORE_GROUP);
+		ro.width = terminal_width(ctx->out);
 		struct strbuf sb;
 		strbuf_init(&sb);
+		/* The findings as in a dump: first at a terminal, else last. */
+		struct sd_lockgraph *g = locks_graph(s);
+		if (ro.width && format_text_findings(&sb, s, g, 0, &ro))
+			strbuf_adds(&sb, "\n");
 		format_text_snapshot(&sb, s, &ro);
+		if (!ro.width && format_findings_count(s, g)) {
+			strbuf_adds(&sb, "\n");
+			format_text_findings(&sb, s, g, 0, &ro);
+		}
+		locks_graph_free(g);
+		format_fit_width(&sb, 0, ro.width);
 		cmd_write(ctx, sb.buf, sb.len);
 		strbuf_release(&sb);
 	}
 	int rc = cmd_snapshot_status(s);
+	struct sd_lockgraph *g = locks_graph(s);
+	if (g->ndeadlocks && rc == EXIT_OK)
+		rc = EXIT_DEADLOCK; /* as in dump and locks */
+	locks_graph_free(g);
 	snapshot_free(s);
 	return rc;
 }
@@ -74,8 +91,10 @@ const struct cmd_entry cmd_core_entry = {
 	    "thread comes first, with the signal, its code and the faulting address. Fields\n"
 	    "only a live process has (wchan, scheduler counters, the pause) are null in JSON.\n"
 	    "'stackdump FILE', 'stackdump locks FILE' and '-f json FILE' read cores too.\n"
-	    "Exit status: 0 all threads shown, 1 partial, 2 failure (not a core, another\n"
-	    "architecture, truncated), 64 usage error.",
+	    "Deadlocks, the lock most waited for and threads in D come first at a terminal,\n"
+	    "last in a pipe, as in a dump.\n"
+	    "Exit status: 0 all threads shown, 3 a deadlock was found, 1 partial, 2 failure\n"
+	    "(not a core, another architecture, truncated), 64 usage error.",
 	.options = core_options,
 	.min_args = 1,
 	.max_args = 1,

@@ -7,10 +7,20 @@
 #include <unistd.h>
 
 #include "format.h"
+#include "locks.h"
 #include "symbols.h"
+#include "terminal.h"
 #include "cmd.h"
 
-enum { DUMP_FORMAT = SNAP_OPT__COUNT, DUMP_VERBOSE, DUMP_GROUP, DUMP_NO_GROUP, DUMP_THREADS };
+enum {
+	DUMP_FORMAT = SNAP_OPT__COUNT,
+	DUMP_VERBOSE,
+	DUMP_GROUP,
+	DUMP_NO_GROUP,
+	DUMP_THREADS,
+	DUMP_FULL_NAMES,
+	DUMP_ALL_FRAMES
+};
 
 static const struct cmd_option dump_options[] = {
 	CMD_SNAPSHOT_OPTIONS,
@@ -22,18 +32,20 @@ static const struct cmd_option dump_options[] = {
 	[DUMP_NO_GROUP] = OPT_FLAG("no-group", 0, "one stack per thread, even at a terminal"),
 	[DUMP_THREADS] = OPT_FLAG("threads", 0,
 				  "a Go program: only its threads, not its goroutines"),
+	[DUMP_FULL_NAMES] = OPT_FLAG("full-names", 0,
+				     "function names with their generic and template arguments"),
+	[DUMP_ALL_FRAMES] = OPT_FLAG("all-frames", 0,
+				     "every frame on its own line (no recursion or runtime run folded)"),
 	{0},
 };
 
-/* Threads above which a dump to a terminal is grouped unless told not to:
- * a page of stacks is still readable one by one, a pool is not. */
-#define GROUP_AUTO_THREADS 64
-
 /* Group the threads of S? --group/--no-group, then `set group`, then the
- * default: grouped at a terminal for a large process, never in a pipe
- * (scripts keep one stack per thread). */
+ * default: at a terminal, threads with identical stacks are one entry from
+ * 4 of them (2: the holder is not lost among 50 copies of its waiters);
+ * never in a pipe (scripts keep one stack per thread). */
 static int want_group(struct cmd_ctx *ctx, const struct sd_snapshot *s)
 {
+	(void)s;
 	if (cmd_has(ctx, DUMP_GROUP))
 		return 1;
 	if (cmd_has(ctx, DUMP_NO_GROUP))
@@ -41,7 +53,7 @@ static int want_group(struct cmd_ctx *ctx, const struct sd_snapshot *s)
 	int st = ctx->session ? ctx->session->settings.group : -1;
 	if (st >= 0)
 		return st;
-	return isatty(fileno(ctx->out)) && s->nthreads > GROUP_AUTO_THREADS;
+	return isatty(fileno(ctx->out)) ? 2 : 0;
 }
 
 /* Goroutines of a Go program grouped? --group merges every set of
@@ -65,17 +77,21 @@ struct dump_json {
 	size_t n, cap;
 };
 
-/* Print one snapshot in the chosen format (JSON: into DJ). */
-static void emit(struct cmd_ctx *ctx, struct sd_target *t, struct sd_snapshot *s,
-		 struct dump_json *dj)
+/* Print one snapshot in the chosen format (JSON: into DJ). Returns 1 when
+ * S holds a deadlock (the exit status says it, as `locks` does). */
+static int emit(struct cmd_ctx *ctx, struct sd_target *t, struct sd_snapshot *s,
+		struct dump_json *dj)
 {
+	struct sd_lockgraph *g = locks_graph(s);
+	int deadlock = g->ndeadlocks > 0;
 	if (dj) {
+		locks_graph_free(g);
 		sd_grow(&dj->docs, &dj->cap, dj->n + 1, sizeof(*dj->docs));
 		struct jsonw w;
 		cmd_json_init(&w, &dj->docs[dj->n++]);
 		format_json_snapshot(&w, s);
 		jsonw_release(&w);
-		return;
+		return deadlock;
 	}
 	struct sd_render_opts ro = {0};
 	ro.no_source = cmd_has(ctx, SNAP_OPT_NO_SOURCE);
@@ -83,9 +99,25 @@ static void emit(struct cmd_ctx *ctx, struct sd_target *t, struct sd_snapshot *s
 	ro.verbose = cmd_has(ctx, DUMP_VERBOSE);
 	ro.group = want_group(ctx, s);
 	ro.go_group = want_go_group(ctx);
+	ro.full_names = cmd_has(ctx, DUMP_FULL_NAMES) || ro.verbose;
+	ro.all_frames = cmd_has(ctx, DUMP_ALL_FRAMES);
+	ro.width = terminal_width(ctx->out);
 	struct strbuf sb;
 	strbuf_init(&sb);
+	/* The findings (deadlocks, the lock most waited for and its holder,
+	 * threads in D) come first at a terminal, where the first screen is
+	 * what is read, and last in a pipe, where the stacks keep their place
+	 * for scripts and the tail is what is read. */
+	int first = isatty(fileno(ctx->out));
+	if (first && format_text_findings(&sb, s, g, 0, &ro))
+		strbuf_adds(&sb, "\n");
 	format_text_snapshot(&sb, s, &ro);
+	if (!first && format_findings_count(s, g)) {
+		strbuf_adds(&sb, "\n");
+		format_text_findings(&sb, s, g, 0, &ro);
+	}
+	locks_graph_free(g);
+	format_fit_width(&sb, 0, ro.width);
 	if (ro.verbose && t) {
 		uint64_t lookups, hits;
 		symbols_stats(t->sym, &lookups, &hits);
@@ -95,6 +127,7 @@ static void emit(struct cmd_ctx *ctx, struct sd_target *t, struct sd_snapshot *s
 	}
 	cmd_write(ctx, sb.buf, sb.len);
 	strbuf_release(&sb);
+	return deadlock;
 }
 
 /* Print the documents of DJ (if any) and release them. */
@@ -151,9 +184,11 @@ static int dump_loaded(struct cmd_ctx *ctx, const pid_t *sel, size_t nsel, const
 	} else {
 		struct dump_json dj = {0};
 		int json = cmd_is(ctx, DUMP_FORMAT, "json");
-		emit(ctx, NULL, &view, json ? &dj : NULL);
+		int dl = emit(ctx, NULL, &view, json ? &dj : NULL);
 		print_json(ctx, &dj);
 		rc = cmd_snapshot_status(&view);
+		if (dl && rc == EXIT_OK)
+			rc = EXIT_DEADLOCK;
 	}
 	free(view.threads);
 	return rc;
@@ -194,9 +229,11 @@ static int dump_shell(struct cmd_ctx *ctx, int argc, char **argv, struct sd_snap
 	}
 	struct dump_json dj = {0};
 	int json = cmd_is(ctx, DUMP_FORMAT, "json");
-	emit(ctx, t, s, json ? &dj : NULL);
+	int dl = emit(ctx, t, s, json ? &dj : NULL);
 	print_json(ctx, &dj);
 	int rc = cmd_snapshot_status(s);
+	if (dl && rc == EXIT_OK)
+		rc = EXIT_DEADLOCK;
 	snapshot_free(ctx->session->last);
 	ctx->session->last = s;
 	return rc;
@@ -222,7 +259,7 @@ static int dump_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	int json = cmd_is(ctx, DUMP_FORMAT, "json");
 	/* Read from /proc only what the text shows (nothing is kept). */
 	o.text_only = !json;
-	int ok = 0, failed = (int)ctx->target.failed, partial = 0;
+	int ok = 0, failed = (int)ctx->target.failed, partial = 0, deadlocks = 0;
 	for (size_t i = 0; i < ctx->target.nprocs && !cmd_interrupted; i++) {
 		struct cmd_proc *pr = &ctx->target.procs[i];
 		struct sd_error err = {0};
@@ -233,7 +270,7 @@ static int dump_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		} else {
 			if (!json && i > 0)
 				cmd_print(ctx, "\n");
-			emit(ctx, pr->t, s, json ? &dj : NULL);
+			deadlocks += emit(ctx, pr->t, s, json ? &dj : NULL);
 			if (s->partial)
 				partial++;
 			ok++;
@@ -252,6 +289,9 @@ static int dump_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	}
 	if (!ok)
 		return EXIT_FAIL;
+	/* A deadlock is what the reader must act on, as in `locks`. */
+	if (deadlocks)
+		return EXIT_DEADLOCK;
 	if (failed || partial)
 		return EXIT_PARTIAL;
 	return EXIT_OK;
@@ -266,15 +306,22 @@ const struct cmd_entry cmd_dump_entry = {
 	    "Freezes every thread (PTRACE_SEIZE + PTRACE_INTERRUPT), copies registers and a\n"
 	    "stack window, lets the process run again, then unwinds and symbolizes offline.\n"
 	    "With --group, threads with identical stacks are shown once, with their count,\n"
-	    "names and TIDs compressed (worker-1..200); at a terminal this is the default for\n"
-	    "a process of more than 64 threads (--no-group, or 'set group off' in the shell,\n"
-	    "turns it off); output to a pipe or a file is grouped only when asked.\n"
+	    "names and TIDs compressed (worker-1..200); at a terminal, 4 or more identical\n"
+	    "ones are (--no-group, or 'set group off' in the shell, turns it off); output\n"
+	    "to a pipe or a file is grouped only when asked. Text shows function names\n"
+	    "without generic or template arguments (--full-names, -v: in full), a\n"
+	    "recursion as one line with its count, and runs of runtime frames (Rust's\n"
+	    "std, core, alloc, tokio::runtime, Go's runtime) past the program's first\n"
+	    "frame as one line (--all-frames: each frame); at a terminal, lines fit its\n"
+	    "width. JSON always has everything.\n"
 	    "A Go program is shown as its goroutines, in the form of Go's own traceback\n"
 	    "(read from the runtime's structures without stopping them), then its threads,\n"
 	    "each with the goroutine it runs; at a terminal, 4 or more identical goroutines\n"
 	    "are one entry (--group: any; --no-group: none). --threads: the threads only.\n"
-	    "Exit status: 0 all threads shown, 1 partial (a thread or a process could not\n"
-	    "be read), 2 failure, 64 usage error.",
+	    "Findings come first at a terminal, last in a pipe: deadlocks, the lock most\n"
+	    "waited for and its holder, threads in D state (JSON: \"findings\").\n"
+	    "Exit status: 0 all threads shown, 3 a deadlock was found (as in 'locks'),\n"
+	    "1 partial (a thread or a process could not be read), 2 failure, 64 usage.",
 	.options = dump_options,
 	.min_args = 0,
 	.max_args = -1,

@@ -10,11 +10,18 @@
 #include "format.h"
 #include "format-go.h"
 #include "locks.h"
+#include "terminal.h"
 #include "cmd.h"
 
 #define LOCKS_MAX_COUNT 100000
 
-enum { LOCKS_FORMAT = SNAP_OPT__COUNT, LOCKS_COUNT, LOCKS_INTERVAL };
+enum {
+	LOCKS_FORMAT = SNAP_OPT__COUNT,
+	LOCKS_COUNT,
+	LOCKS_INTERVAL,
+	LOCKS_FULL_NAMES,
+	LOCKS_ALL_FRAMES
+};
 
 static const struct cmd_option locks_options[] = {
     CMD_SNAPSHOT_OPTIONS,
@@ -25,6 +32,10 @@ static const struct cmd_option locks_options[] = {
     [LOCKS_INTERVAL] =
 	OPT_DURATION("interval", 'i', "time between snapshots with --count (default 1s)", 0,
 		     3600000000.0, "1s", "e.g. 200ms, 2s; at most 1h"),
+    [LOCKS_FULL_NAMES] = OPT_FLAG("full-names", 0,
+				  "function names with their generic and template arguments"),
+    [LOCKS_ALL_FRAMES] = OPT_FLAG("all-frames", 0,
+				  "every frame on its own line (no recursion or runtime run folded)"),
     {0},
 };
 
@@ -62,9 +73,13 @@ static int report(struct cmd_ctx *ctx, struct sd_snapshot **snaps, size_t n, int
 		struct sd_render_opts ro = {0};
 		ro.no_source = cmd_has(ctx, SNAP_OPT_NO_SOURCE);
 		ro.color = ctx->color;
+		ro.full_names = cmd_has(ctx, LOCKS_FULL_NAMES);
+		ro.all_frames = cmd_has(ctx, LOCKS_ALL_FRAMES);
+		ro.width = terminal_width(ctx->out);
 		struct strbuf sb;
 		strbuf_init(&sb);
 		format_text_locks(&sb, s, g, parked, nparked, n, span, &ro);
+		format_fit_width(&sb, 0, ro.width);
 		cmd_write(ctx, sb.buf, sb.len);
 		strbuf_release(&sb);
 	}

@@ -273,7 +273,7 @@ const struct cmd_entry cmd_record_entry = {
 	    "and no voluntary context switch; idle waits do not count). NAME>=VALUE means\n"
 	    "the same, but must be quoted: a shell takes an unquoted '>' for a redirection.\n"
 	    "Read a recording with 'stackdump report DIR'. The directory and the snapshot\n"
-	    "format are described in the README (\"Recording during an incident\").\n"
+	    "format are described in docs/recording.md.\n"
 	    "Exit status: 0 done (--count or --for reached), 1 the target exited, 2 failure\n"
 	    "(cannot attach, disk full: the snapshots written stay intact), 64 usage error,\n"
 	    "130 stopped by SIGINT/SIGTERM.",

@@ -11,6 +11,7 @@
 #include "findings.h"
 #include "series.h"
 #include "timeline.h"
+#include "terminal.h"
 #include "cmd.h"
 
 enum {
@@ -240,6 +241,9 @@ static int report_exec(struct cmd_ctx *ctx, int argc, char **argv)
 				format_series_locks(r, &sb);
 			if (sections & SD_SERIES_STUCK)
 				format_series_stuck(r, &sb);
+			/* At a terminal, lines fit its width (none wraps). */
+			if (!outpath)
+				format_fit_width(&sb, 0, terminal_width(ctx->out));
 		}
 		if (emit(ctx, outpath, sb.buf, sb.len) < 0)
 			rc = EXIT_FAIL;

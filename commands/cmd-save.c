@@ -187,7 +187,7 @@ const struct cmd_entry cmd_save_entry = {
 	    "Writes the last snapshot taken in the shell (or the loaded one) in the saved\n"
 	    "snapshot format: documented JSON with process metadata, modules with build-ids\n"
 	    "and lock analysis, readable on another machine without the binaries (see \"The\n"
-	    "saved snapshot format\" in the README). The file is written to a temporary name\n"
+	    "saved snapshot format\" in docs/recording.md). The file is written to a temporary name\n"
 	    "and renamed, so it is never left half-written.\n"
 	    "With --core (shell: the current target; command line: save --core FILE PID|NAME)\n"
 	    "it takes a snapshot and writes it as a small ELF core that 'gdb EXE FILE',\n"

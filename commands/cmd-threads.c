@@ -14,6 +14,7 @@
 
 #include "analyze.h"
 #include "format.h"
+#include "holders.h"
 #include "procfs.h"
 #include "shell.h"
 #include "threads-table.h"
@@ -111,6 +112,47 @@ static void nap(uint64_t ns)
 	struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
 	while (!cmd_interrupted && nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
+}
+
+/* The holder of what R waits on: the last snapshot's owner while R sits
+ * in the same wait, else a normal mutex's owner field read now; 0 when
+ * none is known or it is not one of ROWS. */
+static const struct sd_thread *still_waiting(const struct sd_snapshot *last, const struct row *r);
+static pid_t row_owner(pid_t pid, const struct sd_snapshot *last, const struct row *r,
+		       const struct row *rows, size_t n)
+{
+	const struct sd_thread *th = still_waiting(last, r);
+	pid_t o = th && th->wait.owner_known ? th->wait.owner : 0;
+	if (!o && r->ti.syscall_known && !r->ti.running && r->ti.syscall_nr == 202)
+		o = holders_live_mutex_owner(pid, r->ti.syscall_args[0], r->ti.syscall_args[1],
+					     r->ti.syscall_args[2]);
+	for (size_t i = 0; o && i < n; i++)
+		if (rows[i].tid == o && o != r->tid)
+			return o;
+	return 0;
+}
+
+/* "mutex <g_lock> (50 waiting)" for TID, from the owners OWNER[i] of the
+ * waits of ROWS[i]. */
+static void holds_cell(struct strbuf *sb, const struct row *rows, const pid_t *owner, size_t n,
+		       pid_t tid, const struct sd_snapshot *last)
+{
+	size_t cnt = 0, first = 0;
+	for (size_t i = 0; i < n; i++)
+		if (owner[i] == tid && !cnt++)
+			first = i;
+	if (!cnt)
+		return;
+	const struct sd_thread *th = still_waiting(last, &rows[first]);
+	if (th && th->wait.symbol) {
+		strbuf_addf(sb, "%s <", sd_wait_kind_name(th->wait.kind));
+		strbuf_add_escaped(sb, th->wait.symbol);
+		strbuf_adds(sb, ">");
+	} else {
+		strbuf_addf(sb, "%s 0x%" PRIx64, th ? sd_wait_kind_name(th->wait.kind) : "mutex",
+			    rows[first].ti.syscall_args[0]);
+	}
+	strbuf_addf(sb, " (%zu waiting)", cnt);
 }
 
 /* Is TH of the last snapshot still in the same wait as /proc shows now?
@@ -315,6 +357,9 @@ static int threads_live(struct cmd_ctx *ctx, pid_t pid, int json)
 	} else {
 		c = sd_xcalloc(n ? n : 1, sizeof(*c));
 	}
+	pid_t *owner = sd_xcalloc(n ? n : 1, sizeof(*owner));
+	for (size_t i = 0; i < n; i++)
+		owner[i] = row_owner(pid, last, &rows[i], rows, n);
 	for (size_t i = 0; i < n; i++) {
 		const struct row *r = &rows[i];
 		uint64_t before = 0;
@@ -367,7 +412,9 @@ static int threads_live(struct cmd_ctx *ctx, pid_t pid, int json)
 		}
 		strbuf_addf(&c[i].cpu, "%.1f", cpu);
 		strbuf_add_escaped(&c[i].wchan, r->ti.wchan);
+		holds_cell(&c[i].holds, rows, owner, n, r->tid, last);
 	}
+	free(owner);
 	if (json) {
 		jsonw_array_end(&w);
 		jsonw_object_end(&w);

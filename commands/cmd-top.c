@@ -14,9 +14,11 @@
 
 #include "analyze.h"
 #include "budget.h"
+#include "holders.h"
 #include "locks.h"
 #include "profile.h"
 #include "sampler.h"
+#include "format-top.h"
 #include "topview.h"
 #include "cmd.h"
 
@@ -58,137 +60,19 @@ static const struct cmd_option top_options[] = {
     {0},
 };
 
-enum top_sort { SORT_CPU, SORT_NAME, SORT_TID };
-
-/* What the keys change. */
-struct topview {
-	enum top_sort sort;
-	int show_idle;
-	int help;
-};
-
-/* End a line of the screen: at a terminal, erase what the last screen left
- * to its right, instead of clearing the screen first (no flicker). */
-static void eol(struct strbuf *sb, int tty)
+/* What a thread of stack PST does now, as top shows it: the innermost
+ * frame of the program itself (EXE), as a reader looks for it, else the
+ * leaf (libc's futex_wait says less than the function that called it). */
+static const char *now_frame(const struct sd_pstack *pst, const char *exe)
 {
-	strbuf_adds(sb, tty ? "\033[K\n" : "\n");
-}
-
-static void screen(struct strbuf *sb, struct sd_profile *p, const struct sd_target *t,
-		   struct top_thread *th, size_t nth, double elapsed, int rows, int limit, int tty,
-		   const struct topview *view, const uint64_t *idle, size_t nidle)
-{
-	uint64_t total = profile_total(p), idle_total = 0;
-	for (size_t i = 0; idle && !view->show_idle && i < nidle; i++)
-		idle_total += idle[i];
-	uint64_t shown_total = total - idle_total;
-	int used = 0;
-	/* Home, then overwrite: the old screen stays until each line is
-	 * replaced. */
-	strbuf_adds(sb, tty ? "\033[H" : "\n");
-	strbuf_addf(sb, "stackdump top: %d \"", (int)t->pid);
-	strbuf_add_escaped(sb, t->info.comm);
-	double got = elapsed > 0 ? (double)p->samples / elapsed : 0.0;
-	strbuf_addf(sb, "\"  %.1f s, %llu samples (%.1f Hz", elapsed,
-		    (unsigned long long)p->samples, got);
-	/* The rate got beside the rate asked when sampling was slowed. */
-	if (p->rate_note && p->rate_asked > 0)
-		strbuf_addf(sb, " of %.1f Hz asked: %s", p->rate_asked, p->rate_note);
-	strbuf_addf(sb, "), engine %s, longest pause %.2f ms", p->engine ? p->engine : "ptrace",
-		    (double)p->max_pause_us / 1000.0);
-	if (p->lost_samples)
-		strbuf_addf(sb, ", %llu samples lost", (unsigned long long)p->lost_samples);
-	eol(sb, tty);
-	size_t live = 0, running = 0, nidle_threads = 0;
-	for (size_t i = 0; i < nth; i++)
-		if (th[i].seen) {
-			live++;
-			running += !strcmp(th[i].state, "running") || !strcmp(th[i].state, "runnable");
-			nidle_threads += th[i].idle && !th[i].on_cpu;
-		}
-	strbuf_addf(sb, "threads: %zu, %zu on a CPU, %zu off, %zu idle; on-CPU share of samples "
-			"%.1f%%",
-		    live, running, live - running, nidle_threads,
-		    total ? 100.0 * (double)p->on_cpu / (double)total : 0.0);
-	eol(sb, tty);
-	if (tty && view->help)
-		strbuf_adds(sb, "keys: c sort by CPU, n by name, t by TID; i idle threads "
-				"shown/folded; q quit; h this help");
-	else if (tty)
-		strbuf_addf(sb, "sorted by %s; idle threads %s (i); h for keys, q quits",
-			    view->sort == SORT_CPU ? "activity" : view->sort == SORT_NAME ? "name" : "TID",
-			    view->show_idle ? "shown" : "folded");
-	eol(sb, tty);
-	used += 3;
-	strbuf_addf(sb, "%8s  %-16s %-18s %6s  %s", "TID", "NAME", "STATE", "ONCPU", "NOW");
-	eol(sb, tty);
-	used++;
-	int thread_rows = rows > 0 ? rows / 2 - used : (int)nth + 1;
-	if (thread_rows < 3)
-		thread_rows = 3;
-	int shown = 0;
-	size_t folded = 0, hidden = 0;
-	for (size_t i = 0; i < nth; i++) {
-		if (!th[i].seen)
-			continue;
-		/* Idle threads (waiting for work, never on a CPU here) fold
-		 * into one line unless asked for. */
-		if (!view->show_idle && th[i].idle && !th[i].on_cpu) {
-			folded++;
-			continue;
-		}
-		if (shown >= thread_rows) {
-			hidden++;
-			continue;
-		}
-		struct strbuf nm;
-		strbuf_init(&nm);
-		strbuf_add_escaped(&nm, th[i].name);
-		strbuf_addf(sb, "%8d  %-16.16s %-18.18s %5.0f%%  ", (int)th[i].tid, nm.buf,
-			    th[i].state, 100.0 * top_oncpu(&th[i]));
-		strbuf_release(&nm);
-		strbuf_add_escaped(sb, th[i].now ? th[i].now : "-");
-		eol(sb, tty);
-		shown++;
-	}
-	if (hidden) {
-		strbuf_addf(sb, "%8s  ... %zu more threads", "", hidden);
-		eol(sb, tty);
-		shown++;
-	}
-	if (folded) {
-		strbuf_addf(sb, "%8s  ... %zu idle thread%s (waiting for work)%s", "", folded,
-			    folded == 1 ? "" : "s", tty ? ": i shows them" : "");
-		eol(sb, tty);
-		shown++;
-	}
-	used += shown;
-	size_t nf;
-	struct top_func *fv = top_functions(p, view->show_idle ? NULL : idle, nidle, &nf);
-	eol(sb, tty);
-	strbuf_addf(sb, "%6s %6s  %s", "%OWN", "%TOTAL",
-		    view->show_idle ? "FUNCTION (all samples since start)"
-				    : "FUNCTION (samples since start, idle left out)");
-	eol(sb, tty);
-	used += 2;
-	int frows = limit > 0 ? limit : (rows > 0 ? rows - used - 1 : 20);
-	if (frows < 3)
-		frows = 3;
-	for (size_t i = 0; i < nf && (int)i < frows; i++) {
-		strbuf_addf(sb, "%5.1f%% %5.1f%%  ",
-			    shown_total ? 100.0 * (double)fv[i].own / (double)shown_total : 0.0,
-			    shown_total ? 100.0 * (double)fv[i].total / (double)shown_total : 0.0);
-		strbuf_add_escaped(sb, fv[i].name);
-		eol(sb, tty);
-	}
-	if (!nf) {
-		strbuf_adds(sb, "  (no samples yet)");
-		eol(sb, tty);
-	}
-	/* Whatever the last screen had below this one goes. */
-	if (tty)
-		strbuf_adds(sb, "\033[J");
-	free(fv);
+	if (!pst || !pst->nframes)
+		return NULL;
+	const char *b = exe ? strrchr(exe, '/') : NULL;
+	b = b ? b + 1 : exe;
+	for (size_t k = 0; b && k < pst->nframes; k++)
+		if (pst->frames[k].module && !strcmp(pst->frames[k].module, b))
+			return pst->frames[k].name;
+	return pst->frames[0].name;
 }
 
 static int terminal_rows(FILE *f)
@@ -362,17 +246,19 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			memset(idle + nidle, 0, (p->nstacks - nidle) * sizeof(*idle));
 			nidle = p->nstacks;
 		}
+		/* Who holds what the others wait on: never folded as idle,
+		 * shown first, with what it holds (either engine: the perf
+		 * one records no owner, the mutex's owner field says it). */
+		struct sd_holder *hv = NULL;
+		size_t nh = holders_of(t->core ? 0 : t->pid, s, &hv);
 		for (size_t i = 0; i < s->nthreads; i++) {
 			const struct sd_thread *x = &s->threads[i];
 			const struct sd_pstack *pst = groups[i] >= 0 ? &p->stacks[groups[i]] : NULL;
 			int is_idle = profile_thread_idle(x, pst ? pst->frames : NULL,
 							  pst ? pst->nframes : 0);
-			/* A sleeper that holds a lock others wait for is the
-			 * story, not idle. */
-			for (size_t w = 0; is_idle && w < s->nthreads; w++)
-				if (s->threads[w].wait.owner_known &&
-				    s->threads[w].wait.owner == x->tid && w != i)
-					is_idle = 0;
+			const struct sd_holder *hd = holders_find(hv, nh, x->tid);
+			if (hd)
+				is_idle = 0;
 			if (pst && is_idle)
 				idle[groups[i]]++;
 			size_t k = 0;
@@ -399,10 +285,19 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			y->on_cpu += on;
 			y->idle = is_idle;
 			y->rank = top_state_rank(x, is_idle);
-			y->now = groups[i] >= 0 && p->stacks[groups[i]].nframes
-					 ? p->stacks[groups[i]].frames[0].name
-					 : NULL;
+			y->now = now_frame(pst, s->exe);
+			y->holding = hd ? hd->nwaiters : 0;
+			y->holds[0] = '\0';
+			if (hd && hd->symbol)
+				snprintf(y->holds, sizeof(y->holds), "holds %s <%s>, %zu waiter%s",
+					 locks_kind_name(hd->kind), hd->symbol, hd->nwaiters,
+					 hd->nwaiters == 1 ? "" : "s");
+			else if (hd)
+				snprintf(y->holds, sizeof(y->holds), "holds %s 0x%llx, %zu waiter%s",
+					 locks_kind_name(hd->kind), (unsigned long long)hd->address,
+					 hd->nwaiters, hd->nwaiters == 1 ? "" : "s");
 		}
+		free(hv);
 		snapshot_free(s);
 		uint64_t now = sd_now_ns();
 		p->duration_us = (now - start) / 1000;
@@ -414,7 +309,7 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 							: top_cmp_activity);
 			struct strbuf sb;
 			strbuf_init(&sb);
-			screen(&sb, p, t, th, nth, (double)(now - start) / 1e9,
+			top_screen(&sb, p, t->pid, t->info.comm, th, nth, (double)(now - start) / 1e9,
 			       tty ? terminal_rows(ctx->out) : 0, (int)limit, tty, &view, idle, nidle);
 			cmd_write(ctx, sb.buf, sb.len);
 			fflush(ctx->out);

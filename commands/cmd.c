@@ -12,6 +12,7 @@
 
 #include "format-run.h"
 #include "procfs.h"
+#include "suggest.h"
 
 volatile sig_atomic_t cmd_interrupted;
 
@@ -26,7 +27,7 @@ const struct cmd_entry *cmd_find(const char *name, int exact_only, char *msg, si
 	}
 	if (exact_only || !*name) {
 		if (msg)
-			snprintf(msg, msgsz, "unknown command: %s (try 'help')", name);
+			suggest_unknown_command(msg, msgsz, name);
 		return NULL;
 	}
 	const struct cmd_entry *found = NULL;
@@ -49,7 +50,7 @@ const struct cmd_entry *cmd_find(const char *name, int exact_only, char *msg, si
 		if (n > 1)
 			snprintf(msg, msgsz, "ambiguous command: %s, could be: %s", name, sb.buf);
 		else
-			snprintf(msg, msgsz, "unknown command: %s (try 'help')", name);
+			suggest_unknown_command(msg, msgsz, name);
 	}
 	strbuf_release(&sb);
 	return NULL;
@@ -543,8 +544,10 @@ int cmd_parse(struct cmd_ctx *ctx, const struct cmd_entry *e, int *argcp, char *
 			name[l] = '\0';
 			idx = opt_index(e, name);
 			if (idx < 0) {
-				cmd_error(ctx, "%s: unknown option --%s (see '%s%s%s')", e->name,
-					  name, ctx->in_shell ? "help " : "stackdump ", e->name,
+				const char *s = suggest_option(e, name);
+				cmd_error(ctx, "%s: unknown option --%s (%s%s%ssee '%s%s%s')", e->name, name,
+					  s ? "did you mean --" : "", s ? s : "", s ? "? " : "",
+					  ctx->in_shell ? "help " : "stackdump ", e->name,
 					  ctx->in_shell ? "" : " --help");
 				free(pos);
 				return -1;

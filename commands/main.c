@@ -10,6 +10,7 @@
 
 #include "cmd.h"
 #include "repl.h"
+#include "suggest.h"
 #include "version.h"
 
 static void on_signal(int sig)
@@ -65,8 +66,10 @@ static int global_option(const char *arg)
 	return -1;
 }
 
-/* Everything written to stdout must have arrived: a full disk or a closed
- * pipe turns a successful exit into a failure (exit 2). */
+/* Everything written to stdout must have arrived: a full disk turns a
+ * successful exit into a failure (exit 2). A reader that closed the pipe
+ * early (`stackdump PID | head -1`) already has what it wanted: nothing is
+ * said and the status stays, as with git log | head. */
 static int check_stdout(const struct cmd_ctx *ctx, int rc)
 {
 	int err = ctx->out_errno;
@@ -77,9 +80,9 @@ static int check_stdout(const struct cmd_ctx *ctx, int rc)
 		err = EIO;
 	if (!err)
 		return rc;
-	/* A reader that stopped early (head) already has what it wanted. */
-	if (err != EPIPE)
-		fprintf(stderr, "stackdump: cannot write the output: %s\n", sd_strerror(err));
+	if (err == EPIPE)
+		return rc;
+	fprintf(stderr, "stackdump: cannot write the output: %s\n", sd_strerror(err));
 	return rc == EXIT_OK || rc == EXIT_PARTIAL ? EXIT_FAIL : rc;
 }
 
@@ -162,10 +165,12 @@ int main(int argc, char **argv)
 				size_t n = procfs_pids_by_name(argv[1], &pids);
 				free(pids);
 				if (n == 0) {
+					const char *s = suggest_command(argv[1]);
 					fprintf(stderr,
 						"stackdump: '%s' is neither a command, a PID nor a "
-						"process name (see 'stackdump --help')\n",
-						argv[1]);
+						"process name (%s%s%ssee 'stackdump --help')\n",
+						argv[1], s ? "did you mean '" : "", s ? s : "",
+						s ? "'? " : "");
 					cmd_session_release(&session);
 					return EXIT_USAGE;
 				}

@@ -520,6 +520,9 @@ static int interactive(struct cmd_ctx *ctx)
 	sigdelset(&waitmask, SIGINT);
 	sigdelset(&waitmask, SIGTERM);
 	sigdelset(&waitmask, SIGHUP);
+	/* The first thing a newcomer needs: where the help is. */
+	cmd_print(ctx, "type 'help' for the commands, 'help COMMAND' for one; Tab completes, "
+		       "Ctrl-D quits\n");
 	install_prompt(ctx);
 	while (!s->quit) {
 		int no_pidfd = sync_pidfds(s) < 0;

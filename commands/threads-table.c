@@ -10,6 +10,7 @@ void threads_cells_init(struct cells *c)
 	strbuf_init(&c->wait);
 	strbuf_init(&c->cpu);
 	strbuf_init(&c->wchan);
+	strbuf_init(&c->holds);
 	c->lock = 0;
 }
 
@@ -21,6 +22,7 @@ void threads_cells_release(struct cells *c)
 	strbuf_release(&c->wait);
 	strbuf_release(&c->cpu);
 	strbuf_release(&c->wchan);
+	strbuf_release(&c->holds);
 }
 
 static void pad(struct strbuf *sb, const struct strbuf *cell, size_t width, int right)
@@ -39,6 +41,14 @@ void threads_print_table(struct cmd_ctx *ctx, const char *header, struct cells *
 			 const char *footer)
 {
 	size_t w[6] = {3, 4, 1, 4, 4, 5}; /* TID NAME S WAIT CPU% WCHAN */
+	/* HOLDS, last (scripts keep their columns), when a thread holds
+	 * what others wait on: the holder must not hide among its waiters. */
+	size_t wh = 0;
+	for (size_t i = 0; i < n; i++)
+		if (c[i].holds.len > wh)
+			wh = c[i].holds.len;
+	if (wh && wh < 5)
+		wh = 5;
 	for (size_t i = 0; i < n; i++) {
 		struct strbuf *col[6] = {&c[i].tid,  &c[i].name, &c[i].state,
 					 &c[i].wait, &c[i].cpu,	 &c[i].wchan};
@@ -51,8 +61,12 @@ void threads_print_table(struct cmd_ctx *ctx, const char *header, struct cells *
 	struct strbuf sb;
 	strbuf_init(&sb);
 	strbuf_addf(&sb, "%s\n%s", header, bold);
-	strbuf_addf(&sb, "%*s  %-*s  %-*s  %-*s  %*s  %s%s\n", (int)w[0], "TID", (int)w[1], "NAME",
-		    (int)w[2], "S", (int)w[3], "WAIT", (int)w[4], "CPU%", "WCHAN", reset);
+	strbuf_addf(&sb, "%*s  %-*s  %-*s  %-*s  %*s  ", (int)w[0], "TID", (int)w[1], "NAME",
+		    (int)w[2], "S", (int)w[3], "WAIT", (int)w[4], "CPU%");
+	if (wh)
+		strbuf_addf(&sb, "%-*s  HOLDS%s\n", (int)w[5], "WCHAN", reset);
+	else
+		strbuf_addf(&sb, "WCHAN%s\n", reset);
 	for (size_t i = 0; i < n; i++) {
 		pad(&sb, &c[i].tid, w[0], 1);
 		strbuf_adds(&sb, "  ");
@@ -68,7 +82,17 @@ void threads_print_table(struct cmd_ctx *ctx, const char *header, struct cells *
 		strbuf_adds(&sb, "  ");
 		pad(&sb, &c[i].cpu, w[4], 1);
 		strbuf_adds(&sb, "  ");
-		strbuf_add(&sb, c[i].wchan.buf, c[i].wchan.len);
+		if (wh) {
+			pad(&sb, &c[i].wchan, w[5], 0);
+			strbuf_adds(&sb, "  ");
+			if (c[i].holds.len)
+				strbuf_adds(&sb, yellow);
+			strbuf_add(&sb, c[i].holds.buf, c[i].holds.len);
+			if (c[i].holds.len)
+				strbuf_adds(&sb, reset);
+		} else {
+			strbuf_add(&sb, c[i].wchan.buf, c[i].wchan.len);
+		}
 		while (sb.len && sb.buf[sb.len - 1] == ' ')
 			sb.buf[--sb.len] = '\0';
 		strbuf_adds(&sb, "\n");

@@ -9,6 +9,7 @@
 /* One row; the strings are escaped already. */
 struct cells {
 	struct strbuf tid, name, state, wait, cpu, wchan;
+	struct strbuf holds; /* what others wait on that it holds, or empty */
 	int lock; /* a lock wait: coloured */
 };
 

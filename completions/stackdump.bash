@@ -62,7 +62,7 @@ _stackdump()
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "-h --help -V --version -c --completion --tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --format --verbose --group --no-group --threads" -- "$cur"))
+			COMPREPLY=($(compgen -W "-h --help -V --version -c --completion --tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --format --verbose --group --no-group --threads --full-names --all-frames" -- "$cur"))
 		else
 			_stackdump_commands
 			_stackdump_pids "$cur"
@@ -133,7 +133,7 @@ _stackdump()
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --format --count --interval --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --format --count --interval --full-names --all-frames --help" -- "$cur"))
 		else
 			_stackdump_pids "$cur"
 		fi
@@ -271,7 +271,7 @@ _stackdump()
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --format --verbose --group --no-group --threads --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --format --verbose --group --no-group --threads --full-names --all-frames --help" -- "$cur"))
 		else
 			_stackdump_pids "$cur"
 		fi

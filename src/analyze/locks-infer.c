@@ -265,6 +265,30 @@ static void scan(const struct sd_snapshot *s, struct ilock *locks, const struct 
 	}
 }
 
+int locks_frame_of_reference(const struct sd_thread *th, uint64_t addr)
+{
+	if (th->stack && th->stack_len >= 8) {
+		uint64_t sp = th->have_regs ? th->regs.rsp : th->stack_base;
+		uint64_t start = sp > th->stack_base ? sp - th->stack_base : 0;
+		start += (8 - ((th->stack_base + start) & 7)) & 7;
+		uint64_t end = live_end(th);
+		for (uint64_t off = start; off + 8 <= end; off += 8) {
+			uint64_t v;
+			memcpy(&v, th->stack + off, 8);
+			if (v == addr)
+				return frame_of_slot(th, th->stack_base + off);
+		}
+	}
+	if (th->have_regs) {
+		const uint64_t saved[] = {th->regs.rbx, th->regs.rbp, th->regs.r12,
+					  th->regs.r13, th->regs.r14, th->regs.r15};
+		for (size_t i = 0; i < sizeof(saved) / sizeof(saved[0]); i++)
+			if (saved[i] == addr)
+				return frame_of_register(th);
+	}
+	return -1;
+}
+
 static void add_hold(struct sd_thread *th, const struct ilock *l, enum sd_evidence ev, int frame,
 		     size_t ncands)
 {

@@ -38,6 +38,12 @@ void locks_classify(struct sd_snapshot *s, struct sd_thread *th);
  * owners get holds. locks_analyze() calls it. */
 void locks_infer(struct sd_snapshot *s);
 
+/* The frame of TH that holds a reference to ADDR, as locks_infer
+ * attributes a recorded owner's hold: the frame of the first live stack
+ * slot holding it, else the innermost program frame when a callee-saved
+ * register does; -1 when none does (or the stack copy is gone). */
+int locks_frame_of_reference(const struct sd_thread *th, uint64_t addr);
+
 /* Is K a wait on something (a lock, condvar, semaphore, join, futex),
  * as opposed to running or another syscall? */
 int locks_is_wait(enum sd_wait_kind k);

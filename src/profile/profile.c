@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Profile aggregation: thread stacks of many snapshots merged into counts.
-// Raw stacks (addresses) are remembered with the merged stack they made,
-// so each distinct stack is symbolized once per run and every later sample
-// of it costs a hash lookup.
+// Raw stacks (addresses) are remembered with the merged stack they made, so
+// each distinct stack is symbolized once per run; later samples cost a lookup.
 #include "profile.h"
 
 #include <ctype.h>
@@ -14,6 +13,7 @@
 #include <sys/syscall.h>
 
 #include "analyze.h"
+#include "holders.h"
 #include "procfs.h"
 #include "symbols.h"
 #include "target.h"
@@ -788,6 +788,8 @@ void profile_add_snapshot(struct sd_profile *p, struct sd_target *t, struct sd_s
 	if (s->proof)
 		p->proof = s->proof;
 	ssize_t *g = groups ? groups : sd_xmalloc((s->nthreads ? s->nthreads : 1) * sizeof(*g));
+	struct sd_holder *hv = NULL; /* a holder is the story, never idle */
+	size_t nh = p->opts.no_idle ? holders_of(t && !t->core ? t->pid : 0, s, &hv) : 0;
 	for (size_t i = 0; i < s->nthreads; i++) {
 		struct sd_thread *th = &s->threads[i];
 		g[i] = -1;
@@ -804,7 +806,7 @@ void profile_add_snapshot(struct sd_profile *p, struct sd_target *t, struct sd_s
 			p->filtered++;
 			continue;
 		}
-		if (p->opts.no_idle && idle_wait(th, fidle)) {
+		if (p->opts.no_idle && idle_wait(th, fidle) && !holders_find(hv, nh, th->tid)) {
 			p->filtered++;
 			p->idle++;
 			continue;
@@ -814,6 +816,7 @@ void profile_add_snapshot(struct sd_profile *p, struct sd_target *t, struct sd_s
 		p->thread_samples++;
 		p->on_cpu += on ? 1 : 0;
 	}
+	free(hv);
 	if (p->opts.locks)
 		locks_sample(p, s, g);
 	if (g != groups)

@@ -43,6 +43,9 @@ double top_oncpu(const struct top_thread *x)
 int top_cmp_activity(const void *a, const void *b)
 {
 	const struct top_thread *x = a, *y = b;
+	/* The thread others wait for is the story, busy or not. */
+	if (x->holding != y->holding)
+		return x->holding < y->holding ? 1 : -1;
 	double cx = top_oncpu(x), cy = top_oncpu(y);
 	if (cx != cy)
 		return cx < cy ? 1 : -1;

@@ -22,6 +22,8 @@ struct top_thread {
 	int seen; /* in the latest snapshot */
 	int idle; /* idle in the latest snapshot (waiting for work) */
 	int rank; /* of its latest state: lower is busier */
+	size_t holding; /* threads waiting on a lock it holds (latest snapshot) */
+	char holds[80]; /* "holds mutex <g_lock>, 50 waiters", or empty */
 };
 
 /* Own and total samples of one function. */
@@ -32,7 +34,8 @@ struct top_func {
 };
 
 /* Orders of threads for sd_sort: by TID, by name (then TID), busiest first
- * (share of samples on a CPU, then the latest state's rank, then TID). */
+ * (holders of what others wait on first, most waiters first; then share
+ * of samples on a CPU, then the latest state's rank, then TID). */
 int top_cmp_tid(const void *a, const void *b);
 int top_cmp_name(const void *a, const void *b);
 int top_cmp_activity(const void *a, const void *b);

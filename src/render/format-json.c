@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // JSON rendering of snapshots through the streaming writer (jsonw.h): the
-// dump schema of the README, which the saved format (snapio.c) extends.
+// dump schema of docs/json.md, which the saved format (snapio.c) extends.
 #include <stdio.h>
 
 #include "format.h"
@@ -182,5 +182,9 @@ void format_json_snapshot(struct jsonw *w, const struct sd_snapshot *s)
 	}
 	jsonw_array_end(w);
 	format_go_json(w, s);
+	/* What the lock view would say first, for a script to act on. */
+	struct sd_lockgraph *g = locks_graph(s);
+	format_json_findings(w, s, g);
+	locks_graph_free(g);
 	jsonw_object_end(w);
 }

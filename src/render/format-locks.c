@@ -10,6 +10,7 @@
 #include "analyze.h"
 #include "format.h"
 #include "format-go.h"
+#include "group.h"
 #include "locks.h"
 
 #define C_RESET "\033[0m"
@@ -18,6 +19,10 @@
 
 /* Thread names listed on one line before "... and N more". */
 #define NAMES_SHOWN 16
+/* From this many waiters with one stack, their names and TIDs are ranges
+ * ("http-worker-0..49", TIDs 4244..4293), each cut after RANGE_MAX bytes. */
+#define RANGE_FROM 4
+#define RANGE_MAX 32
 
 static const char *col(const struct sd_render_opts *o, const char *c)
 {
@@ -54,12 +59,7 @@ static void add_lock_label(struct strbuf *out, enum sd_wait_kind kind, uint64_t 
 static void add_stack(struct strbuf *out, const struct sd_thread *th,
 		      const struct sd_render_opts *o)
 {
-	for (size_t k = 0; k < th->nframes; k++) {
-		strbuf_adds(out, "  ");
-		format_text_frame(out, k, &th->frames[k], o);
-		format_text_holds(out, th, (long)k, o);
-	}
-	format_text_holds(out, th, -1, o);
+	format_text_stack(out, th, 2, o);
 	if (!th->nframes)
 		strbuf_adds(out, "    (no stack)\n");
 }
@@ -99,6 +99,24 @@ static void add_waiters(struct strbuf *out, const struct sd_snapshot *s, const s
 		else if (th[i]->wait.kind == SD_WAIT_RUST_RWLOCK && th[i]->wait.subkind)
 			strbuf_addf(out, ", to %s", th[i]->wait.subkind);
 		strbuf_adds(out, "): ");
+		if (cnt >= RANGE_FROM) {
+			/* A pool: its names and TIDs as ranges, one short line. */
+			struct sd_group gr = {sd_xcalloc(cnt, sizeof(size_t)), 0};
+			for (size_t k = i; k < n; k++) {
+				if (done[k] || !th[k] || !same_stack(th[i], th[k]))
+					continue;
+				done[k] = 1;
+				gr.idx[gr.n++] = (size_t)(th[k] - s->threads);
+			}
+			strbuf_adds(out, "\"");
+			group_names(out, s, &gr, RANGE_MAX);
+			strbuf_adds(out, "\", TIDs ");
+			group_tids(out, s, &gr, RANGE_MAX);
+			free(gr.idx);
+			strbuf_adds(out, "\n");
+			add_stack(out, th[i], o);
+			continue;
+		}
 		size_t shown = 0;
 		for (size_t k = i; k < n; k++) {
 			if (done[k] || !th[k] || !same_stack(th[i], th[k]))
@@ -258,11 +276,43 @@ static void add_parked(struct strbuf *out, const struct sd_snapshot *s,
 	}
 	strbuf_addf(out, "Parked on the same lock in all %zu snapshots, over %.2f s:\n", nsnaps,
 		    span);
+	char *done = sd_xcalloc(nparked + 1, 1);
+	const char **names = sd_xcalloc(nparked + 1, sizeof(*names));
+	pid_t *tids = sd_xcalloc(nparked + 1, sizeof(*tids));
 	for (size_t i = 0; i < nparked; i++) {
 		const struct sd_parked *p = &parked[i];
-		if (locks_is_idle(p->wait.kind))
+		if (locks_is_idle(p->wait.kind) || done[i])
 			continue;
 		const struct sd_thread *th = snapshot_find_thread(s, p->tid);
+		/* Threads parked alike (same lock, holder, none moved) from
+		 * RANGE_FROM on: one line, their names and TIDs as ranges. */
+		size_t n = 0;
+		for (size_t k = i; k < nparked && !p->moved; k++) {
+			const struct sd_parked *q = &parked[k];
+			if (!done[k] && !q->moved && q->wait.kind == p->wait.kind &&
+			    q->wait.address == p->wait.address && q->wait.owner == p->wait.owner) {
+				names[n] = q->name;
+				tids[n++] = q->tid;
+			}
+		}
+		if (n >= RANGE_FROM) {
+			double least = p->seconds;
+			for (size_t k = i; k < nparked; k++) {
+				const struct sd_parked *q = &parked[k];
+				if (!done[k] && !q->moved && q->wait.kind == p->wait.kind &&
+				    q->wait.address == p->wait.address && q->wait.owner == p->wait.owner) {
+					done[k] = 1;
+					least = q->seconds < least ? q->seconds : least;
+				}
+			}
+			strbuf_addf(out, "  %zu threads ", n);
+			format_names_ranges(out, names, tids, n, RANGE_MAX);
+			strbuf_adds(out, " waiting for ");
+			if (th)
+				format_text_wait(out, s, th);
+			strbuf_addf(out, ": at least %.2f s, none moved\n", least);
+			continue;
+		}
 		strbuf_adds(out, "  ");
 		add_thread_label(out, s, p->tid);
 		strbuf_adds(out, " waiting for ");
@@ -275,6 +325,9 @@ static void add_parked(struct strbuf *out, const struct sd_snapshot *s,
 		else
 			strbuf_addf(out, ": at least %.2f s, did not move\n", p->seconds);
 	}
+	free(done);
+	free(names);
+	free(tids);
 	if (idle)
 		strbuf_addf(out, "  (and %zu idle on condvars throughout)\n", idle);
 }
@@ -348,6 +401,8 @@ void format_text_locks(struct strbuf *out, const struct sd_snapshot *s,
 	if (s->partial)
 		strbuf_adds(out, ", partial");
 	strbuf_adds(out, "\n");
+	/* The verdict before the evidence: the details follow. */
+	format_text_findings(out, s, g, 1, o);
 	for (size_t i = 0; i < g->nlocks; i++) {
 		strbuf_adds(out, "\n");
 		add_lock(out, s, &g->locks[i], o);

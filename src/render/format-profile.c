@@ -460,11 +460,27 @@ void format_profile_json(struct jsonw *w, struct sd_profile *p)
 struct dline {
 	const struct sd_pstack *st;
 	double d;
+	int noise; /* within the sampling noise of the counts */
 };
+
+/* Is a share going from A to B (both scaled to B's total TB; A had TA
+ * samples in all) within sampling noise? The two shares are binomial
+ * proportions: the change is noise when it is under 1.96 standard errors
+ * of their difference (a 95% interval). */
+static int within_noise(double a, double b, double ta, double tb)
+{
+	if (ta <= 0 || tb <= 0)
+		return 0;
+	double pa = a / tb, pb = b / tb;
+	double se = sqrt(pa * (1 - pa) / ta + pb * (1 - pb) / tb);
+	return se > 0 && fabs(pb - pa) < 1.96 * se;
+}
 
 static int cmp_dline(const void *a, const void *b)
 {
 	const struct dline *x = a, *y = b;
+	if (x->noise != y->noise)
+		return x->noise - y->noise;
 	if (fabs(x->d) != fabs(y->d))
 		return fabs(x->d) < fabs(y->d) ? 1 : -1;
 	return (x->st->key_hash > y->st->key_hash) - (x->st->key_hash < y->st->key_hash);
@@ -473,11 +489,14 @@ static int cmp_dline(const void *a, const void *b)
 struct fdelta {
 	const char *name;
 	double b, a;
+	int noise;
 };
 
 static int cmp_fdelta(const void *x, const void *y)
 {
 	const struct fdelta *a = x, *b = y;
+	if (a->noise != b->noise)
+		return a->noise - b->noise;
 	double da = fabs(a->b - a->a), db = fabs(b->b - b->a);
 	if (da != db)
 		return da < db ? 1 : -1;
@@ -502,14 +521,28 @@ void format_diff_text(struct strbuf *out, struct sd_profile *d, const struct sd_
 			continue;
 		v[n].st = st;
 		v[n].d = delta;
+		v[n].noise = within_noise(st->value_a, (double)st->count, ta, tb);
 		n++;
 	}
 	sd_sort(v, n, sizeof(*v), cmp_dline);
-	for (int pass = 0; pass < 2; pass++) {
-		strbuf_adds(out, pass == 0 ? "\nStacks that grew:\n" : "\nStacks that shrank:\n");
+	/* What the counts show, then what they cannot tell from chance. */
+	for (int pass = 0; pass < 3; pass++) {
+		size_t nnoise = 0;
+		for (size_t i = 0; i < n; i++)
+			nnoise += v[i].noise;
+		if (pass == 2 && !nnoise)
+			break;
+		if (pass == 2)
+			strbuf_addf(out, "\nWithin sampling noise (a 95%% interval of the counts): %zu "
+					 "stack%s\n",
+				    nnoise, nnoise == 1 ? "" : "s");
+		else
+			strbuf_adds(out, pass == 0 ? "\nStacks that grew:\n" : "\nStacks that shrank:\n");
 		int shown = 0;
 		for (size_t i = 0; i < n; i++) {
-			if ((pass == 0) != (v[i].d > 0))
+			if (pass < 2 && ((pass == 0) != (v[i].d > 0) || v[i].noise))
+				continue;
+			if (pass == 2 && !v[i].noise)
 				continue;
 			if (limit && shown >= limit) {
 				strbuf_adds(out, "  ...\n");
@@ -545,6 +578,8 @@ void format_diff_text(struct strbuf *out, struct sd_profile *d, const struct sd_
 		fd[k].b += (double)st->count;
 		fd[k].a += st->value_a;
 	}
+	for (size_t i = 0; i < nf; i++)
+		fd[i].noise = within_noise(fd[i].a, fd[i].b, ta, tb);
 	sd_sort(fd, nf, sizeof(*fd), cmp_fdelta);
 	strbuf_adds(out, "\nSelf time by function:\n");
 	int shown = 0;
@@ -556,6 +591,8 @@ void format_diff_text(struct strbuf *out, struct sd_profile *d, const struct sd_
 		strbuf_addf(out, "  %+6.1f  %5.1f%% -> %5.1f%%  ", pct(fd[i].b - fd[i].a, tb),
 			    pct(fd[i].a, tb), pct(fd[i].b, tb));
 		strbuf_add_escaped(out, fd[i].name);
+		if (fd[i].noise)
+			strbuf_adds(out, "  (within noise)");
 		strbuf_adds(out, "\n");
 		shown++;
 	}

@@ -40,44 +40,25 @@ static char *decimal_before(char *end, uint64_t v)
 	return end;
 }
 
-void format_text_frame(struct strbuf *out, size_t idx, const struct sd_frame *f,
-		       const struct sd_render_opts *o)
+/* The name of F as text shows it: short unless asked for in full, the
+ * offset when there is no debug info, "??" when unknown. */
+static void frame_name(struct strbuf *out, const struct sd_frame *f, const struct sd_render_opts *o)
 {
-	/* "  #%-3zu 0x%016lx ", written by hand: a dump of a thousand
-	 * threads has tens of thousands of these lines. */
-	char pre[48], *w = pre;
-	*w++ = ' ';
-	*w++ = ' ';
-	*w++ = '#';
-	char num[24], *d = decimal_before(num + sizeof(num), idx);
-	size_t nd = (size_t)(num + sizeof(num) - d);
-	memcpy(w, d, nd);
-	w += nd;
-	for (size_t k = nd; k < 3; k++)
-		*w++ = ' ';
-	*w++ = ' ';
-	*w++ = '0';
-	*w++ = 'x';
-	for (int sh = 60; sh >= 0; sh -= 4)
-		*w++ = "0123456789abcdef"[(f->pc >> sh) & 0xf];
-	*w++ = ' ';
-	strbuf_add(out, pre, (size_t)(w - pre));
-	if (f->flags & SD_FRAME_INLINED)
-		strbuf_adds(out, "[inlined] ");
-	/* The program's own frames stand out from the libraries' ones: that
-	 * is where a reader starts. */
-	int own = o && o->main_module && f->module && !strcmp(f->module, o->main_module);
-	if (own)
-		strbuf_adds(out, col(o, C_OWN));
-	if (f->function) {
-		strbuf_add_escaped(out, f->function);
-		if (!(f->flags & SD_FRAME_DEBUGINFO) && f->symoff)
-			strbuf_addf(out, "+0x%" PRIx64, f->symoff);
-	} else {
+	if (!f->function) {
 		strbuf_adds(out, "??");
+		return;
 	}
-	strbuf_adds(out, col(o, C_RESET));
-	strbuf_adds(out, col(o, C_DIM));
+	if (o && !o->full_names)
+		format_short_name(out, f->function);
+	else
+		strbuf_add_escaped(out, f->function);
+	if (!(f->flags & SD_FRAME_DEBUGINFO) && f->symoff)
+		strbuf_addf(out, "+0x%" PRIx64, f->symoff);
+}
+
+/* " (module) at file:line" and the frame's marks, without colour. */
+static void frame_where(struct strbuf *out, const struct sd_frame *f, const struct sd_render_opts *o)
+{
 	if (f->module) {
 		strbuf_adds(out, " (");
 		strbuf_add_escaped(out, f->module);
@@ -87,7 +68,6 @@ void format_text_frame(struct strbuf *out, size_t idx, const struct sd_frame *f,
 	} else {
 		strbuf_adds(out, " (unknown)");
 	}
-	strbuf_adds(out, col(o, C_RESET));
 	if (f->file && !(o && o->no_source)) {
 		strbuf_adds(out, " at ");
 		strbuf_add_escaped(out, base(f->file));
@@ -103,10 +83,254 @@ void format_text_frame(struct strbuf *out, size_t idx, const struct sd_frame *f,
 		strbuf_adds(out, " <signal handler called>");
 	if (f->flags & SD_FRAME_FP)
 		strbuf_adds(out, " [frame pointer]");
-	strbuf_adds(out, "\n");
 }
 
+/* Terminals narrower than this show frames without their address. */
+#define ADDR_WIDTH 120
+
+/* One frame line; LAST > IDX: the line stands for frames IDX..LAST of a
+ * recursion, COUNT times. */
+static void frame_line(struct strbuf *out, size_t indent, size_t idx, size_t last,
+		       const struct sd_frame *f, const struct sd_render_opts *o)
+{
+	/* "  #%-3zu 0x%016lx ", written by hand: a dump of a thousand
+	 * threads has tens of thousands of these lines. */
+	char pre[64], *w = pre;
+	*w++ = ' ';
+	*w++ = ' ';
+	*w++ = '#';
+	char num[24], *d = decimal_before(num + sizeof(num), idx);
+	size_t nd = (size_t)(num + sizeof(num) - d);
+	memcpy(w, d, nd);
+	w += nd;
+	if (last > idx) {
+		*w++ = '-';
+		*w++ = '#';
+		d = decimal_before(num + sizeof(num), last);
+		size_t nl = (size_t)(num + sizeof(num) - d);
+		memcpy(w, d, nl);
+		w += nl;
+		nd += nl + 2;
+	}
+	for (size_t k = nd; k < 3; k++)
+		*w++ = ' ';
+	*w++ = ' ';
+	char *noaddr = w;
+	*w++ = '0';
+	*w++ = 'x';
+	for (int sh = 60; sh >= 0; sh -= 4)
+		*w++ = "0123456789abcdef"[(f->pc >> sh) & 0xf];
+	*w++ = ' ';
+	struct strbuf name, where;
+	strbuf_init(&name);
+	strbuf_init(&where);
+	if (f->flags & SD_FRAME_INLINED)
+		strbuf_adds(&name, "[inlined] ");
+	frame_name(&name, f, o);
+	frame_where(&where, f, o);
+	if (last > idx)
+		strbuf_addf(&where, ", %zu times", last - idx + 1);
+	size_t width = o && o->width > 0 ? (size_t)o->width : 0;
+	size_t plen = (size_t)(w - pre);
+	int cont = 0;
+	/* A narrow terminal: no addresses at all (a column of them, with
+	 * holes, reads worse than none). */
+	if (width && width < ADDR_WIDTH)
+		plen = (size_t)(noaddr - pre);
+	if (width && plen + name.len + where.len > width) {
+		/* A terminal: the address goes first (JSON and -v keep it),
+		 * then the module and file go to a line of their own, then a
+		 * name still too long loses its middle. */
+		plen = (size_t)(noaddr - pre);
+		if (plen + name.len + where.len > width) {
+			cont = 1;
+			size_t keep = width > plen + 8 ? width - plen - 3 : 5;
+			if (plen + name.len > width && name.len > keep + 3) {
+				size_t head = keep * 2 / 3, tail = keep - head;
+				struct strbuf cut;
+				strbuf_init(&cut);
+				strbuf_add(&cut, name.buf, head);
+				strbuf_adds(&cut, "...");
+				strbuf_add(&cut, name.buf + name.len - tail, tail);
+				strbuf_release(&name);
+				name = cut;
+			}
+		}
+	}
+	for (size_t k = 0; k < indent; k++)
+		strbuf_adds(out, " ");
+	strbuf_add(out, pre, plen);
+	/* The program's own frames stand out from the libraries' ones: that
+	 * is where a reader starts. */
+	int own = o && o->main_module && f->module && !strcmp(f->module, o->main_module);
+	if (own)
+		strbuf_adds(out, col(o, C_OWN));
+	strbuf_add(out, name.buf, name.len);
+	strbuf_adds(out, col(o, C_RESET));
+	if (cont) {
+		strbuf_adds(out, "\n");
+		for (size_t k = 0; k < indent + plen + 2; k++)
+			strbuf_adds(out, " ");
+		/* Without its leading space. */
+		strbuf_adds(out, col(o, C_DIM));
+		strbuf_add(out, where.buf + 1, where.len - 1);
+		strbuf_adds(out, col(o, C_RESET));
+	} else {
+		strbuf_adds(out, col(o, C_DIM));
+		strbuf_add(out, where.buf, where.len);
+		strbuf_adds(out, col(o, C_RESET));
+	}
+	strbuf_adds(out, "\n");
+	strbuf_release(&name);
+	strbuf_release(&where);
+}
+
+void format_text_frame(struct strbuf *out, size_t idx, const struct sd_frame *f,
+		       const struct sd_render_opts *o)
+{
+	frame_line(out, 0, idx, idx, f, o);
+}
+
+/* Do frames A and B show as the same line of a recursion? */
+static int same_call(const struct sd_frame *a, const struct sd_frame *b)
+{
+	if (!a->function || !b->function || strcmp(a->function, b->function))
+		return 0;
+	if ((a->flags ^ b->flags) & (SD_FRAME_INLINED | SD_FRAME_SIGNAL))
+		return 0;
+	if (a->line != b->line || (!a->file) != (!b->file))
+		return 0;
+	return !a->file || !strcmp(a->file, b->file);
+}
+
+static int holds_at(const struct sd_thread *th, size_t k)
+{
+	for (size_t i = 0; i < th->nholds; i++)
+		if (th->holds[i].frame == (int)k)
+			return 1;
+	return 0;
+}
+
+/* Recursions shorter than this keep a line per frame; so do runs of
+ * runtime frames. */
+#define FOLD_FROM 3
+
+/* The runtime or standard library frame F belongs to ("std", "core",
+ * "alloc", "tokio::runtime", Go's "runtime"), or NULL: the program's own,
+ * or a library's. */
+static const char *runtime_of(const struct sd_frame *f)
+{
+	static const struct {
+		const char *prefix, *name;
+	} rt[] = {
+	    {"std::", "std"},
+	    {"core::", "core"},
+	    {"alloc::", "alloc"},
+	    {"tokio::runtime::", "tokio::runtime"},
+	    {"__rust_begin_short_backtrace", "std"},
+	    {"__rust_end_short_backtrace", "std"},
+	    {"__rust_try", "std"},
+	    {"runtime.", "runtime"},
+	};
+	const char *fn = f->function;
+	if (!fn)
+		return NULL;
+	if (*fn == '<')
+		fn++;
+	for (size_t i = 0; i < sizeof(rt) / sizeof(rt[0]); i++)
+		if (!strncmp(fn, rt[i].prefix, strlen(rt[i].prefix)))
+			return rt[i].name;
+	return NULL;
+}
+
+/* Past the program's first frame, a run of FOLD_FROM or more runtime
+ * frames from K on holding nothing: its last index (K when none). */
+static size_t runtime_run(const struct sd_thread *th, size_t k, size_t first_own)
+{
+	if (k < first_own || !runtime_of(&th->frames[k]))
+		return k;
+	size_t last = k;
+	while (last + 1 < th->nframes && runtime_of(&th->frames[last + 1]) && !holds_at(th, last + 1))
+		last++;
+	return last + 1 - k >= FOLD_FROM && !holds_at(th, k) ? last : k;
+}
+
+/* "... 12 frames of std, core" for frames K..LAST of TH. */
+static void runtime_line(struct strbuf *out, size_t indent, const struct sd_thread *th, size_t k,
+			 size_t last, const struct sd_render_opts *o)
+{
+	for (size_t i = 0; i < indent; i++)
+		strbuf_adds(out, " ");
+	strbuf_addf(out, "  #%zu-#%zu %s... %zu frames of ", k, last, col(o, C_DIM), last - k + 1);
+	const char *seen[4] = {0};
+	size_t ns = 0;
+	for (size_t i = k; i <= last; i++) {
+		const char *r = runtime_of(&th->frames[i]);
+		int dup = 0;
+		for (size_t j = 0; j < ns; j++)
+			dup |= !strcmp(seen[j], r);
+		if (dup)
+			continue;
+		if (ns == 3) {
+			strbuf_adds(out, ", ...");
+			break;
+		}
+		strbuf_adds(out, ns ? ", " : "");
+		strbuf_adds(out, r);
+		seen[ns++] = r;
+	}
+	strbuf_addf(out, " (--all-frames shows them)%s\n", col(o, C_RESET));
+}
+
+void format_text_stack(struct strbuf *out, const struct sd_thread *th, size_t indent,
+		       const struct sd_render_opts *o)
+{
+	struct sd_render_opts narrow;
+	if (indent && o && o->width > 0) {
+		narrow = *o;
+		narrow.width = o->width > (int)indent + 20 ? o->width - (int)indent : 20;
+		o = &narrow;
+	}
+	/* The innermost runtime frames say what the thread waits in: they
+	 * stay; past the program's first frame, runs of them fold. */
+	size_t first_own = th->nframes;
+	const char *own = o ? o->main_module : NULL;
+	for (size_t k = 0; own && k < th->nframes && first_own == th->nframes; k++)
+		if (th->frames[k].function && !runtime_of(&th->frames[k]) && th->frames[k].module &&
+		    !strcmp(th->frames[k].module, own))
+			first_own = k;
+	for (size_t k = 0; k < th->nframes; k++) {
+		size_t last = k;
+		if (!(o && o->all_frames) && (last = runtime_run(th, k, first_own)) > k) {
+			runtime_line(out, indent, th, k, last, o);
+			k = last;
+			continue;
+		}
+		if (!(o && o->all_frames) && !holds_at(th, k))
+			while (last + 1 < th->nframes && same_call(&th->frames[k], &th->frames[last + 1]) &&
+			       !holds_at(th, last + 1))
+				last++;
+		if (last + 1 - k < FOLD_FROM)
+			last = k;
+		frame_line(out, indent, k, last, &th->frames[k], o);
+		format_text_holds(out, th, (long)k, o);
+		k = last;
+	}
+	format_text_holds(out, th, -1, o);
+}
+
+/* The wait of TH; TERSE (a terminal): no address when a symbol names
+ * the lock. */
+static void wait_text(struct strbuf *out, const struct sd_snapshot *s, const struct sd_thread *th,
+		      int terse);
+
 void format_text_wait(struct strbuf *out, const struct sd_snapshot *s, const struct sd_thread *th)
+{
+	wait_text(out, s, th, 0);
+}
+
+static void wait_text(struct strbuf *out, const struct sd_snapshot *s, const struct sd_thread *th,
+		      int terse)
 {
 	const struct sd_wait *w = &th->wait;
 	int owned = w->owner_known && w->owner > 0;
@@ -122,7 +346,7 @@ void format_text_wait(struct strbuf *out, const struct sd_snapshot *s, const str
 		strbuf_addf(out, "join of %d", (int)w->owner);
 	} else {
 		strbuf_addf(out, "%s", sd_wait_kind_name(w->kind));
-		if (w->address)
+		if (w->address && !(terse && w->symbol))
 			strbuf_addf(out, " 0x%" PRIx64, w->address);
 		else if (w->kind == SD_WAIT_MONITOR)
 			strbuf_adds(out, " (which one is not known)");
@@ -213,7 +437,7 @@ static void thread_state(struct strbuf *out, const struct sd_snapshot *s,
 	if (is_lock_wait(th->wait.kind) && !plain) {
 		strbuf_addf(out, " %swaiting for ",
 			    col(o, locks_is_idle(th->wait.kind) ? C_IDLE : C_LOCK));
-		format_text_wait(out, s, th);
+		wait_text(out, s, th, o && o->width > 0);
 		strbuf_adds(out, col(o, C_RESET));
 	} else {
 		const char *st = analyze_state_text(th);
@@ -287,12 +511,22 @@ static void process_header(struct strbuf *out, const struct sd_snapshot *s,
 			    s->stack_cut, s->stack_cut == 1 ? "" : "s",
 			    s->stack_total % (1u << 20) ? s->stack_total >> 10 : s->stack_total >> 20,
 			    s->stack_total % (1u << 20) ? "KiB" : "MiB");
-	if (o && o->verbose && !s->per_thread)
+	if (o && o->verbose && !s->per_thread) {
 		strbuf_addf(out,
-			    "  pause: seize %.2f ms, stop %.2f ms, memory copy %.2f ms, detach %.2f ms\n",
+			    "  pause: seize %.2f ms, stop %.2f ms, memory copy %.2f ms, detach %.2f ms",
 			    (double)s->seize_us / 1000.0, (double)s->stop_us / 1000.0,
 			    (double)s->memcopy_us / 1000.0,
 			    (double)(s->detach_us - s->memcopy_us) / 1000.0);
+		/* The parts add up to the pause: what the freeze did not
+		 * spend, stops of single threads did (for their registers,
+		 * retries). */
+		uint64_t parts = s->seize_us + s->stop_us + s->detach_us;
+		if (s->pause_us > parts + 10)
+			strbuf_addf(out, ", %s %.2f ms",
+				    s->nregstops ? "stops for registers and retries" : "other",
+				    (double)(s->pause_us - parts) / 1000.0);
+		strbuf_adds(out, "\n");
+	}
 	if (o && o->verbose && !s->per_thread) {
 		strbuf_addf(out,
 			    "  threads: %zu frozen, %zu read without stopping, %zu reused, %zu retried, "
@@ -325,6 +559,24 @@ static struct sd_render_opts with_main(const struct sd_snapshot *s, const struct
 	return r;
 }
 
+/* One thread: its header, its stack, why the stack ends early. */
+static void thread_block(struct strbuf *out, const struct sd_snapshot *s,
+			 const struct sd_thread *th, const struct sd_render_opts *o)
+{
+	format_text_thread_header(out, s, th, o);
+	strbuf_adds(out, "\n");
+	format_text_stack(out, th, 0, o);
+	if (th->unwind_stop && th->status == SD_THREAD_OK)
+		strbuf_addf(out, "  %s-- unwinding stopped: %s%s\n", col(o, C_WARN),
+			    th->unwind_stop, col(o, C_RESET));
+	if (th->live_reads && th->status == SD_THREAD_OK)
+		strbuf_addf(out,
+			    "  %s-- %u stack word%s read after the thaw, outside the copy: "
+			    "frames found from %s may be out of date%s\n",
+			    col(o, C_WARN), th->live_reads, th->live_reads == 1 ? "" : "s",
+			    th->live_reads == 1 ? "it" : "them", col(o, C_RESET));
+}
+
 void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
 			  const struct sd_render_opts *o0)
 {
@@ -341,23 +593,7 @@ void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
 	}
 	process_header(out, s, o, 0);
 	for (size_t i = 0; i < s->nthreads; i++) {
-		const struct sd_thread *th = &s->threads[i];
-		format_text_thread_header(out, s, th, o);
-		strbuf_adds(out, "\n");
-		for (size_t k = 0; k < th->nframes; k++) {
-			format_text_frame(out, k, &th->frames[k], o);
-			format_text_holds(out, th, (long)k, o);
-		}
-		format_text_holds(out, th, -1, o);
-		if (th->unwind_stop && th->status == SD_THREAD_OK)
-			strbuf_addf(out, "  %s-- unwinding stopped: %s%s\n", col(o, C_WARN),
-				    th->unwind_stop, col(o, C_RESET));
-		if (th->live_reads && th->status == SD_THREAD_OK)
-			strbuf_addf(out,
-				    "  %s-- %u stack word%s read after the thaw, outside the copy: "
-				    "frames found from %s may be out of date%s\n",
-				    col(o, C_WARN), th->live_reads, th->live_reads == 1 ? "" : "s",
-				    th->live_reads == 1 ? "it" : "them", col(o, C_RESET));
+		thread_block(out, s, &s->threads[i], o);
 		if (i + 1 < s->nthreads)
 			strbuf_adds(out, "\n");
 	}
@@ -366,6 +602,8 @@ void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
 /* Names and TIDs of a group are cut after this many bytes: the header of
  * a 1,000-thread pool stays one line. */
 #define GROUP_LIST_MAX 72
+/* At a terminal, threads with identical stacks merge from this many. */
+#define GROUP_FROM 4
 
 void format_text_grouped(struct strbuf *out, const struct sd_snapshot *s,
 			 const struct sd_render_opts *o0)
@@ -375,30 +613,38 @@ void format_text_grouped(struct strbuf *out, const struct sd_snapshot *s,
 	struct sd_grouping g;
 	group_snapshot(s, &g);
 	process_header(out, s, o, g.n);
-	for (size_t k = 0; k < g.n; k++) {
-		const struct sd_group *gr = &g.v[k];
-		const struct sd_thread *th = &s->threads[gr->idx[0]];
-		if (gr->n == 1) {
-			format_text_thread_header(out, s, th, o);
-		} else {
+	/* With group 2 (a terminal), only sets of GROUP_FROM or more merge,
+	 * and the threads holding what others wait on come first. */
+	size_t from = o->group == 2 ? GROUP_FROM : 2;
+	int sep = 0;
+	for (int pass = o->group == 2 ? 0 : 1; pass < 2; pass++) {
+		for (size_t k = 0; k < g.n; k++) {
+			const struct sd_group *gr = &g.v[k];
+			const struct sd_thread *th = &s->threads[gr->idx[0]];
+			if (o->group == 2 && (pass == 0) != (th->nholds > 0))
+				continue;
+			if (gr->n < from) {
+				for (size_t i = 0; i < gr->n; i++) {
+					if (sep++)
+						strbuf_adds(out, "\n");
+					thread_block(out, s, &s->threads[gr->idx[i]], o);
+				}
+				continue;
+			}
+			if (sep++)
+				strbuf_adds(out, "\n");
 			strbuf_addf(out, "%s%zu threads \"", col(o, C_BOLD), gr->n);
 			group_names(out, s, gr, GROUP_LIST_MAX);
 			strbuf_addf(out, "\"%s", col(o, C_RESET));
 			thread_state(out, s, th, o);
 			strbuf_adds(out, "\n  TIDs ");
 			group_tids(out, s, gr, GROUP_LIST_MAX);
-		}
-		strbuf_adds(out, "\n");
-		for (size_t f = 0; f < th->nframes; f++) {
-			format_text_frame(out, f, &th->frames[f], o);
-			format_text_holds(out, th, (long)f, o);
-		}
-		format_text_holds(out, th, -1, o);
-		if (th->unwind_stop && th->status == SD_THREAD_OK)
-			strbuf_addf(out, "  %s-- unwinding stopped: %s%s\n", col(o, C_WARN),
-				    th->unwind_stop, col(o, C_RESET));
-		if (k + 1 < g.n)
 			strbuf_adds(out, "\n");
+			format_text_stack(out, th, 0, o);
+			if (th->unwind_stop && th->status == SD_THREAD_OK)
+				strbuf_addf(out, "  %s-- unwinding stopped: %s%s\n", col(o, C_WARN),
+					    th->unwind_stop, col(o, C_RESET));
+		}
 	}
 	group_release(&g);
 }

@@ -516,6 +516,46 @@ static void find_hot(const struct sd_snapshot *const *s, size_t n, struct sd_fin
 	free(v);
 }
 
+/* Threads a finding names one per line from this many on are one line. */
+#define WHO_FOLD_FROM 4
+
+/* DETAIL's lines, each 'TID "name"', as one line "    N threads: ..."
+ * into OUT; 0 (nothing written) when a line is of another form. */
+static int fold_who(struct strbuf *out, const char *detail)
+{
+	size_t n = 0, cap = 0;
+	pid_t *tids = NULL;
+	char **names = NULL;
+	int ok = detail != NULL;
+	for (const char *p = detail; ok && p && *p;) {
+		size_t l = strcspn(p, "\n");
+		char *end;
+		long tid = strtol(p, &end, 10);
+		const char *q = end + 2, *close = l >= 2 ? p + l - 1 : p;
+		ok = tid > 0 && end[0] == ' ' && end[1] == '"' && q <= close && *close == '"';
+		if (ok) {
+			sd_grow(&tids, &cap, n + 1, sizeof(*tids));
+			names = sd_xrealloc(names, (n + 1) * sizeof(*names));
+			tids[n] = (pid_t)tid;
+			names[n] = sd_xmalloc((size_t)(close - q) + 1);
+			memcpy(names[n], q, (size_t)(close - q));
+			names[n][close - q] = '\0';
+			n++;
+		}
+		p += l + (p[l] == '\n');
+	}
+	if (ok && n) {
+		strbuf_addf(out, "    %zu threads: ", n);
+		format_names_ranges(out, (const char *const *)names, tids, n, 60);
+		strbuf_adds(out, "\n");
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	free(tids);
+	return ok && n;
+}
+
 /* ---- the whole set ------------------------------------------------------- */
 
 void findings_analyze(const struct sd_snapshot *const *s, size_t n, struct sd_findings *f)
@@ -574,6 +614,9 @@ void findings_format_text(struct strbuf *out, const struct sd_findings *f)
 		strbuf_adds(out, "\n    ");
 		findings_span(out, x);
 		strbuf_adds(out, "\n");
+		/* A pool stuck alike is one line, not one per thread. */
+		if (x->kind == SD_FINDING_STUCK && x->ntids >= WHO_FOLD_FROM && fold_who(out, x->detail))
+			continue;
 		for (const char *p = x->detail; p && *p;) {
 			size_t l = strcspn(p, "\n");
 			strbuf_adds(out, "    ");

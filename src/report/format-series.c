@@ -93,6 +93,43 @@ void format_series_profile(const struct sd_series *r, struct strbuf *sb, const c
 	strbuf_adds(sb, "\n");
 }
 
+/* Threads that did the same all along fold from this many. */
+#define FOLD_FROM 4
+
+/* Threads of R alike thread I (the same state and stack in every
+ * snapshot) and not DONE, I first: their indices in a heap array *OUT,
+ * each marked DONE; returns how many. */
+static size_t alike_threads(const struct sd_series *r, size_t i, char *done, size_t **out)
+{
+	size_t n = 0;
+	size_t *v = sd_xcalloc(r->nth + 1, sizeof(*v));
+	const struct sd_series_thread *a = &r->th[i];
+	for (size_t j = i; j < r->nth; j++) {
+		const struct sd_series_thread *b = &r->th[j];
+		if (done[j] || a->pid != b->pid || memcmp(a->states, b->states, r->n) ||
+		    memcmp(a->hash, b->hash, r->n * sizeof(*a->hash)))
+			continue;
+		done[j] = 1;
+		v[n++] = j;
+	}
+	*out = v;
+	return n;
+}
+
+/* "\"http-worker-0..49\", TIDs 4244..4293" for the threads GRP[0..N) of R. */
+static void group_label(struct strbuf *out, const struct sd_series *r, const size_t *grp, size_t n)
+{
+	const char **names = sd_xcalloc(n, sizeof(*names));
+	pid_t *tids = sd_xcalloc(n, sizeof(*tids));
+	for (size_t k = 0; k < n; k++) {
+		names[k] = r->th[grp[k]].name;
+		tids[k] = r->th[grp[k]].tid;
+	}
+	format_names_ranges(out, names, tids, n, 40);
+	free(names);
+	free(tids);
+}
+
 void format_series_timeline(const struct sd_series *r, struct strbuf *sb)
 {
 	strbuf_addf(sb, "Timeline of thread states (one column per snapshot):\n");
@@ -108,16 +145,32 @@ void format_series_timeline(const struct sd_series *r, struct strbuf *sb)
 		findings_clock(a, sizeof(a), r->v[c0].s->time);
 		findings_clock(b, sizeof(b), r->v[c1 - 1].s->time);
 		strbuf_addf(sb, "   (snapshots %zu-%zu, %s-%s UTC)\n", c0 + 1, c1, a, b);
+		char *done = sd_xcalloc(r->nth + 1, 1);
 		for (size_t i = 0; i < r->nth; i++) {
 			const struct sd_series_thread *t = &r->th[i];
+			if (done[i])
+				continue;
+			size_t *grp = NULL, ng = alike_threads(r, i, done, &grp);
 			struct strbuf nm;
 			strbuf_init(&nm);
-			strbuf_add_escaped(&nm, t->name ? t->name : "");
-			strbuf_addf(sb, "  %-8d %-16.16s ", (int)t->tid, nm.buf);
+			if (ng >= FOLD_FROM) {
+				/* A pool that did the same all along: one row. */
+				group_label(&nm, r, grp, ng);
+				strbuf_addf(sb, "  %-8d %-16s ", (int)t->tid, nm.buf);
+			} else {
+				strbuf_add_escaped(&nm, t->name ? t->name : "");
+				strbuf_addf(sb, "  %-8d %-16.16s ", (int)t->tid, nm.buf);
+				for (size_t k = 1; k < ng; k++)
+					done[grp[k]] = 0;
+			}
 			strbuf_release(&nm);
 			strbuf_add(sb, t->states + c0, c1 - c0);
+			if (ng >= FOLD_FROM)
+				strbuf_addf(sb, "  (%zu threads alike)", ng);
 			strbuf_adds(sb, "\n");
+			free(grp);
 		}
+		free(done);
 	}
 	strbuf_adds(sb, "\n");
 }
@@ -205,32 +258,67 @@ void format_series_stuck(const struct sd_series *r, struct strbuf *sb)
 		    "Threads with the same stack until the last snapshot (of %zu): %zu (lock waits "
 		    "first)\n",
 		    r->n, cnt);
+	char *done = sd_xcalloc(cnt + 1, 1);
 	for (size_t i = 0; i < cnt; i++) {
 		const struct sd_series_thread *t = rows[i];
 		const struct sd_thread *th = series_thread_in(r, r->n - 1, t);
-		if (!th)
+		if (!th || done[i])
 			continue;
+		/* Threads stuck alike (same states, same stacks) are one
+		 * entry with their names as ranges: the stack once. */
+		size_t ng = 0;
+		const char **names = sd_xcalloc(cnt, sizeof(*names));
+		pid_t *tids = sd_xcalloc(cnt, sizeof(*tids));
+		for (size_t j = i; j < cnt; j++)
+			if (!done[j] && rows[j]->pid == t->pid &&
+			    !memcmp(rows[j]->states, t->states, r->n) &&
+			    !memcmp(rows[j]->hash, t->hash, r->n * sizeof(*t->hash))) {
+				names[ng] = rows[j]->name;
+				tids[ng++] = rows[j]->tid;
+			}
 		struct sd_render_opts ro = {0};
 		ro.no_source = 1;
 		strbuf_adds(sb, "\n  ");
-		format_text_thread_header(sb, r->v[r->n - 1].s, th, &ro);
+		if (ng >= FOLD_FROM) {
+			for (size_t j = i; j < cnt; j++)
+				if (rows[j]->pid == t->pid && !memcmp(rows[j]->states, t->states, r->n) &&
+				    !memcmp(rows[j]->hash, t->hash, r->n * sizeof(*t->hash)))
+					done[j] = 1;
+			struct strbuf h;
+			strbuf_init(&h);
+			format_text_thread_header(&h, r->v[r->n - 1].s, th, &ro);
+			/* The header without its 'Thread TID "name"'. */
+			const char *rest = strchr(h.buf, '"');
+			rest = rest ? strchr(rest + 1, '"') : NULL;
+			strbuf_addf(sb, "%zu threads ", ng);
+			format_names_ranges(sb, names, tids, ng, 40);
+			strbuf_adds(sb, rest ? rest + 1 : "");
+			strbuf_release(&h);
+		} else {
+			format_text_thread_header(sb, r->v[r->n - 1].s, th, &ro);
+		}
+		free(names);
+		free(tids);
 		char c = t->states[r->n - 1];
 		size_t since = series_stuck_since(r, t);
 		char clk[32];
 		findings_clock(clk, sizeof(clk), r->v[since].s->time);
+		/* A sleeper others wait for is the culprit, not idle. */
+		const char *idle = c != 'S' && c != 'C' ? ""
+				   : th->nholds		  ? ", holds what others wait for"
+							  : ", idle?";
 		if (since == 0)
-			strbuf_addf(sb, "  [%s in every snapshot%s]\n", timeline_state_name(c),
-				    c == 'S' || c == 'C' ? ", idle?" : "");
+			strbuf_addf(sb, "  [%s in every snapshot%s]\n", timeline_state_name(c), idle);
 		else
 			strbuf_addf(sb, "  [%s since %s UTC, snapshots %zu-%zu%s]\n",
-				    timeline_state_name(c), clk, since + 1, r->n,
-				    c == 'S' || c == 'C' ? ", idle?" : "");
+				    timeline_state_name(c), clk, since + 1, r->n, idle);
 		for (size_t f = 0; f < th->nframes; f++) {
 			strbuf_adds(sb, "      ");
 			frame_label(sb, &th->frames[f]);
 			strbuf_adds(sb, "\n");
 		}
 	}
+	free(done);
 	free(rows);
 	strbuf_adds(sb, "\n");
 }

@@ -17,6 +17,8 @@
 #include "capture.h"
 #include "core.h"
 #include "goroutines.h"
+#include "holders.h"
+#include "locks.h"
 #include "ptrace.h"
 #include "snapctx.h"
 #include "symbols.h"
@@ -54,6 +56,52 @@ static void name_outside(struct sd_snapshot *s)
 		s->outside[s->noutside++].name = strpool_intern(s->pool, text);
 		free(text);
 	}
+}
+
+/* After a --tid/--name selection: a selected thread still holds what the
+ * threads left out wait on. Their waits are read from /proc (nothing is
+ * stopped); a normal mutex's owner field, read now, names the holder
+ * (holders.h); the hold goes under the frame holding a reference to the
+ * lock, as a full dump shows it. */
+static void holds_outside(struct sd_snapshot *s, struct sd_target *t)
+{
+	pid_t *tids;
+	size_t n;
+	struct sd_error err = {0};
+	if (procfs_list_tids(s->pid, &tids, &n, &err) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (find_thread(s, tids[i]))
+			continue;
+		struct sd_taskinfo ti;
+		memset(&ti, 0, sizeof(ti));
+		if (procfs_task_syscall(NULL, AT_FDCWD, s->pid, tids[i], &ti) < 0 || ti.running ||
+		    ti.syscall_nr != 202)
+			continue;
+		uint64_t addr = ti.syscall_args[0];
+		pid_t owner = holders_live_mutex_owner(s->pid, addr, ti.syscall_args[1],
+						       ti.syscall_args[2]);
+		struct sd_thread *h = owner > 0 ? find_thread(s, owner) : NULL;
+		if (!h)
+			continue;
+		int known = 0;
+		for (size_t k = 0; k < h->nholds && !known; k++)
+			known = h->holds[k].address == addr;
+		if (known)
+			continue;
+		h->holds = sd_xrealloc(h->holds, (h->nholds + 1) * sizeof(*h->holds));
+		struct sd_hold *hd = &h->holds[h->nholds++];
+		memset(hd, 0, sizeof(*hd));
+		hd->kind = SD_WAIT_MUTEX;
+		hd->address = addr;
+		uint64_t off = 0;
+		const char *sym = t->sym ? symbols_data(t->sym, s, addr, &off) : NULL;
+		hd->symbol = sym && !off ? sym : NULL;
+		hd->evidence = SD_EVIDENCE_MEMORY;
+		hd->frame = locks_frame_of_reference(h, addr);
+		hd->ncandidates = 1;
+	}
+	free(tids);
 }
 
 /* light_discover 2: the state from the registers read while frozen. */
@@ -460,8 +508,10 @@ static void finish_stage(struct snapctx *cx)
 	struct sd_snapshot *s = cx->s;
 	if (cx->auto_mode && cx->o->reuse)
 		reuse_save(cx);
-	if (s->threads_total && !t->core)
+	if (s->threads_total && !t->core) {
 		name_outside(s);
+		holds_outside(s, t);
+	}
 	add_modules(s, t);
 	t->last_stack_bytes = s->stack_bytes;
 	if (!cx->o->keep_capture) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 # One command table: every command and option in it must show in `help`,
-# the README, the man page and the completion scripts. Each failure says
+# the user documentation (README.md and docs/*.md), the man page and the
+# completion scripts. Each failure says
 # exactly what is missing where.
 import os
 import re
@@ -66,9 +67,30 @@ def test_help_lists_every_command_and_option():
     report("help", gaps)
 
 
+def user_docs():
+    """The README (the door) and the reference it leads to, docs/*.md."""
+    docs = os.path.join(SRC, "docs")
+    names = sorted(n for n in os.listdir(docs) if n.endswith(".md")) if os.path.isdir(docs) else []
+    if not names:
+        raise AssertionError("docs/ holds no reference (*.md)")
+    return "\n".join([read("README.md")] + [read(os.path.join("docs", n)) for n in names])
+
+
+def test_readme_stays_a_door():
+    # The README is what it is, the quick start, what to run when, a tour
+    # and links: the reference lives in docs/.
+    text = read("README.md")
+    n = text.count("\n")
+    sdtest.ok(n <= 420, "README.md is %d lines (at most about 400: move reference to docs/)" % n)
+    for heading in ("## Quick start", "## What to run when", "## A tour", "## Documentation"):
+        sdtest.contains(text, "\n%s\n" % heading)
+    for link in re.findall(r"\]\(((?:docs|bench)/[^)#]+|ARCHITECTURE\.md)", text):
+        sdtest.ok(os.path.exists(os.path.join(SRC, link)), "README links to missing %s" % link)
+
+
 def test_readme_documents_every_command_and_option():
     t = table()
-    text = read("README.md")
+    text = user_docs()
     # A command counts when it shows as code: `locks`, `stackdump locks
     # PID`, or a line of a fenced block.
     code = "\n".join(re.findall(r"`([^`\n]+)`", text))
@@ -83,7 +105,7 @@ def test_readme_documents_every_command_and_option():
     for o in t["global_options"]:
         if o["name"] and not re.search(r"--%s(?![\w-])" % re.escape(o["name"]), text):
             gaps.append("global option `--%s`" % o["name"])
-    report("README.md", sorted(set(gaps), key=gaps.index))
+    report("README.md and docs/*.md", sorted(set(gaps), key=gaps.index))
 
 
 def test_man_page_documents_every_command_and_option():

@@ -65,10 +65,20 @@ def test_checker_finds_an_option_a_command_lacks():
        ["stackdump top --no-idle 42: --no-idle"])
 
 
+def user_docs():
+    """{relative path: text} of README.md and docs/*.md."""
+    out = {}
+    for rel in ["README.md"] + sorted(os.path.join("docs", n)
+                                      for n in os.listdir(os.path.join(SRC, "docs"))
+                                      if n.endswith(".md")):
+        with open(os.path.join(SRC, rel)) as f:
+            out[rel] = f.read()
+    return out
+
+
 def test_readme_man_and_help_show_only_real_options():
-    with open(os.path.join(SRC, "README.md")) as f:
-        readme = f.read()
-    eq(unknown_options(readme), [], "README.md")
+    for rel, text in user_docs().items():
+        eq(unknown_options(text), [], rel)
     eq(unknown_options(man_text()), [], "docs/stackdump.1")
     t, cmds, glob = table()
     for c in t["commands"]:
@@ -79,8 +89,8 @@ def test_readme_man_and_help_show_only_real_options():
 
 
 def test_every_document_referenced_exists():
-    texts = {"README.md": open(os.path.join(SRC, "README.md")).read(),
-             "docs/stackdump.1": man_text()}
+    texts = dict(user_docs())
+    texts["docs/stackdump.1"] = man_text()
     t, _, _ = table()
     for c in t["commands"]:
         texts["help %s" % c["name"]] = sdtest.run("-c", "help %s" % c["name"]).out

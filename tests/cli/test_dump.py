@@ -195,7 +195,9 @@ def test_rust_matches_eu_stack():
         mine = {t["tid"]: [int(f["addr"], 16) for f in t["frames"]]
                 for t in r.json()["threads"]}
         eq(mine, theirs)
-        r = sdtest.run(fx.pid)
+        # Names in full, every frame: text elides generic arguments and
+        # folds runs of std frames by default.
+        r = sdtest.run("--full-names", "--all-frames", fx.pid)
         eq(r.rc, 0, r.err)
         for name in (r"fx_rust::workers::park_inner", r"fx_rust::workers::park_outer",
                      r"fx_rust::parker_main", r"fx_rust::workers::pump\b",
@@ -228,7 +230,7 @@ def test_rust_v0_names_demangled():
         subprocess.run([objcopy, "--strip-debug", path_of("fx-rust"), exe], check=True,
                        timeout=120)
         with start(exe, blocked=4) as fx:
-            r = sdtest.run(fx.pid)
+            r = sdtest.run("--full-names", "--all-frames", fx.pid)
             eq(r.rc, 0, r.err)
             for name in ("fx_rust::workers::park_inner+0x", "fx_rust::parker_main+0x",
                          "fx_rust::workers::pump::<std::fs::File>+0x",

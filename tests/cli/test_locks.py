@@ -41,10 +41,10 @@ def dump_waits(pid):
     return {t["tid"]: t["wait"] for t in r.json()["threads"]}
 
 
-def dump_headers(pid):
-    """{tid: header line} from a text dump."""
+def dump_headers(pid, rc=0):
+    """{tid: header line} from a text dump (RC 3: it holds a deadlock)."""
     r = sdtest.run(pid)
-    eq(r.rc, 0, r.err)
+    eq(r.rc, rc, r.err)
     out = {}
     for line in r.out.splitlines():
         m = re.match(r"Thread (\d+) ", line)
@@ -329,7 +329,7 @@ def deadlock_case(n, bystander=False):
         contains(text, "lock_second")
         if n == 1:
             contains(text, ": itself (it locks a lock it already holds)")
-        head = dump_headers(fx.pid)
+        head = dump_headers(fx.pid, rc=3)
         matches(head[cyc[0]], r"waiting for mutex %s <%s> held by %s$" % (
             HEX, syms[1 % n], re.escape(label(cyc[1 % n], "cycle-%d" % (1 % n + 1)))))
 

@@ -39,16 +39,17 @@ def locks_text(pid, rc=0):
     return r.out
 
 
-def dump_json(pid):
+def dump_json(pid, rc=0):
+    """{tid: thread} of a JSON dump (RC 3: it holds a deadlock)."""
     r = sdtest.run("--format", "json", pid)
-    eq(r.rc, 0, r.err)
+    eq(r.rc, rc, r.err)
     sdtest.assert_running(pid)
     return {t["tid"]: t for t in r.json()["threads"]}
 
 
-def dump_text(pid):
+def dump_text(pid, rc=0):
     r = sdtest.run(pid)
-    eq(r.rc, 0, r.err)
+    eq(r.rc, rc, r.err)
     return r.out
 
 
@@ -102,7 +103,7 @@ def test_rust_abba():
         eq(sorted(owner), sorted([left, right]))
         eq(owner[left][0], right)
         eq(owner[right][0], left)
-        threads = dump_json(fx.pid)
+        threads = dump_json(fx.pid, rc=3)
         for waiter, (holder, frame, _) in owner.items():
             eq(frame_fn(threads, holder, frame), "fx_rustinfer::lock_both")
         eq(len(doc["deadlocks"]), 1)
@@ -122,7 +123,7 @@ def test_rust_abba():
                  % (left, owner[left][2], right, owner[left][1]))
 
         # The dump: each thread holds the other's lock in lock_both.
-        t = dump_text(fx.pid)
+        t = dump_text(fx.pid, rc=3)
         eq(holds_under(frame_block(t, left), "fx_rustinfer::lock_both"),
            ["- holds (inferred) rust-mutex %s" % owner[right][2]])
         eq(holds_under(frame_block(t, right), "fx_rustinfer::lock_both"),
@@ -192,7 +193,7 @@ def test_cycle3_glibc_and_rust():
         eq([(e["tid"], e["kind"], e["owner"], e["owner_evidence"]) for e in cyc],
            [(c1, "rust-mutex", c2, "stack"), (c2, "rust-mutex", c3, "stack"),
             (c3, "mutex", c1, "memory")])
-        threads = dump_json(fx.pid)
+        threads = dump_json(fx.pid, rc=3)
         eq(frame_fn(threads, c2, cyc[0]["owner_frame"]), "fx_rustinfer::lock_both")
         eq(frame_fn(threads, c3, cyc[1]["owner_frame"]), "fx_rustinfer::rust_then_pthread")
         # The recorded owner is attributed to the frame keeping the mutex.
@@ -201,7 +202,7 @@ def test_cycle3_glibc_and_rust():
         eq(frame_fn(threads, c1, h[0]["frame"]), "fx_rustinfer::pthread_then_rust")
         text = locks_text(fx.pid, rc=3)
         contains(text, "Deadlock 1, 3 threads:")
-        t = dump_text(fx.pid)
+        t = dump_text(fx.pid, rc=3)
         eq(holds_under(frame_block(t, c1), "fx_rustinfer::pthread_then_rust"),
            ["- holds mutex %s" % cyc[2]["address"]])
 
@@ -248,7 +249,7 @@ def test_cxx_lock_guard_abba():
         cyc = doc["deadlocks"][0]
         eq([(e["tid"], e["owner"], e["owner_evidence"]) for e in cyc],
            [(left, right, "memory"), (right, left, "memory")])
-        threads = dump_json(fx.pid)
+        threads = dump_json(fx.pid, rc=3)
         for e in cyc:
             eq(frame_fn(threads, e["owner"], e["owner_frame"]), "transfer")
         for t in (left, right):
@@ -256,7 +257,7 @@ def test_cxx_lock_guard_abba():
             eq(len(h), 1, repr(h))
             eq((h[0]["kind"], h[0]["owner_evidence"]), ("mutex", "memory"))
             eq(frame_fn(threads, t, h[0]["frame"]), "transfer")
-        text = dump_text(fx.pid)
+        text = dump_text(fx.pid, rc=3)
         held_by_left = [e["address"] for e in cyc if e["owner"] == left][0]
         eq(holds_under(frame_block(text, left), "transfer"),
            ["- holds mutex %s" % held_by_left])
@@ -303,7 +304,7 @@ def test_recorded_owner_without_reference():
            [(c1, c2, "memory", None), (c2, c1, "memory", None)])
         for lk in doc["locks"]:
             eq(lk["candidates"], [])
-        text = dump_text(fx.pid)
+        text = dump_text(fx.pid, rc=3)
         contains(frame_block(text, c1),
                  "- holds mutex %s <g_lock_a> (no frame holds a reference to it)"
                  % [lk["address"] for lk in doc["locks"] if lk["symbol"] == "g_lock_a"][0])
@@ -333,7 +334,7 @@ def test_saved_snapshot_keeps_inference():
         eq([(e["tid"], e["owner"], e["owner_evidence"]) for e in doc["deadlocks"][0]],
            [(left, right, "stack"), (right, left, "stack")])
         r = sdtest.run("-c", "load %s; dump" % path)
-        eq(r.rc, 0, r.err)
+        eq(r.rc, 3, r.err)  # the dump of a deadlock says so, as locks does
         contains(r.out, "- holds (inferred) rust-mutex ")
 
 

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: MIT
+// The screen of `stackdump top` (format-top.h).
+#include <stdlib.h>
+#include <string.h>
+
+#include "format-top.h"
+
+/* End a line of the screen: at a terminal, erase what the last screen left
+ * to its right, instead of clearing the screen first (no flicker). */
+static void eol(struct strbuf *sb, int tty)
+{
+	strbuf_adds(sb, tty ? "\033[K\n" : "\n");
+}
+
+/* Rows of top from which threads alike in a row fold into one. */
+#define TOP_FOLD_FROM 4
+
+/* Threads TH[I..] alike (shown, same state and function now, holding
+ * nothing, same on-CPU share): how many in a row. */
+static size_t alike_run(const struct top_thread *th, size_t nth, size_t i,
+			const struct topview *view)
+{
+	size_t n = 1;
+	for (size_t k = i + 1; k < nth; k++) {
+		const struct top_thread *a = &th[i], *b = &th[k];
+		if (!b->seen || (!view->show_idle && b->idle && !b->on_cpu))
+			break;
+		if (a->holding || b->holding || strcmp(a->state, b->state) || a->now != b->now ||
+		    top_oncpu(a) != top_oncpu(b))
+			break;
+		n++;
+	}
+	return n;
+}
+
+/* The names of TH[I..I+N) as "http-worker-0..49" when they differ only in
+ * a trailing number, else the first name and "+N-1". */
+static void run_name(struct strbuf *out, const struct top_thread *th, size_t i, size_t n)
+{
+	const char *a = th[i].name;
+	size_t pre = strlen(a);
+	while (pre && a[pre - 1] >= '0' && a[pre - 1] <= '9')
+		pre--;
+	long lo = -1, hi = -1;
+	int same = pre < strlen(a);
+	for (size_t k = i; same && k < i + n; k++) {
+		const char *b = th[k].name, *d = b + pre;
+		char *end;
+		if (strncmp(a, b, pre) || !*d || *d < '0' || *d > '9') {
+			same = 0;
+			break;
+		}
+		long v = strtol(d, &end, 10);
+		if (*end)
+			same = 0;
+		if (lo < 0 || v < lo)
+			lo = v;
+		if (v > hi)
+			hi = v;
+	}
+	if (same && (size_t)(hi - lo + 1) == n) {
+		strbuf_add_escapedn(out, a, pre);
+		strbuf_addf(out, "%ld..%ld", lo, hi);
+	} else {
+		strbuf_add_escaped(out, a);
+		strbuf_addf(out, " +%zu", n - 1);
+	}
+}
+
+void top_screen(struct strbuf *sb, struct sd_profile *p, pid_t pid, const char *comm,
+		   struct top_thread *th, size_t nth, double elapsed, int rows, int limit, int tty,
+		   const struct topview *view, const uint64_t *idle, size_t nidle)
+{
+	uint64_t total = profile_total(p), idle_total = 0;
+	for (size_t i = 0; idle && !view->show_idle && i < nidle; i++)
+		idle_total += idle[i];
+	uint64_t shown_total = total - idle_total;
+	int used = 0;
+	/* Home, then overwrite: the old screen stays until each line is
+	 * replaced. */
+	strbuf_adds(sb, tty ? "\033[H" : "\n");
+	strbuf_addf(sb, "stackdump top: %d \"", (int)pid);
+	strbuf_add_escaped(sb, comm ? comm : "?");
+	double got = elapsed > 0 ? (double)p->samples / elapsed : 0.0;
+	strbuf_addf(sb, "\"  %.1f s, %llu samples (%.1f Hz", elapsed,
+		    (unsigned long long)p->samples, got);
+	/* The rate got beside the rate asked when sampling was slowed. */
+	if (p->rate_note && p->rate_asked > 0)
+		strbuf_addf(sb, " of %.1f Hz asked: %s", p->rate_asked, p->rate_note);
+	strbuf_addf(sb, "), engine %s, longest pause %.2f ms", p->engine ? p->engine : "ptrace",
+		    (double)p->max_pause_us / 1000.0);
+	if (p->lost_samples)
+		strbuf_addf(sb, ", %llu samples lost", (unsigned long long)p->lost_samples);
+	eol(sb, tty);
+	size_t live = 0, running = 0, nidle_threads = 0;
+	for (size_t i = 0; i < nth; i++)
+		if (th[i].seen) {
+			live++;
+			running += !strcmp(th[i].state, "running") || !strcmp(th[i].state, "runnable");
+			nidle_threads += th[i].idle && !th[i].on_cpu;
+		}
+	strbuf_addf(sb, "threads: %zu, %zu on a CPU, %zu off, %zu idle; on-CPU share of samples "
+			"%.1f%%",
+		    live, running, live - running, nidle_threads,
+		    total ? 100.0 * (double)p->on_cpu / (double)total : 0.0);
+	eol(sb, tty);
+	if (tty && view->help)
+		strbuf_adds(sb, "keys: c sort by CPU, n by name, t by TID; i idle threads "
+				"shown/folded; q quit; h this help");
+	else if (tty)
+		strbuf_addf(sb, "sorted by %s; idle threads %s (i); h for keys, q quits",
+			    view->sort == SORT_CPU ? "activity" : view->sort == SORT_NAME ? "name" : "TID",
+			    view->show_idle ? "shown" : "folded");
+	eol(sb, tty);
+	used += 3;
+	strbuf_addf(sb, "%8s  %-16s %-18s %6s  %s", "TID", "NAME", "STATE", "ONCPU", "NOW");
+	eol(sb, tty);
+	used++;
+	int thread_rows = rows > 0 ? rows / 2 - used : (int)nth + 1;
+	if (thread_rows < 3)
+		thread_rows = 3;
+	int shown = 0;
+	size_t folded = 0, hidden = 0;
+	for (size_t i = 0; i < nth; i++) {
+		if (!th[i].seen)
+			continue;
+		/* Idle threads (waiting for work, never on a CPU here) fold
+		 * into one line unless asked for. */
+		if (!view->show_idle && th[i].idle && !th[i].on_cpu) {
+			folded++;
+			continue;
+		}
+		if (shown >= thread_rows) {
+			hidden++;
+			continue;
+		}
+		/* At a terminal, 4 or more alike in a row (a pool parked in
+		 * one place) are one row: the holder stays on the screen. */
+		size_t run = tty && view->sort == SORT_CPU ? alike_run(th, nth, i, view) : 1;
+		struct strbuf nm;
+		strbuf_init(&nm);
+		if (run >= TOP_FOLD_FROM)
+			run_name(&nm, th, i, run);
+		else
+			strbuf_add_escaped(&nm, th[i].name);
+		strbuf_addf(sb, run >= TOP_FOLD_FROM ? "%8d  %-16s %-18.18s %5.0f%%  "
+						      : "%8d  %-16.16s %-18.18s %5.0f%%  ",
+			    (int)th[i].tid, nm.buf, th[i].state, 100.0 * top_oncpu(&th[i]));
+		strbuf_release(&nm);
+		if (run >= TOP_FOLD_FROM) {
+			strbuf_add_escaped(sb, th[i].now ? th[i].now : "-");
+			strbuf_addf(sb, " (%zu threads alike)", run);
+			eol(sb, tty);
+			shown++;
+			i += run - 1;
+			continue;
+		}
+		if (th[i].holds[0]) {
+			/* What it holds first: the reason it heads the list. */
+			strbuf_add_escaped(sb, th[i].holds);
+			strbuf_adds(sb, "; in ");
+		}
+		strbuf_add_escaped(sb, th[i].now ? th[i].now : "-");
+		eol(sb, tty);
+		shown++;
+	}
+	if (hidden) {
+		strbuf_addf(sb, "%8s  ... %zu more threads", "", hidden);
+		eol(sb, tty);
+		shown++;
+	}
+	if (folded) {
+		strbuf_addf(sb, "%8s  ... %zu idle thread%s (waiting for work)%s", "", folded,
+			    folded == 1 ? "" : "s", tty ? ": i shows them" : "");
+		eol(sb, tty);
+		shown++;
+	}
+	used += shown;
+	size_t nf;
+	struct top_func *fv = top_functions(p, view->show_idle ? NULL : idle, nidle, &nf);
+	eol(sb, tty);
+	strbuf_addf(sb, "%6s %6s  %s", "%OWN", "%TOTAL",
+		    view->show_idle ? "FUNCTION (all samples since start)"
+				    : "FUNCTION (samples since start, idle left out)");
+	eol(sb, tty);
+	used += 2;
+	int frows = limit > 0 ? limit : (rows > 0 ? rows - used - 1 : 20);
+	if (frows < 3)
+		frows = 3;
+	for (size_t i = 0; i < nf && (int)i < frows; i++) {
+		strbuf_addf(sb, "%5.1f%% %5.1f%%  ",
+			    shown_total ? 100.0 * (double)fv[i].own / (double)shown_total : 0.0,
+			    shown_total ? 100.0 * (double)fv[i].total / (double)shown_total : 0.0);
+		strbuf_add_escaped(sb, fv[i].name);
+		eol(sb, tty);
+	}
+	if (!nf) {
+		strbuf_adds(sb, "  (no samples yet)");
+		eol(sb, tty);
+	}
+	/* Whatever the last screen had below this one goes. */
+	if (tty)
+		strbuf_adds(sb, "\033[J");
+	free(fv);
+}
