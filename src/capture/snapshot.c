@@ -93,6 +93,13 @@ void snapshot_free(struct sd_snapshot *s)
 	for (size_t i = 0; i < s->ngoroutines; i++)
 		free(s->goroutines[i].frames);
 	free(s->goroutines);
+	for (size_t i = 0; i < s->ntokio; i++) {
+		for (size_t k = 0; k < s->tokio[i].ntasks; k++)
+			free(s->tokio[i].tasks[k].awaits);
+		free(s->tokio[i].tasks);
+		free(s->tokio[i].workers);
+	}
+	free(s->tokio);
 	free(s->outside);
 	free(s->modules);
 	strpool_free(s->pool);

@@ -233,6 +233,43 @@ struct sd_goroutine {
 	unsigned retakes;         /* read again because it moved while copied */
 };
 
+/* One level of a Tokio task's await chain, outermost first: the async fn
+ * or block suspended at FILE:LINE (its `.await`), or the leaf it awaits
+ * (a future that is no state machine: KIND "timer", "channel", "notify",
+ * "mutex", "semaphore", "join", "io", "future"; DETAIL what it names: a
+ * lock's address, the task joined, a deadline). Pool strings, NULL none. */
+struct sd_tokio_await {
+	const char *function;
+	const char *file;
+	int line;
+	const char *kind;
+	const char *detail;
+};
+
+/* A task of a Tokio runtime (runtimes/tokio.c). STATE is "idle",
+ * "scheduled", "running", "complete" or "cancelled"; WORKER the thread
+ * polling it (0 none or not known). AWAITS is the task's own array. */
+struct sd_tokio_task {
+	uint64_t id;
+	const char *state;
+	pid_t worker;
+	const char *future;	/* the future's name, NULL: not known */
+	struct sd_tokio_await *awaits;
+	size_t nawaits;
+	const char *note;	/* why its chain stops early, or NULL */
+};
+
+/* A Tokio runtime found in the process: its scheduler handle's address
+ * (ID), "multi_thread" or "current_thread", the threads seen driving it. */
+struct sd_tokio_rt {
+	uint64_t id;
+	const char *flavor;
+	pid_t *workers;
+	size_t nworkers;
+	struct sd_tokio_task *tasks;
+	size_t ntasks;
+};
+
 /* A loaded module as the snapshot saw it. */
 struct sd_module {
 	const char *name;     /* basename */
@@ -288,6 +325,13 @@ struct sd_snapshot {
 	struct sd_goroutine *goroutines;
 	size_t ngoroutines;
 	uint64_t go_us;           /* reading and unwinding them */
+	/* Tokio programs: runtimes and tasks (tokio_read set, even when none
+	 * could be read: tokio_note says why). */
+	int tokio_read;
+	const char *tokio_note;
+	struct sd_tokio_rt *tokio;
+	size_t ntokio;
+	uint64_t tokio_us;
 	/* A snapshot read from a core file (NULL core: a live process).
 	 * Then wchan, the scheduler counters (context switches, CPU times)
 	 * and the pause are not known: the JSON has them null. */

@@ -5,6 +5,7 @@
 
 #include "format.h"
 #include "format-go.h"
+#include "format-tokio.h"
 #include "locks.h"
 #include "procfs.h"
 
@@ -182,5 +183,6 @@ void format_json_snapshot(struct jsonw *w, const struct sd_snapshot *s)
 	}
 	jsonw_array_end(w);
 	format_go_json(w, s);
+	format_tokio_json(w, s);
 	jsonw_object_end(w);
 }

@@ -7,6 +7,7 @@
 #include "analyze.h"
 #include "format.h"
 #include "format-go.h"
+#include "format-tokio.h"
 #include "group.h"
 #include "locks.h"
 
@@ -337,6 +338,7 @@ void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
 	}
 	if (o->group) {
 		format_text_grouped(out, s, o);
+		format_tokio_text(out, s, o);
 		return;
 	}
 	process_header(out, s, o, 0);
@@ -361,6 +363,8 @@ void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
 		if (i + 1 < s->nthreads)
 			strbuf_adds(out, "\n");
 	}
+	/* A Tokio program: its tasks after its threads. */
+	format_tokio_text(out, s, o);
 }
 
 /* Names and TIDs of a group are cut after this many bytes: the header of

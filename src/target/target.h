@@ -61,6 +61,7 @@ struct sd_target {
 	size_t nlast_tids;
 	uint64_t tids_ns;         /* when it was read */
 	struct sd_goruntime *goruntime; /* a Go program's runtime layout (goroutines.h) */
+	struct sd_tokioruntime *tokioruntime; /* a Tokio program's layout (tokio.h) */
 };
 
 /* How threads are captured (see DESIGN.md, capture kinds). */

@@ -1,0 +1,477 @@
+// SPDX-License-Identifier: MIT
+// Rust layouts from DWARF for the Tokio reader (tokio-layout.h): enums by
+// their variant parts, qualified names through the DIEs' scopes, template
+// parameters of generic functions, and the await chain of an async fn's
+// state machine decoded from a copy of its bytes.
+#include "tokio-layout.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hashmap.h"
+#include "strpool.h"
+
+#define TKL_MAX_DEPTH 64 /* levels of an await chain decoded at most */
+
+struct qent {
+	uint64_t die;
+	const char *name;
+};
+
+struct tkl {
+	struct dwt *d;
+	Dwarf *dw;
+	struct hashmap names; /* DIE -> qualified name */
+	struct strpool *pool;
+};
+
+static int qent_eq(const void *e, const void *k)
+{
+	return ((const struct qent *)e)->die == *(const uint64_t *)k;
+}
+
+struct tkl *tkl_new(struct dwt *d)
+{
+	struct tkl *l = sd_xcalloc(1, sizeof(*l));
+	l->d = d;
+	l->dw = dwt_dwarf(d);
+	hashmap_init(&l->names, sizeof(struct qent));
+	l->pool = strpool_new();
+	return l;
+}
+
+void tkl_free(struct tkl *l)
+{
+	if (!l)
+		return;
+	hashmap_release(&l->names);
+	strpool_free(l->pool);
+	free(l);
+}
+
+const char *tkl_qualname(struct tkl *l, uint64_t die)
+{
+	uint64_t h = sd_hash(&die, sizeof(die), 0x7c);
+	struct qent *e = hashmap_find(&l->names, h, &die, qent_eq);
+	if (e)
+		return e->name;
+	Dwarf_Die self, *scopes = NULL;
+	struct strbuf sb;
+	strbuf_init(&sb);
+	if (dwarf_offdie(l->dw, die, &self)) {
+		int n = dwarf_getscopes_die(&self, &scopes);
+		for (int i = n - 1; i >= 0; i--) {
+			int tag = dwarf_tag(&scopes[i]);
+			const char *nm = dwarf_diename(&scopes[i]);
+			if (!nm || tag == DW_TAG_compile_unit)
+				continue;
+			if (tag != DW_TAG_namespace && tag != DW_TAG_structure_type &&
+			    tag != DW_TAG_union_type && tag != DW_TAG_enumeration_type &&
+			    tag != DW_TAG_subprogram)
+				continue;
+			strbuf_addf(&sb, "%s%s", sb.len ? "::" : "", nm);
+		}
+		free(scopes);
+		if (!sb.len && dwarf_diename(&self))
+			strbuf_adds(&sb, dwarf_diename(&self));
+	}
+	int found;
+	e = hashmap_put(&l->names, h, &die, qent_eq, &found);
+	e->die = die;
+	e->name = strpool_intern(l->pool, sb.len ? sb.buf : "?");
+	strbuf_release(&sb);
+	return e->name;
+}
+
+static int member_loc(Dwarf_Die *m, uint64_t *off)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word w;
+	*off = 0;
+	if (!dwarf_attr(m, DW_AT_data_member_location, &a))
+		return 0;
+	if (dwarf_formudata(&a, &w) == 0) {
+		*off = w;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int type_of_die(struct tkl *l, Dwarf_Die *m, struct dwt_type *out)
+{
+	Dwarf_Attribute a;
+	Dwarf_Die t;
+	if (!dwarf_attr_integrate(m, DW_AT_type, &a) || !dwarf_formref_die(&a, &t))
+		return -ENOENT;
+	return dwt_type_die(l->d, dwarf_dieoffset(&t), out);
+}
+
+static uint64_t load(const uint8_t *b, size_t size)
+{
+	uint64_t v = 0;
+	switch (size) {
+	case 1: v = b[0]; break;
+	case 2: { uint16_t x; memcpy(&x, b, 2); v = x; break; }
+	case 4: { uint32_t x; memcpy(&x, b, 4); v = x; break; }
+	default: memcpy(&v, b, 8); break;
+	}
+	return v;
+}
+
+/* The variant part of the struct DIE S, or 0. */
+static int variant_part(Dwarf_Die *s, Dwarf_Die *vp)
+{
+	if (dwarf_child(s, vp) != 0)
+		return 0;
+	do {
+		if (dwarf_tag(vp) == DW_TAG_variant_part)
+			return 1;
+	} while (dwarf_siblingof(vp, vp) == 0);
+	return 0;
+}
+
+/* The discriminant member of variant part VP. */
+static int discr_of(Dwarf_Die *vp, Dwarf_Die *m)
+{
+	Dwarf_Attribute a;
+	return dwarf_attr(vp, DW_AT_discr, &a) && dwarf_formref_die(&a, m);
+}
+
+int tkl_is_generator(struct tkl *l, const struct dwt_type *t)
+{
+	Dwarf_Die s, vp, m;
+	if (t->kind != DWT_STRUCT || !dwarf_offdie(l->dw, t->die, &s) || !variant_part(&s, &vp) ||
+	    !discr_of(&vp, &m))
+		return 0;
+	const char *n = dwarf_diename(&m);
+	return n && !strcmp(n, "__state");
+}
+
+int tkl_variant(struct tkl *l, const struct dwt_type *t, const uint8_t *b, size_t len,
+		const char **name, uint64_t *off, struct dwt_type *vt, const char **file, int *line)
+{
+	Dwarf_Die s, vp, dm, v, chosen;
+	int have = 0;
+	if (t->kind != DWT_STRUCT || !dwarf_offdie(l->dw, t->die, &s) || !variant_part(&s, &vp))
+		return -ENOENT;
+	uint64_t val = 0;
+	int has_discr = discr_of(&vp, &dm);
+	if (has_discr) {
+		uint64_t doff;
+		struct dwt_type dt;
+		if (member_loc(&dm, &doff) < 0 || type_of_die(l, &dm, &dt) < 0)
+			return -EINVAL;
+		size_t sz = dt.size > 8 ? 8 : dt.size;
+		if (!sz || doff + sz > len)
+			return -EINVAL;
+		val = load(b + doff, sz);
+		if (sz < 8)
+			val &= (1ull << (8 * sz)) - 1;
+	}
+	if (dwarf_child(&vp, &v) != 0)
+		return -ENOENT;
+	do {
+		if (dwarf_tag(&v) != DW_TAG_variant)
+			continue;
+		Dwarf_Attribute a;
+		Dwarf_Word w;
+		if (dwarf_attr(&v, DW_AT_discr_value, &a)) {
+			if (dwarf_formudata(&a, &w) != 0)
+				continue;
+			if (has_discr && w == val) {
+				chosen = v;
+				have = 2;
+				break;
+			}
+		} else if (!have) {
+			chosen = v; /* the default variant (niches) */
+			have = 1;
+		}
+	} while (dwarf_siblingof(&v, &v) == 0);
+	if (!have)
+		return -ENOENT;
+	Dwarf_Die m;
+	if (dwarf_child(&chosen, &m) != 0)
+		return -ENOENT;
+	do {
+		if (dwarf_tag(&m) != DW_TAG_member)
+			continue;
+		const char *n = dwarf_diename(&m);
+		struct dwt_type mt;
+		if (member_loc(&m, off) < 0 || type_of_die(l, &m, &mt) < 0)
+			return -EINVAL;
+		*vt = mt;
+		*name = mt.name && *mt.name ? mt.name : n ? n : "?";
+		if (file)
+			*file = dwarf_decl_file(&m);
+		if (line && dwarf_decl_line(&m, line) != 0)
+			*line = 0;
+		return 0;
+	} while (dwarf_siblingof(&m, &m) == 0);
+	return -ENOENT;
+}
+
+/* The subprogram whose code starts at PC among the children of PARENT
+ * (through namespaces and types), DEPTH bounding the descent. */
+static int find_fn(Dwarf_Die *parent, uint64_t pc, Dwarf_Die *out, int depth)
+{
+	Dwarf_Die c;
+	if (depth > 24 || dwarf_child(parent, &c) != 0)
+		return 0;
+	do {
+		int tag = dwarf_tag(&c);
+		Dwarf_Addr lo;
+		if (tag == DW_TAG_subprogram && dwarf_hasattr(&c, DW_AT_low_pc) &&
+		    dwarf_lowpc(&c, &lo) == 0 && lo == pc) {
+			*out = c;
+			return 1;
+		}
+		if ((tag == DW_TAG_namespace || tag == DW_TAG_structure_type ||
+		     tag == DW_TAG_union_type || tag == DW_TAG_enumeration_type) &&
+		    find_fn(&c, pc, out, depth + 1))
+			return 1;
+	} while (dwarf_siblingof(&c, &c) == 0);
+	return 0;
+}
+
+int tkl_fn_param(struct tkl *l, uint64_t pc, const char *param, struct dwt_type *out)
+{
+	Dwarf_Die cu, fn, decl, c;
+	int found = dwarf_addrdie(l->dw, pc, &cu) && find_fn(&cu, pc, &fn, 0);
+	/* The unit the address ranges name may not be the one that holds the
+	 * function (rustc's units overlap): every unit then. */
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	while (!found && dwarf_nextcu(l->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		if (dwarf_offdie(l->dw, off + hsize, &cu))
+			found = find_fn(&cu, pc, &fn, 0);
+		off = next;
+	}
+	if (!found)
+		return -ENOENT;
+	Dwarf_Attribute a;
+	if (dwarf_attr(&fn, DW_AT_specification, &a) && dwarf_formref_die(&a, &decl))
+		fn = decl;
+	if (dwarf_child(&fn, &c) != 0)
+		return -ENOENT;
+	do {
+		const char *nm = dwarf_diename(&c);
+		if (dwarf_tag(&c) == DW_TAG_template_type_parameter && nm && !strcmp(nm, param))
+			return type_of_die(l, &c, out);
+	} while (dwarf_siblingof(&c, &c) == 0);
+	return -ENOENT;
+}
+
+int tkl_generic2(struct tkl *l, const char *prefix, const struct dwt_type *t,
+		 const struct dwt_type *s, struct dwt_type *out)
+{
+	struct strbuf sb;
+	strbuf_init(&sb);
+	strbuf_addf(&sb, "%s%s, %s>", prefix, tkl_qualname(l, t->die), tkl_qualname(l, s->die));
+	int r = dwt_type(l->d, sb.buf, out, NULL);
+	strbuf_release(&sb);
+	return r;
+}
+
+/* "fx::run::{async_fn_env#0}" -> "fx::run"; "...::{async_block_env#3}"
+ * -> "...::{async_block#3}". */
+const char *tkl_future_name(struct tkl *l, const struct dwt_type *t)
+{
+	const char *q = tkl_qualname(l, t->die);
+	const char *fn = strstr(q, "::{async_fn_env#");
+	if (fn && !strchr(fn + 3, ':'))
+		return strpool_intern_n(l->pool, q, (size_t)(fn - q));
+	const char *bl = strstr(q, "{async_block_env#");
+	if (bl && !strchr(bl, ':')) {
+		char buf[1024];
+		snprintf(buf, sizeof(buf), "%.*s{async_block#%s", (int)(bl - q), q,
+			 bl + strlen("{async_block_env#"));
+		return strpool_intern(l->pool, buf);
+	}
+	return q;
+}
+
+/* A pointer member NAME of struct T at B + OFF (bounded by LEN), or 0. */
+static uint64_t ptr_member(struct tkl *l, const struct dwt_type *t, const char *name,
+			   const uint8_t *b, size_t len, uint64_t off)
+{
+	uint64_t moff;
+	struct dwt_type mt;
+	if (t->kind != DWT_STRUCT || dwt_member(l->d, t, name, &moff, &mt, NULL) < 0 ||
+	    mt.size != 8 || off + moff + 8 > len)
+		return 0;
+	return load(b + off + moff, 8);
+}
+
+/* The deadline of a tokio Sleep (its Instant: tv_sec and tv_nsec) as time
+ * left from NOW_NS; 0 when it has no such field. */
+static int sleep_left(struct tkl *l, const struct dwt_type *t, const uint8_t *b, size_t len,
+		      uint64_t off, uint64_t now_ns, double *left)
+{
+	static const char *const paths[] = {"inner.deadline.t", "entry.deadline.t",
+					    "deadline.t", NULL};
+	for (size_t i = 0; paths[i]; i++) {
+		uint64_t doff, soff, noff;
+		struct dwt_type dt;
+		if (dwt_member(l->d, t, paths[i], &doff, &dt, NULL) < 0 ||
+		    dwt_member(l->d, &dt, "tv_sec", &soff, NULL, NULL) < 0 ||
+		    dwt_member(l->d, &dt, "tv_nsec", &noff, NULL, NULL) < 0 ||
+		    off + doff + noff + 4 > len || off + doff + soff + 8 > len)
+			continue;
+		int64_t sec = (int64_t)load(b + off + doff + soff, 8);
+		uint32_t nsec = (uint32_t)load(b + off + doff + noff, 4);
+		double dl = (double)sec + nsec / 1e9;
+		*left = dl - (double)now_ns / 1e9;
+		return 1;
+	}
+	return 0;
+}
+
+static const char *fmt(struct strpool *pool, const char *f, ...)
+	__attribute__((format(printf, 2, 3)));
+static const char *fmt(struct strpool *pool, const char *f, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, f);
+	vsnprintf(buf, sizeof(buf), f, ap);
+	va_end(ap);
+	return strpool_intern(pool, buf);
+}
+
+/* What a level that is no state machine waits for: its kind and detail,
+ * from its type and the async fn that awaits it (PARENT, may be NULL,
+ * whose variant struct PV at POFF may hold `self`). */
+static void leaf(struct tkl *l, const struct tkl_chain_ctx *c, const struct dwt_type *t,
+		 uint64_t addr, const uint8_t *b, size_t len, uint64_t off, const char *parent,
+		 const struct dwt_type *pv, uint64_t poff, struct sd_tokio_await *a)
+{
+	const char *q = tkl_qualname(l, t->die);
+	uint64_t self = pv ? ptr_member(l, pv, "self", b, len, poff) : 0;
+	a->function = strpool_intern(c->pool, q);
+	a->kind = "future";
+	(void)addr;
+	if (!strncmp(q, "tokio::time::sleep::Sleep", 25)) {
+		double left;
+		a->kind = "timer";
+		if (sleep_left(l, t, b, len, off, c->now_ns, &left))
+			a->detail = left >= 0 ? fmt(c->pool, "deadline in %.3f s", left)
+					      : fmt(c->pool, "deadline passed %.3f s ago", -left);
+	} else if (!strncmp(q, "tokio::sync::notify::Notified", 29)) {
+		uint64_t n = ptr_member(l, t, "notify", b, len, off);
+		a->kind = "notify";
+		if (n)
+			a->detail = fmt(c->pool, "Notify 0x%" PRIx64, n);
+	} else if (!strncmp(q, "tokio::runtime::task::join::JoinHandle<", 39)) {
+		uint64_t roff, poff2;
+		struct dwt_type rt;
+		a->kind = "join";
+		if (dwt_member(l->d, t, "raw", &roff, &rt, NULL) == 0 &&
+		    dwt_member(l->d, &rt, "ptr", &poff2, NULL, NULL) == 0 &&
+		    off + roff + poff2 + 8 <= len) {
+			uint64_t h = load(b + off + roff + poff2, 8);
+			uint64_t id = h && c->task_id ? c->task_id(c->arg, h) : 0;
+			if (id)
+				a->detail = fmt(c->pool, "task %" PRIu64, id);
+			else if (h)
+				a->detail = fmt(c->pool, "task header 0x%" PRIx64, h);
+		}
+	} else if (!strncmp(q, "tokio::sync::batch_semaphore::Acquire", 37)) {
+		uint64_t sem = ptr_member(l, t, "semaphore", b, len, off);
+		if (parent && strstr(parent, "::mutex::")) {
+			a->kind = "mutex";
+			a->detail = fmt(c->pool, "tokio::sync::Mutex 0x%" PRIx64, self ? self : sem);
+		} else if (parent && strstr(parent, "::rwlock::")) {
+			a->kind = "rwlock";
+			a->detail = fmt(c->pool, "tokio::sync::RwLock 0x%" PRIx64, self ? self : sem);
+		} else {
+			a->kind = "semaphore";
+			a->detail = fmt(c->pool, "tokio::sync::Semaphore 0x%" PRIx64, self ? self : sem);
+		}
+	} else if (parent && strstr(parent, "tokio::sync::mpsc::")) {
+		a->kind = "channel";
+		if (self)
+			a->detail = fmt(c->pool, "mpsc receiver 0x%" PRIx64, self);
+	} else if (parent && strstr(parent, "tokio::sync::oneshot")) {
+		a->kind = "channel";
+	} else if (strstr(q, "tokio::net::") || strstr(q, "tokio::io::")) {
+		a->kind = "io";
+	}
+}
+
+size_t tkl_chain(struct tkl *l, const struct tkl_chain_ctx *c, const struct dwt_type *t0,
+		 uint64_t addr, const uint8_t *b, size_t len, size_t max,
+		 struct sd_tokio_await **out, const char **note)
+{
+	struct dwt_type t = *t0;
+	uint64_t off = 0;
+	size_t n = 0, cap = 0;
+	const char *parent = NULL;
+	struct dwt_type pv;
+	uint64_t pvoff = 0;
+	int have_pv = 0;
+	*out = NULL;
+	if (max > TKL_MAX_DEPTH || !max)
+		max = TKL_MAX_DEPTH;
+	while (n < max) {
+		sd_grow(out, &cap, n + 1, sizeof(**out));
+		struct sd_tokio_await *a = &(*out)[n];
+		memset(a, 0, sizeof(*a));
+		if (t.kind == DWT_POINTER || (t.name && !strncmp(t.name, "Pin<alloc::boxed::Box<", 22))) {
+			a->function = strpool_intern(c->pool, tkl_qualname(l, t.die));
+			a->kind = "future";
+			a->detail = "a boxed future: its type is not known";
+			*note = "a boxed future with no type: the chain stops there";
+			return n + 1;
+		}
+		if (!tkl_is_generator(l, &t)) {
+			leaf(l, c, &t, addr + off, b, len, off, parent, have_pv ? &pv : NULL, pvoff, a);
+			return n + 1;
+		}
+		const char *vname = NULL, *file = NULL;
+		int line = 0;
+		uint64_t voff = 0;
+		struct dwt_type vt;
+		const char *fn = tkl_future_name(l, &t);
+		a->function = strpool_intern(c->pool, fn);
+		if (off > len || tkl_variant(l, &t, b + off, len - off, &vname, &voff, &vt, &file,
+					     &line) < 0) {
+			*note = fmt(c->pool, "the state of %s could not be decoded", fn);
+			return n + 1;
+		}
+		if (strncmp(vname, "Suspend", 7) != 0) {
+			a->detail = !strcmp(vname, "Unresumed") ? "not started yet"
+				    : !strcmp(vname, "Returned") ? "returned"
+				    : !strcmp(vname, "Panicked") ? "panicked"
+								 : strpool_intern(c->pool, vname);
+			if (file)
+				a->file = strpool_intern(c->pool, file);
+			a->line = line;
+			return n + 1;
+		}
+		if (file)
+			a->file = strpool_intern(c->pool, file);
+		a->line = line;
+		n++;
+		uint64_t aoff;
+		struct dwt_type at;
+		if (dwt_member(l->d, &vt, "__awaitee", &aoff, &at, NULL) < 0) {
+			*note = fmt(c->pool, "%s is suspended with no __awaitee", fn);
+			return n;
+		}
+		parent = a->function;
+		pv = vt;
+		pvoff = off + voff;
+		have_pv = 1;
+		off += voff + aoff;
+		t = at;
+	}
+	*note = "the await chain is deeper than stackdump follows";
+	return n;
+}

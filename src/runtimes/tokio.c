@@ -1,0 +1,641 @@
+// SPDX-License-Identifier: MIT
+// Tokio tasks (tokio.h): the layout of Tokio's task header, trailer,
+// vtable and thread-local context learnt once per target from the
+// executable's DWARF; each snapshot reads every thread's context it can
+// reach, every runtime's owned-task list, each task's header and future.
+#include "tokio.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+
+#include "dwtype.h"
+#include "ptrace.h"
+#include "rtmem.h"
+#include "space.h"
+#include "strpool.h"
+#include "tokio-layout.h"
+
+/* Bounds on what the target's memory may claim. */
+#define TK_MAX_TASKS (1u << 20)	     /* tasks of one runtime walked at most */
+#define TK_MAX_FUTURE (1u << 20)     /* bytes of one future's stage copied */
+#define TK_MAX_RUNTIMES 16	     /* runtimes of one process */
+#define TK_MAX_STOPS 64		     /* threads stopped alone for their TLS */
+#define TK_RETAKES 3		     /* copies of a task that moved, at most */
+#define TK_MAX_VTABLES 4096	     /* distinct task types learnt */
+
+/* Tokio's task state word (runtime/task/state.rs, the same through 1.x):
+ * the lifecycle bits and the flags below the reference count. */
+#define TK_RUNNING 0x1u
+#define TK_COMPLETE 0x2u
+#define TK_NOTIFIED 0x4u
+#define TK_CANCELLED 0x20u
+#define TK_STATE_MASK 0x3fu
+
+/* What one task type (one vtable) needs: the offsets the target's own
+ * vtable gives, and the future's type from its poll function. */
+struct tkvt {
+	uint64_t addr;
+	uint64_t poll, trailer_off, id_off, sched_off;
+	int ok, have_future;
+	uint64_t stage_off; /* from the header */
+	struct dwt_type stage_t;
+};
+
+struct sd_tokioruntime {
+	int state; /* 0 not looked at, 1 ready, -1 no Tokio, -2 Tokio but unreadable */
+	const void *exe_elf;
+	struct dwt *d;
+	struct tkl *l;
+	char note[1024];
+	uint64_t bias;
+	struct dwt_type header_t, trailer_t, vtable_t, storage_t, ctx_t;
+	uint64_t h_state, h_vtable, tr_next, vt_poll, vt_trailer, vt_id, vt_sched;
+	uint64_t tls_off, ctx_off, storage_state_off, ctx_handle_off, ctx_task_off;
+	struct dwt_type storage_state_t, ctx_handle_t, ctx_task_t;
+	struct tkvt *vts;
+	size_t nvts, vts_cap;
+};
+
+void tokioruntime_free(struct sd_tokioruntime *rt)
+{
+	if (!rt)
+		return;
+	tkl_free(rt->l);
+	dwt_free(rt->d);
+	free(rt->vts);
+	free(rt);
+}
+
+static int member(struct sd_tokioruntime *rt, const struct dwt_type *t, const char *path,
+		  uint64_t *off, struct dwt_type *ft)
+{
+	struct sd_error err = {0};
+	if (dwt_member(rt->d, t, path, off, ft, &err) < 0) {
+		snprintf(rt->note, sizeof(rt->note), "%.500s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int type(struct sd_tokioruntime *rt, const char *name, struct dwt_type *t)
+{
+	struct sd_error err = {0};
+	if (dwt_type(rt->d, name, t, &err) < 0) {
+		snprintf(rt->note, sizeof(rt->note), "%.500s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* The offset of the member of T whose type is named NAME (the first
+ * found going down through first members: wrappers such as UnsafeCell,
+ * MaybeUninit and ManuallyDrop), with its type. */
+static int find_inner(struct sd_tokioruntime *rt, const struct dwt_type *t, const char *name,
+		      uint64_t *off, struct dwt_type *out)
+{
+	static const char *const names[] = {"value", "__0", "data", NULL};
+	struct dwt_type cur = *t;
+	uint64_t total = 0;
+	for (int depth = 0; depth < 8; depth++) {
+		if (cur.name && !strcmp(cur.name, name)) {
+			*off = total;
+			*out = cur;
+			return 0;
+		}
+		int moved = 0;
+		for (size_t i = 0; names[i] && !moved; i++) {
+			uint64_t o;
+			struct dwt_type ft;
+			if (dwt_member(rt->d, &cur, names[i], &o, &ft, NULL) == 0) {
+				total += o;
+				cur = ft;
+				moved = 1;
+			}
+		}
+		if (!moved)
+			break;
+	}
+	snprintf(rt->note, sizeof(rt->note), "no %s inside %s", name, t->name);
+	return -1;
+}
+
+/* The names std has given the native thread-local of CONTEXT. */
+static const char *const context_names[] = {
+	"tokio::runtime::context::CONTEXT::{constant#0}::{closure#0}::__RUST_STD_INTERNAL_VAL",
+	"tokio::runtime::context::CONTEXT::{constant#0}::{closure#0}::VAL",
+	"tokio::runtime::context::CONTEXT::__getit::__KEY",
+	"tokio::runtime::context::CONTEXT::{constant#0}::__getit::__KEY",
+	NULL,
+};
+
+static int learn_layout(struct sd_tokioruntime *rt)
+{
+	if (type(rt, "tokio::runtime::task::core::Header", &rt->header_t) ||
+	    type(rt, "tokio::runtime::task::core::Trailer", &rt->trailer_t) ||
+	    type(rt, "tokio::runtime::task::raw::Vtable", &rt->vtable_t) ||
+	    type(rt, "tokio::runtime::context::Context", &rt->ctx_t))
+		return -1;
+	if (!rt->header_t.size || rt->header_t.size > 4096) {
+		snprintf(rt->note, sizeof(rt->note), "a task header of %llu bytes",
+			 (unsigned long long)rt->header_t.size);
+		return -1;
+	}
+	if (member(rt, &rt->header_t, "state", &rt->h_state, NULL) ||
+	    member(rt, &rt->header_t, "vtable", &rt->h_vtable, NULL) ||
+	    member(rt, &rt->trailer_t, "owned.inner.value.next", &rt->tr_next, NULL) ||
+	    member(rt, &rt->vtable_t, "poll", &rt->vt_poll, NULL) ||
+	    member(rt, &rt->vtable_t, "trailer_offset", &rt->vt_trailer, NULL) ||
+	    member(rt, &rt->vtable_t, "id_offset", &rt->vt_id, NULL) ||
+	    member(rt, &rt->vtable_t, "scheduler_offset", &rt->vt_sched, NULL))
+		return -1;
+	if (member(rt, &rt->ctx_t, "handle.value.value", &rt->ctx_handle_off, &rt->ctx_handle_t) ||
+	    member(rt, &rt->ctx_t, "current_task_id.value.value", &rt->ctx_task_off,
+		   &rt->ctx_task_t))
+		return -1;
+	struct sd_error err = {0};
+	int found = 0;
+	for (size_t i = 0; context_names[i] && !found; i++)
+		found = dwt_tls(rt->d, context_names[i], &rt->tls_off, &rt->storage_t, &err) == 0;
+	if (!found) {
+		snprintf(rt->note, sizeof(rt->note),
+			 "no thread-local tokio::runtime::context::CONTEXT in the DWARF");
+		return -1;
+	}
+	struct dwt_type c;
+	if (find_inner(rt, &rt->storage_t, "Context", &rt->ctx_off, &c) < 0)
+		return -1;
+	/* A lazily initialised thread-local says whether it is alive. */
+	if (dwt_member(rt->d, &rt->storage_t, "state.value.value", &rt->storage_state_off,
+		       &rt->storage_state_t, NULL) < 0)
+		rt->storage_state_off = UINT64_MAX;
+	return 0;
+}
+
+/* Does the snapshot look like a Tokio program (its workers' names)? */
+static int tokio_threads(const struct sd_snapshot *s)
+{
+	for (size_t i = 0; i < s->nthreads; i++)
+		if (s->threads[i].name && !strncmp(s->threads[i].name, "tokio-runtime-w", 15))
+			return 1;
+	return 0;
+}
+
+static struct sd_tokioruntime *runtime_for(struct sd_tokioruntime **rtp, struct sd_tmod *exe,
+					   const struct sd_snapshot *s)
+{
+	struct sd_tokioruntime *rt = *rtp;
+	if (rt && rt->exe_elf == exe->elf)
+		return rt;
+	tokioruntime_free(rt);
+	rt = *rtp = sd_xcalloc(1, sizeof(*rt));
+	rt->exe_elf = exe->elf;
+	rt->bias = exe->bias;
+	if (!exe->elf || exe->elf->fd < 0) {
+		rt->state = -1;
+		return rt;
+	}
+	struct sd_error err = {0};
+	rt->d = dwt_open_fd(exe->elf->fd, exe->name, &err);
+	struct dwt_type h;
+	if (!rt->d || dwt_type(rt->d, "tokio::runtime::task::core::Header", &h, NULL) < 0) {
+		/* No Tokio we can tell, unless its workers' names say so. */
+		rt->state = tokio_threads(s) ? -2 : -1;
+		snprintf(rt->note, sizeof(rt->note),
+			 "tasks not shown: %s %s; Tokio's tasks need its types: rebuild with full "
+			 "debug info (debug = 2 in the Cargo profile, or -C debuginfo=2; a separate "
+			 "debug file will do); the threads are shown",
+			 exe->name,
+			 !rt->d ? "has no DWARF (stripped?)"
+				: "has no DWARF type tokio::runtime::task::core::Header (limited debug "
+				  "info?)");
+		return rt;
+	}
+	rt->l = tkl_new(rt->d);
+	if (learn_layout(rt) < 0) {
+		char why[sizeof(rt->note)];
+		memcpy(why, rt->note, sizeof(why));
+		snprintf(rt->note, sizeof(rt->note),
+			 "tasks not shown: a Tokio layout stackdump does not know (%.600s); the threads "
+			 "are shown",
+			 why);
+		rt->state = -2;
+		return rt;
+	}
+	rt->state = 1;
+	return rt;
+}
+
+/* One snapshot's reading. */
+struct tkread {
+	struct sd_tokioruntime *rt;
+	struct sd_space *sp;
+	struct sd_snapshot *s;
+	struct rtmem mem;
+	struct tkthr {
+		pid_t tid;
+		uint64_t rt_id;   /* the runtime its context names, 0 none */
+		uint64_t task_id; /* the task it polls, 0 none */
+	} *thr;
+	size_t nthr;
+	uint8_t *buf;
+	size_t buf_cap;
+	size_t unreadable, moved;
+};
+
+/* A thread's fs_base: from its registers when the snapshot stopped it,
+ * else stopped alone for as long as PTRACE_GETREGSET takes. 0: none. */
+static uint64_t thread_pointer(const struct sd_thread *th, unsigned *stops)
+{
+	if (th->have_regs && !th->regs_partial && th->regs.fs_base)
+		return th->regs.fs_base;
+	if (*stops >= TK_MAX_STOPS)
+		return 0;
+	(*stops)++;
+	struct sd_tracee t = {.tid = th->tid};
+	struct sd_error err = {0};
+	if (ptrace_freeze_one(&t, 200, &err) < 0)
+		return 0;
+	struct user_regs_struct regs;
+	struct iovec iov = {&regs, sizeof(regs)};
+	uint64_t fs = 0;
+	if (t.state == SD_TRACEE_STOPPED &&
+	    ptrace(PTRACE_GETREGSET, t.tid, (void *)NT_PRSTATUS, &iov) == 0)
+		fs = regs.fs_base;
+	ptrace_thaw_one(&t);
+	return fs;
+}
+
+static uint64_t u64at(const uint8_t *b, uint64_t off)
+{
+	uint64_t v;
+	memcpy(&v, b + off, 8);
+	return v;
+}
+
+/* Through Option<scheduler::Handle> at B (LEN bytes): the runtime's
+ * handle address (ArcInner's data) and flavor. 0 when None. */
+static uint64_t handle_of(struct tkread *r, const uint8_t *b, size_t len, const char **flavor)
+{
+	struct sd_tokioruntime *rt = r->rt;
+	const char *vn;
+	uint64_t off, off2, aoff, doff;
+	struct dwt_type vt, ht, hv, at, pt, inner;
+	if (tkl_variant(rt->l, &rt->ctx_handle_t, b, len, &vn, &off, &vt, NULL, NULL) < 0 ||
+	    strncmp(vn, "Some", 4) || dwt_member(rt->d, &vt, "__0", &off2, &ht, NULL) < 0)
+		return 0;
+	off += off2;
+	if (off > len || tkl_variant(rt->l, &ht, b + off, len - off, &vn, &off2, &hv, NULL, NULL) < 0)
+		return 0;
+	*flavor = !strcmp(vn, "MultiThread") ? "multi_thread"
+		  : !strcmp(vn, "CurrentThread") ? "current_thread"
+						 : NULL;
+	if (!*flavor || dwt_member(rt->d, &hv, "__0.ptr.pointer", &aoff, &at, NULL) < 0 ||
+	    dwt_pointee(rt->d, &at, &pt, NULL) < 0 ||
+	    dwt_member(rt->d, &pt, "data", &doff, &inner, NULL) < 0)
+		return 0;
+	off += off2 + aoff;
+	if (off + 8 > len)
+		return 0;
+	uint64_t arc = u64at(b, off);
+	return arc ? arc + doff : 0;
+}
+
+/* The task id in Option<task::Id> at B, 0 when None. */
+static uint64_t task_of(struct tkread *r, const uint8_t *b, size_t len)
+{
+	struct sd_tokioruntime *rt = r->rt;
+	const char *vn;
+	uint64_t off, o2;
+	struct dwt_type vt, it;
+	if (tkl_variant(rt->l, &rt->ctx_task_t, b, len, &vn, &off, &vt, NULL, NULL) < 0 ||
+	    strncmp(vn, "Some", 4) || dwt_member(rt->d, &vt, "__0", &o2, &it, NULL) < 0)
+		return 0;
+	off += o2;
+	if (it.kind == DWT_STRUCT) {
+		uint64_t o3;
+		struct dwt_type t3;
+		if (dwt_member(rt->d, &it, "__0", &o3, &t3, NULL) < 0)
+			return 0;
+		off += o3;
+		it = t3;
+	}
+	if (it.size != 8 || off + 8 > len)
+		return 0;
+	return u64at(b, off);
+}
+
+struct rtent {
+	uint64_t id;
+	const char *flavor;
+	uint64_t handle_t_die; /* the handle's type, for the owned list's path */
+};
+
+/* Read each thread's context: the runtime it drives and the task it polls. */
+static size_t read_contexts(struct tkread *r, struct rtent *rts, size_t max)
+{
+	struct sd_tokioruntime *rt = r->rt;
+	size_t n = 0;
+	unsigned stops = 0;
+	size_t len = rt->storage_t.size;
+	if (!len || len > 65536)
+		return 0;
+	uint8_t *b = sd_xmalloc(len);
+	r->thr = sd_xcalloc(r->s->nthreads + 1, sizeof(*r->thr));
+	for (size_t i = 0; i < r->s->nthreads; i++) {
+		const struct sd_thread *th = &r->s->threads[i];
+		int named = th->name && !strncmp(th->name, "tokio-", 6);
+		if (!(th->have_regs && !th->regs_partial) && !named && th->tid != r->s->pid)
+			continue;
+		uint64_t tp = thread_pointer(th, &stops), addr;
+		if (!tp || dwt_tls_address(rt->d, context_names[0], tp, &addr, NULL, NULL) < 0) {
+			/* the name the layout was learnt by */
+			uint64_t size, align;
+			if (!tp || dwt_tls_block(rt->d, &size, &align) < 0)
+				continue;
+			addr = tp - (size + align - 1) / align * align + rt->tls_off;
+		}
+		if (rtmem_read(&r->mem, addr, b, len, "tokio CONTEXT", NULL) < 0)
+			continue;
+		if (rt->storage_state_off != UINT64_MAX) {
+			const char *vn;
+			uint64_t o;
+			struct dwt_type vt;
+			if (tkl_variant(rt->l, &rt->storage_state_t, b + rt->storage_state_off,
+					len - rt->storage_state_off, &vn, &o, &vt, NULL, NULL) < 0 ||
+			    strncmp(vn, "Alive", 5) != 0)
+				continue;
+		}
+		uint64_t co = rt->ctx_off;
+		if (co + rt->ctx_t.size > len)
+			continue;
+		const char *flavor = NULL;
+		uint64_t hoff = co + rt->ctx_handle_off, toff = co + rt->ctx_task_off;
+		uint64_t id = handle_of(r, b + hoff, len - hoff, &flavor);
+		struct tkthr *t = &r->thr[r->nthr++];
+		t->tid = th->tid;
+		t->rt_id = id;
+		t->task_id = task_of(r, b + toff, len - toff);
+		if (!id)
+			continue;
+		size_t k = 0;
+		while (k < n && rts[k].id != id)
+			k++;
+		if (k == n && n < max) {
+			rts[n].id = id;
+			rts[n].flavor = flavor;
+			n++;
+		}
+	}
+	free(b);
+	return n;
+}
+
+/* The vtable at ADDR, learnt once: the target's offsets, the future's
+ * type from the poll function's template parameters. */
+static struct tkvt *vtable(struct tkread *r, uint64_t addr)
+{
+	struct sd_tokioruntime *rt = r->rt;
+	for (size_t i = 0; i < rt->nvts; i++)
+		if (rt->vts[i].addr == addr)
+			return &rt->vts[i];
+	if (rt->nvts >= TK_MAX_VTABLES)
+		return NULL;
+	sd_grow(&rt->vts, &rt->vts_cap, rt->nvts + 1, sizeof(*rt->vts));
+	struct tkvt *v = &rt->vts[rt->nvts++];
+	memset(v, 0, sizeof(*v));
+	v->addr = addr;
+	uint8_t b[512];
+	if (rt->vtable_t.size > sizeof(b) ||
+	    rtmem_read(&r->mem, addr, b, rt->vtable_t.size, "a task vtable", NULL) < 0)
+		return v;
+	v->poll = u64at(b, rt->vt_poll);
+	v->trailer_off = u64at(b, rt->vt_trailer);
+	v->id_off = u64at(b, rt->vt_id);
+	v->sched_off = u64at(b, rt->vt_sched);
+	if (v->trailer_off > TK_MAX_FUTURE * 2 || v->id_off > TK_MAX_FUTURE * 2 ||
+	    v->sched_off > TK_MAX_FUTURE * 2)
+		return v;
+	v->ok = 1;
+	struct dwt_type ft, st, core;
+	uint64_t soff, stoff;
+	if (tkl_fn_param(rt->l, v->poll - rt->bias, "T", &ft) < 0 ||
+	    tkl_fn_param(rt->l, v->poll - rt->bias, "S", &st) < 0 ||
+	    tkl_generic2(rt->l, "tokio::runtime::task::core::Core<", &ft, &st, &core) < 0 ||
+	    dwt_member(rt->d, &core, "scheduler", &soff, NULL, NULL) < 0 ||
+	    dwt_member(rt->d, &core, "stage", &stoff, &v->stage_t, NULL) < 0)
+		return v;
+	uint64_t inner;
+	struct dwt_type stage;
+	/* CoreStage { stage: UnsafeCell<Stage<T>> }: down to the enum. */
+	static const char *const paths[] = {"stage.__0.value", "stage.value", "stage", NULL};
+	for (size_t i = 0; paths[i]; i++) {
+		if (dwt_member(rt->d, &v->stage_t, paths[i], &inner, &stage, NULL) == 0 &&
+		    stage.name && !strncmp(stage.name, "Stage<", 6)) {
+			v->stage_off = v->sched_off - soff + stoff + inner;
+			v->stage_t = stage;
+			v->have_future = stage.size && stage.size <= TK_MAX_FUTURE;
+			break;
+		}
+	}
+	return v;
+}
+
+static uint64_t task_id_cb(void *arg, uint64_t h)
+{
+	struct tkread *r = arg;
+	uint64_t vt = 0, id = 0;
+	if (rtmem_uint(&r->mem, h + r->rt->h_vtable, 8, &vt, "a task's vtable", NULL) < 0)
+		return 0;
+	struct tkvt *v = vtable(r, vt);
+	if (!v || !v->ok || rtmem_uint(&r->mem, h + v->id_off, 8, &id, "a task id", NULL) < 0)
+		return 0;
+	return id;
+}
+
+static const char *state_name(uint64_t st)
+{
+	if (st & TK_COMPLETE)
+		return "complete";
+	if (st & TK_RUNNING)
+		return "running";
+	if (st & TK_CANCELLED)
+		return "cancelled";
+	if (st & TK_NOTIFIED)
+		return "scheduled";
+	return "idle";
+}
+
+/* The future of the task at H (vtable V): name and await chain. */
+static void read_future(struct tkread *r, uint64_t h, struct tkvt *v, uint64_t st0,
+			struct sd_tokio_task *t)
+{
+	struct sd_tokioruntime *rt = r->rt;
+	if (!v->have_future) {
+		t->note = "the future's type is not in the DWARF";
+		return;
+	}
+	size_t len = v->stage_t.size;
+	if (len > r->buf_cap) {
+		free(r->buf);
+		r->buf = sd_xmalloc(len);
+		r->buf_cap = len;
+	}
+	for (unsigned attempt = 0; attempt < TK_RETAKES; attempt++) {
+		if (rtmem_read(&r->mem, h + v->stage_off, r->buf, len, "a task's future", NULL) < 0) {
+			t->note = "its future could not be read";
+			return;
+		}
+		uint64_t st = 0;
+		rtmem_uint(&r->mem, h + rt->h_state, 8, &st, "a task state", NULL);
+		/* Moved while copied (polled: its lifecycle or flags changed)?
+		 * Its reference count may change freely. */
+		if ((st & TK_STATE_MASK) != (st0 & TK_STATE_MASK) && attempt + 1 < TK_RETAKES) {
+			st0 = st;
+			t->state = state_name(st);
+			r->moved++;
+			continue;
+		}
+		break;
+	}
+	const char *vn;
+	uint64_t off, o2;
+	struct dwt_type vt, ft;
+	if (tkl_variant(rt->l, &v->stage_t, r->buf, len, &vn, &off, &vt, NULL, NULL) < 0) {
+		t->note = "its stage could not be decoded";
+		return;
+	}
+	if (strncmp(vn, "Running", 7) != 0) {
+		t->note = !strncmp(vn, "Finished", 8) ? "finished: its output not yet taken"
+						       : "finished";
+		return;
+	}
+	if (dwt_member(rt->d, &vt, "__0", &o2, &ft, NULL) < 0 || off + o2 > len)
+		return;
+	off += o2;
+	t->future = strpool_intern(r->s->pool, tkl_future_name(rt->l, &ft));
+	struct tkl_chain_ctx c = {&r->mem, r->s->pool, task_id_cb, r, sd_now_ns()};
+	const char *note = NULL;
+	t->nawaits = tkl_chain(rt->l, &c, &ft, h + v->stage_off + off, r->buf + off, len - off, 0,
+			       &t->awaits, &note);
+	if (note)
+		t->note = strpool_intern(r->s->pool, note);
+}
+
+/* Every task of the runtime whose handle is at RE->id. */
+static void read_tasks(struct tkread *r, const struct rtent *re, struct sd_tokio_rt *out)
+{
+	struct sd_tokioruntime *rt = r->rt;
+	struct sd_error err = {0};
+	struct dwt_type ht;
+	uint64_t hoff;
+	out->id = re->id;
+	out->flavor = re->flavor;
+	char name[128];
+	snprintf(name, sizeof(name), "tokio::runtime::scheduler::%s",
+		 !strcmp(re->flavor, "multi_thread") ? "multi_thread::handle::Handle"
+						    : "current_thread::Handle");
+	if (dwt_type(rt->d, name, &ht, &err) < 0 ||
+	    dwt_member(rt->d, &ht, "shared.owned.inner.__0.data.value.list.head", &hoff, NULL,
+		       &err) < 0) {
+		char msg[700];
+		snprintf(msg, sizeof(msg), "tasks of runtime 0x%" PRIx64 " not shown: %s", re->id,
+			 err.msg);
+		r->s->tokio_note = strpool_intern(r->s->pool, msg);
+		return;
+	}
+	for (size_t i = 0; i < r->nthr; i++)
+		if (r->thr[i].rt_id == re->id) {
+			out->workers = sd_xrealloc(out->workers, (out->nworkers + 1) * sizeof(pid_t));
+			out->workers[out->nworkers++] = r->thr[i].tid;
+		}
+	uint64_t h = 0;
+	if (rtmem_uint(&r->mem, re->id + hoff, 8, &h, "the owned-task list", &err) < 0) {
+		r->s->tokio_note = strpool_intern(r->s->pool, err.msg);
+		return;
+	}
+	size_t cap = 0;
+	uint8_t hb[4096];
+	while (h && out->ntasks < TK_MAX_TASKS) {
+		if (rtmem_read(&r->mem, h, hb, rt->header_t.size, "a task header", NULL) < 0) {
+			r->unreadable++;
+			break;
+		}
+		uint64_t st = u64at(hb, rt->h_state), vaddr = u64at(hb, rt->h_vtable);
+		struct tkvt *v = vtable(r, vaddr);
+		if (!v || !v->ok) {
+			r->unreadable++;
+			break;
+		}
+		sd_grow(&out->tasks, &cap, out->ntasks + 1, sizeof(*out->tasks));
+		struct sd_tokio_task *t = &out->tasks[out->ntasks++];
+		memset(t, 0, sizeof(*t));
+		rtmem_uint(&r->mem, h + v->id_off, 8, &t->id, "a task id", NULL);
+		t->state = state_name(st);
+		read_future(r, h, v, st, t);
+		for (size_t i = 0; i < r->nthr; i++)
+			if (r->thr[i].task_id && r->thr[i].task_id == t->id)
+				t->worker = r->thr[i].tid;
+		uint64_t next = 0;
+		if (rtmem_uint(&r->mem, h + v->trailer_off + rt->tr_next, 8, &next, "a task link",
+			       NULL) < 0) {
+			r->unreadable++;
+			break;
+		}
+		h = next;
+	}
+	if (h && out->ntasks >= TK_MAX_TASKS) {
+		char msg[200];
+		snprintf(msg, sizeof(msg), "runtime 0x%" PRIx64 ": only the first %u tasks are read",
+			 re->id, TK_MAX_TASKS);
+		r->s->tokio_note = strpool_intern(r->s->pool, msg);
+	}
+}
+
+void tokio_read(struct sd_tokioruntime **rtp, struct sd_space *sp, struct sd_snapshot *s)
+{
+	struct sd_tmod *exe = NULL;
+	for (size_t i = 0; i < sp->nmods && s->exe; i++)
+		if (sp->mods[i].path && !strcmp(sp->mods[i].path, s->exe))
+			exe = &sp->mods[i];
+	if (!exe || s->core)
+		return;
+	uint64_t t0 = sd_now_ns();
+	struct sd_tokioruntime *rt = runtime_for(rtp, exe, s);
+	if (rt->state == -1)
+		return;
+	s->tokio_read = 1;
+	if (rt->state < 0) {
+		s->tokio_note = strpool_intern(s->pool, rt->note);
+		return;
+	}
+	struct tkread r = {.rt = rt, .sp = sp, .s = s};
+	rtmem_pid_init(&r.mem, sp->pid, &sp->maps);
+	struct rtent rts[TK_MAX_RUNTIMES];
+	size_t n = read_contexts(&r, rts, TK_MAX_RUNTIMES);
+	if (!n) {
+		s->tokio_note = strpool_intern(
+		    s->pool, "no thread of the process is in a Tokio runtime's context (no runtime "
+			     "running, or its threads could not be read)");
+	}
+	s->tokio = sd_xcalloc(n + 1, sizeof(*s->tokio));
+	for (size_t i = 0; i < n; i++)
+		read_tasks(&r, &rts[i], &s->tokio[s->ntokio++]);
+	if (r.unreadable && !s->tokio_note) {
+		char msg[200];
+		snprintf(msg, sizeof(msg),
+			 "the task list could not be read to its end (%zu unreadable link%s): a "
+			 "task freed while it was read, or a corrupt list",
+			 r.unreadable, r.unreadable == 1 ? "" : "s");
+		s->tokio_note = strpool_intern(s->pool, msg);
+	}
+	free(r.thr);
+	free(r.buf);
+	s->tokio_us = (sd_now_ns() - t0) / 1000;
+}
