@@ -1,0 +1,181 @@
+# SPDX-License-Identifier: MIT
+# Tokio tasks, against the fixture's own knowledge: fx-tokio (Tokio 1.24,
+# Debian's librust-tokio-dev) parks each task at an `.await` whose
+# function and line (line!()) it writes to a file, outermost first, with
+# the kind of thing the task waits for. Every task's await chain in the
+# dump must start with those levels, in order, and end at a leaf of that
+# kind. Also: the text form, --threads, a stripped copy (a note that says
+# what to rebuild with, the threads intact) and a program without Tokio.
+import os
+import re
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import sdtest  # noqa: E402
+from fixture import available, start  # noqa: E402
+from sdtest import contains, eq, ok  # noqa: E402
+
+TASKS = 7
+
+
+def need(name):
+    # CI builds it (.ci/deps installs librust-tokio-dev): a fixture that
+    # was not built is a failure, not a skip.
+    ok(available(name), "%s was not built (cargo and librust-tokio-dev installed?)" % name)
+
+
+def expected(path):
+    """{task: (kind, [(function, line)])} as the fixture wrote it."""
+    with open(path) as f:
+        lines = f.read().split("\n")
+    ok("ready" in lines, lines)
+    out = {}
+    for line in lines:
+        if not line or line == "ready":
+            continue
+        parts = line.split()
+        levels = []
+        for p in parts[2:]:
+            fn, _, ln = p.rpartition(":")
+            levels.append(("fx_tokio::" + fn, int(ln)))
+        out[parts[0]] = (parts[1], levels)
+    return out
+
+
+class Tokio:
+    def __init__(self, name="fx-tokio"):
+        need(name)
+        self.tmp = tempfile.TemporaryDirectory()
+        self.file = os.path.join(self.tmp.name, "awaits")
+        self.cm = start(name, self.file)
+
+    def __enter__(self):
+        self.fx = self.cm.__enter__()
+        return self
+
+    def __exit__(self, *a):
+        self.cm.__exit__(*a)
+        self.tmp.cleanup()
+
+
+def by_future(rt):
+    return {t["future"]: t for t in rt["tasks"] if t["future"]}
+
+
+def test_every_chain_as_the_fixture_wrote_it():
+    with Tokio() as tk:
+        want = expected(tk.file)
+        r = sdtest.run("--format", "json", tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    eq(r.rc, 0, r.err)
+    doc = r.json()
+    ok(doc["threads"], "the threads are shown too")
+    eq(doc["tokio"]["note"], None)
+    rts = doc["runtimes"]
+    eq(len(rts), 1, rts)
+    rt = rts[0]
+    eq(rt["flavor"], "multi_thread")
+    ok(rt["id"], rt)
+    tids = {t["tid"] for t in doc["threads"]}
+    ok(rt["workers"] and set(rt["workers"]) <= tids, rt["workers"])
+    eq(len(rt["tasks"]), TASKS, [t["future"] for t in rt["tasks"]])
+    eq(len({t["id"] for t in rt["tasks"]}), TASKS, "task ids are distinct")
+    eq(len(want), TASKS, want)
+    tasks = by_future(rt)
+    for name, (kind, levels) in want.items():
+        fut = levels[0][0]
+        ok(fut in tasks, "no task runs %s: %r" % (fut, sorted(tasks)))
+        t = tasks[fut]
+        eq(t["state"], "idle", (name, t))
+        eq(t["worker"], None, (name, t))
+        eq(t["note"], None, (name, t))
+        aw = t["awaits"]
+        ok(len(aw) > len(levels), (name, aw))
+        for i, (fn, line) in enumerate(levels):
+            eq(aw[i]["function"], fn, (name, i, aw))
+            eq(aw[i]["line"], line, (name, i, aw))
+            ok(aw[i]["file"].endswith("src/main.rs"), (name, aw[i]))
+            eq(aw[i]["kind"], None, (name, i, aw))
+        # Below the fixture's own levels, Tokio's async fns (Mutex::lock,
+        # Receiver::recv ...) with their own lines, then the leaf.
+        for a in aw[len(levels):-1]:
+            ok(a["function"].startswith("tokio::") and a["line"] > 0 and
+               "/tokio-1.24" in a["file"], (name, a))
+        eq(aw[-1]["kind"], kind, (name, aw[-1]))
+        eq(aw[-1]["file"], None, (name, aw[-1]))
+    join = tasks["fx_tokio::join_task"]["awaits"][-1]
+    eq(join["detail"], "task %d" % tasks["fx_tokio::timer_task"]["id"], join)
+    ok(tasks["fx_tokio::timer_task"]["awaits"][-1]["function"].startswith(
+        "tokio::time::sleep::Sleep"), tasks["fx_tokio::timer_task"])
+    mutex = tasks["fx_tokio::mutex_task"]["awaits"][-1]
+    ok(re.match(r"tokio::sync::Mutex 0x[0-9a-f]+$", mutex["detail"] or ""), mutex)
+    sem = tasks["fx_tokio::sem_task"]["awaits"][-1]
+    ok(re.match(r"tokio::sync::Semaphore 0x[0-9a-f]+$", sem["detail"] or ""), sem)
+    # The two Notify waits are on two Notify objects.
+    n1 = tasks["fx_tokio::notify_task"]["awaits"][-1]["detail"]
+    n2 = tasks["fx_tokio::holder_task"]["awaits"][-1]["detail"]
+    ok(n1 and n2 and n1 != n2, (n1, n2))
+
+
+def test_text_after_the_threads():
+    with Tokio() as tk:
+        want = expected(tk.file)
+        r = sdtest.run(tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    eq(r.rc, 0, r.err)
+    at = r.out.find("Tokio runtime 0x")
+    ok(at > 0, r.out)
+    ok(r.out.find("Thread ") < at, "the threads come first")
+    contains(r.out, "(multi_thread), %d tasks" % TASKS)
+    for name, (kind, levels) in want.items():
+        m = re.search(r"^task (\d+) \[idle\] %s\n((?:    .*\n)+)" % re.escape(levels[0][0]),
+                      r.out, re.M)
+        ok(m, "%s not shown: %s" % (name, r.out[at:]))
+        body = m.group(2).split("\n")
+        for i, (fn, line) in enumerate(levels):
+            ok(re.match(r"    %s at \S*src/main\.rs:%d$" % (re.escape(fn), line), body[i]),
+               (name, body))
+        ok(any(b.startswith("    -> %s " % kind) for b in body), (name, body))
+
+
+def test_threads_only():
+    with Tokio() as tk:
+        j = sdtest.run("--threads", "--format", "json", tk.fx.pid)
+        t = sdtest.run("--threads", tk.fx.pid)
+    eq(j.rc, 0, j.err)
+    doc = j.json()
+    ok("runtimes" not in doc and "tokio" not in doc, list(doc))
+    ok(doc["threads"], doc)
+    ok("Tokio" not in t.out, t.out)
+    contains(t.out, "Thread ")
+
+
+def test_stripped_binary_says_what_to_rebuild_with():
+    with Tokio("fx-tokio-stripped") as tk:
+        r = sdtest.run("--format", "json", tk.fx.pid)
+        t = sdtest.run(tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    eq(r.rc, 0, r.err)
+    doc = r.json()
+    note = doc["tokio"]["note"]
+    ok(note and "no DWARF" in note and "debug = 2" in note, note)
+    eq(doc["runtimes"], [])
+    ok(len(doc["threads"]) >= 3, "every thread is still shown")
+    eq(t.rc, 0, t.err)
+    contains(t.out, "note: tasks not shown")
+    contains(t.out, "Thread ")
+
+
+def test_other_programs_have_no_tasks():
+    with start("fx-idle") as fx:
+        r = sdtest.run("--format", "json", fx.pid)
+        t = sdtest.run(fx.pid)
+    eq(r.rc, 0, r.err)
+    doc = r.json()
+    ok("runtimes" not in doc and "tokio" not in doc, list(doc))
+    ok("Tokio" not in t.out, t.out)
+
+
+if __name__ == "__main__":
+    sdtest.main(globals())
