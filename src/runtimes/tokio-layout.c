@@ -19,6 +19,32 @@
 
 #define TKL_MAX_DEPTH 64 /* levels of an await chain decoded at most */
 
+/* One variant of an enum type, learnt once. */
+struct tkvar {
+	uint64_t value;
+	int is_default;
+	uint64_t off;	    /* of its member, from the enum's start */
+	struct dwt_type t;  /* its member's type */
+	const char *name;   /* the variant's type name, or the member's */
+	const char *file;   /* its declaration (rustc: a SuspendN's .await) */
+	int line;
+	int has_awaitee;    /* SuspendN: the future it awaits */
+	uint64_t awaitee_off;
+	struct dwt_type awaitee_t;
+};
+
+/* An enum type's layout, learnt once: a tokio task's stage, an async
+ * fn's state machine, an Option are read for every task. */
+struct tkenum {
+	uint64_t die;
+	int kind; /* 0 no enum, 1 an enum, 2 a state machine (__state) */
+	int has_discr;
+	uint64_t discr_off;
+	size_t discr_size;
+	struct tkvar *v;
+	size_t nv;
+};
+
 struct qent {
 	uint64_t die;
 	const char *name;
@@ -28,6 +54,7 @@ struct tkl {
 	struct dwt *d;
 	Dwarf *dw;
 	struct hashmap names; /* DIE -> qualified name */
+	struct hashmap enums; /* DIE -> struct tkenum */
 	struct strpool *pool;
 };
 
@@ -42,6 +69,7 @@ struct tkl *tkl_new(struct dwt *d)
 	l->d = d;
 	l->dw = dwt_dwarf(d);
 	hashmap_init(&l->names, sizeof(struct qent));
+	hashmap_init(&l->enums, sizeof(struct tkenum));
 	l->pool = strpool_new();
 	return l;
 }
@@ -51,6 +79,10 @@ void tkl_free(struct tkl *l)
 	if (!l)
 		return;
 	hashmap_release(&l->names);
+	size_t pos = 0;
+	for (struct tkenum *e; (e = hashmap_next(&l->enums, &pos));)
+		free(e->v);
+	hashmap_release(&l->enums);
 	strpool_free(l->pool);
 	free(l);
 }
@@ -143,78 +175,128 @@ static int discr_of(Dwarf_Die *vp, Dwarf_Die *m)
 	return dwarf_attr(vp, DW_AT_discr, &a) && dwarf_formref_die(&a, m);
 }
 
+static int tkenum_eq(const void *e, const void *k)
+{
+	return ((const struct tkenum *)e)->die == *(const uint64_t *)k;
+}
+
+static void learn_variant(struct tkl *l, Dwarf_Die *v, struct tkenum *e, size_t *cap)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word w = 0;
+	int dflt = !dwarf_attr(v, DW_AT_discr_value, &a);
+	if (!dflt && dwarf_formudata(&a, &w) != 0)
+		return;
+	Dwarf_Die m;
+	if (dwarf_child(v, &m) != 0)
+		return;
+	do {
+		if (dwarf_tag(&m) != DW_TAG_member)
+			continue;
+		struct tkvar x;
+		memset(&x, 0, sizeof(x));
+		x.value = w;
+		x.is_default = dflt;
+		if (member_loc(&m, &x.off) < 0 || type_of_die(l, &m, &x.t) < 0)
+			return;
+		const char *n = dwarf_diename(&m);
+		x.name = x.t.name && *x.t.name ? x.t.name : n ? n : "?";
+		const char *f = dwarf_decl_file(&m);
+		x.file = f ? strpool_intern(l->pool, f) : NULL;
+		if (dwarf_decl_line(&m, &x.line) != 0)
+			x.line = 0;
+		x.has_awaitee = x.t.kind == DWT_STRUCT &&
+				dwt_member(l->d, &x.t, "__awaitee", &x.awaitee_off, &x.awaitee_t,
+					   NULL) == 0;
+		sd_grow(&e->v, cap, e->nv + 1, sizeof(*e->v));
+		e->v[e->nv++] = x;
+		return;
+	} while (dwarf_siblingof(&m, &m) == 0);
+}
+
+static const struct tkenum *enum_of(struct tkl *l, const struct dwt_type *t)
+{
+	uint64_t h = sd_hash(&t->die, sizeof(t->die), 0xe7);
+	struct tkenum *e = hashmap_find(&l->enums, h, &t->die, tkenum_eq);
+	if (e)
+		return e;
+	struct tkenum x;
+	memset(&x, 0, sizeof(x));
+	x.die = t->die;
+	Dwarf_Die s, vp, dm, v;
+	if (t->kind == DWT_STRUCT && dwarf_offdie(l->dw, t->die, &s) && variant_part(&s, &vp)) {
+		x.kind = 1;
+		if (discr_of(&vp, &dm)) {
+			struct dwt_type dt;
+			const char *n = dwarf_diename(&dm);
+			if (member_loc(&dm, &x.discr_off) == 0 && type_of_die(l, &dm, &dt) == 0 &&
+			    dt.size) {
+				x.has_discr = 1;
+				x.discr_size = dt.size > 8 ? 8 : dt.size;
+				if (n && !strcmp(n, "__state"))
+					x.kind = 2;
+			}
+		}
+		size_t cap = 0;
+		if (dwarf_child(&vp, &v) == 0) {
+			do {
+				if (dwarf_tag(&v) == DW_TAG_variant)
+					learn_variant(l, &v, &x, &cap);
+			} while (dwarf_siblingof(&v, &v) == 0);
+		}
+	}
+	int found;
+	e = hashmap_put(&l->enums, h, &t->die, tkenum_eq, &found);
+	*e = x;
+	return e;
+}
+
 int tkl_is_generator(struct tkl *l, const struct dwt_type *t)
 {
-	Dwarf_Die s, vp, m;
-	if (t->kind != DWT_STRUCT || !dwarf_offdie(l->dw, t->die, &s) || !variant_part(&s, &vp) ||
-	    !discr_of(&vp, &m))
-		return 0;
-	const char *n = dwarf_diename(&m);
-	return n && !strcmp(n, "__state");
+	return enum_of(l, t)->kind == 2;
+}
+
+/* The active variant of T in B (LEN bytes). */
+static const struct tkvar *variant_in(struct tkl *l, const struct dwt_type *t, const uint8_t *b,
+				      size_t len)
+{
+	const struct tkenum *e = enum_of(l, t);
+	if (!e->kind)
+		return NULL;
+	uint64_t val = 0;
+	if (e->has_discr) {
+		if (e->discr_off + e->discr_size > len)
+			return NULL;
+		val = load(b + e->discr_off, e->discr_size);
+		if (e->discr_size < 8)
+			val &= (1ull << (8 * e->discr_size)) - 1;
+	}
+	const struct tkvar *dflt = NULL;
+	for (size_t i = 0; i < e->nv; i++) {
+		if (e->v[i].is_default) {
+			if (!dflt)
+				dflt = &e->v[i];
+		} else if (e->has_discr && e->v[i].value == val) {
+			return &e->v[i];
+		}
+	}
+	return dflt;
 }
 
 int tkl_variant(struct tkl *l, const struct dwt_type *t, const uint8_t *b, size_t len,
 		const char **name, uint64_t *off, struct dwt_type *vt, const char **file, int *line)
 {
-	Dwarf_Die s, vp, dm, v, chosen;
-	int have = 0;
-	if (t->kind != DWT_STRUCT || !dwarf_offdie(l->dw, t->die, &s) || !variant_part(&s, &vp))
-		return -ENOENT;
-	uint64_t val = 0;
-	int has_discr = discr_of(&vp, &dm);
-	if (has_discr) {
-		uint64_t doff;
-		struct dwt_type dt;
-		if (member_loc(&dm, &doff) < 0 || type_of_die(l, &dm, &dt) < 0)
-			return -EINVAL;
-		size_t sz = dt.size > 8 ? 8 : dt.size;
-		if (!sz || doff + sz > len)
-			return -EINVAL;
-		val = load(b + doff, sz);
-		if (sz < 8)
-			val &= (1ull << (8 * sz)) - 1;
-	}
-	if (dwarf_child(&vp, &v) != 0)
-		return -ENOENT;
-	do {
-		if (dwarf_tag(&v) != DW_TAG_variant)
-			continue;
-		Dwarf_Attribute a;
-		Dwarf_Word w;
-		if (dwarf_attr(&v, DW_AT_discr_value, &a)) {
-			if (dwarf_formudata(&a, &w) != 0)
-				continue;
-			if (has_discr && w == val) {
-				chosen = v;
-				have = 2;
-				break;
-			}
-		} else if (!have) {
-			chosen = v; /* the default variant (niches) */
-			have = 1;
-		}
-	} while (dwarf_siblingof(&v, &v) == 0);
-	if (!have)
-		return -ENOENT;
-	Dwarf_Die m;
-	if (dwarf_child(&chosen, &m) != 0)
-		return -ENOENT;
-	do {
-		if (dwarf_tag(&m) != DW_TAG_member)
-			continue;
-		const char *n = dwarf_diename(&m);
-		struct dwt_type mt;
-		if (member_loc(&m, off) < 0 || type_of_die(l, &m, &mt) < 0)
-			return -EINVAL;
-		*vt = mt;
-		*name = mt.name && *mt.name ? mt.name : n ? n : "?";
-		if (file)
-			*file = dwarf_decl_file(&m);
-		if (line && dwarf_decl_line(&m, line) != 0)
-			*line = 0;
-		return 0;
-	} while (dwarf_siblingof(&m, &m) == 0);
-	return -ENOENT;
+	const struct tkvar *v = variant_in(l, t, b, len);
+	if (!v)
+		return enum_of(l, t)->kind ? -EINVAL : -ENOENT;
+	*name = v->name;
+	*off = v->off;
+	*vt = v->t;
+	if (file)
+		*file = v->file;
+	if (line)
+		*line = v->line;
+	return 0;
 }
 
 /* The subprogram whose code starts at PC among the children of PARENT
@@ -314,8 +396,9 @@ static uint64_t ptr_member(struct tkl *l, const struct dwt_type *t, const char *
 static int sleep_left(struct tkl *l, const struct dwt_type *t, const uint8_t *b, size_t len,
 		      uint64_t off, uint64_t now_ns, double *left)
 {
-	static const char *const paths[] = {"inner.deadline.t", "entry.deadline.t",
-					    "deadline.t", NULL};
+	/* tokio's Instant wraps std's, which wraps the platform's Timespec. */
+	static const char *const paths[] = {"inner.deadline.std.__0.t", "inner.deadline.std.t",
+					    "entry.deadline.std.__0.t", "deadline.std.__0.t", NULL};
 	for (size_t i = 0; paths[i]; i++) {
 		uint64_t doff, soff, noff;
 		struct dwt_type dt;
@@ -434,37 +517,29 @@ size_t tkl_chain(struct tkl *l, const struct tkl_chain_ctx *c, const struct dwt_
 			leaf(l, c, &t, addr + off, b, len, off, parent, have_pv ? &pv : NULL, pvoff, a);
 			return n + 1;
 		}
-		const char *vname = NULL, *file = NULL;
-		int line = 0;
-		uint64_t voff = 0;
-		struct dwt_type vt;
 		const char *fn = tkl_future_name(l, &t);
 		a->function = strpool_intern(c->pool, fn);
-		if (off > len || tkl_variant(l, &t, b + off, len - off, &vname, &voff, &vt, &file,
-					     &line) < 0) {
+		const struct tkvar *v = off > len ? NULL : variant_in(l, &t, b + off, len - off);
+		if (!v) {
 			*note = fmt(c->pool, "the state of %s could not be decoded", fn);
 			return n + 1;
 		}
-		if (strncmp(vname, "Suspend", 7) != 0) {
-			a->detail = !strcmp(vname, "Unresumed") ? "not started yet"
-				    : !strcmp(vname, "Returned") ? "returned"
-				    : !strcmp(vname, "Panicked") ? "panicked"
-								 : strpool_intern(c->pool, vname);
-			if (file)
-				a->file = strpool_intern(c->pool, file);
-			a->line = line;
+		a->file = v->file ? strpool_intern(c->pool, v->file) : NULL;
+		a->line = v->line;
+		if (strncmp(v->name, "Suspend", 7) != 0) {
+			a->detail = !strcmp(v->name, "Unresumed") ? "not started yet"
+				    : !strcmp(v->name, "Returned") ? "returned"
+				    : !strcmp(v->name, "Panicked") ? "panicked"
+								   : strpool_intern(c->pool, v->name);
 			return n + 1;
 		}
-		if (file)
-			a->file = strpool_intern(c->pool, file);
-		a->line = line;
 		n++;
-		uint64_t aoff;
-		struct dwt_type at;
-		if (dwt_member(l->d, &vt, "__awaitee", &aoff, &at, NULL) < 0) {
+		if (!v->has_awaitee) {
 			*note = fmt(c->pool, "%s is suspended with no __awaitee", fn);
 			return n;
 		}
+		uint64_t voff = v->off, aoff = v->awaitee_off;
+		struct dwt_type vt = v->t, at = v->awaitee_t;
 		parent = a->function;
 		pv = vt;
 		pvoff = off + voff;

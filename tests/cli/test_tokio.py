@@ -44,11 +44,11 @@ def expected(path):
 
 
 class Tokio:
-    def __init__(self, name="fx-tokio"):
+    def __init__(self, name="fx-tokio", idle=0):
         need(name)
         self.tmp = tempfile.TemporaryDirectory()
         self.file = os.path.join(self.tmp.name, "awaits")
-        self.cm = start(name, self.file)
+        self.cm = start(name, self.file, *([idle] if idle else []))
 
     def __enter__(self):
         self.fx = self.cm.__enter__()
@@ -106,8 +106,11 @@ def test_every_chain_as_the_fixture_wrote_it():
         eq(aw[-1]["file"], None, (name, aw[-1]))
     join = tasks["fx_tokio::join_task"]["awaits"][-1]
     eq(join["detail"], "task %d" % tasks["fx_tokio::timer_task"]["id"], join)
-    ok(tasks["fx_tokio::timer_task"]["awaits"][-1]["function"].startswith(
-        "tokio::time::sleep::Sleep"), tasks["fx_tokio::timer_task"])
+    timer = tasks["fx_tokio::timer_task"]["awaits"][-1]
+    ok(timer["function"].startswith("tokio::time::sleep::Sleep"), timer)
+    # A sleep of a day, begun a moment ago.
+    m = re.match(r"deadline in (\d+\.\d+) s$", timer["detail"] or "")
+    ok(m and 80000 < float(m.group(1)) <= 86400, timer)
     mutex = tasks["fx_tokio::mutex_task"]["awaits"][-1]
     ok(re.match(r"tokio::sync::Mutex 0x[0-9a-f]+$", mutex["detail"] or ""), mutex)
     sem = tasks["fx_tokio::sem_task"]["awaits"][-1]
@@ -137,6 +140,29 @@ def test_text_after_the_threads():
             ok(re.match(r"    %s at \S*src/main\.rs:%d$" % (re.escape(fn), line), body[i]),
                (name, body))
         ok(any(b.startswith("    -> %s " % kind) for b in body), (name, body))
+
+
+def test_identical_chains_grouped():
+    idle = 40
+    with Tokio(idle=idle) as tk:
+        g = sdtest.run("--group", tk.fx.pid)
+        n = sdtest.run("--no-group", "--format", "json", tk.fx.pid)
+    eq(g.rc, 0, g.err)
+    eq(n.rc, 0, n.err)
+    rt = n.json()["runtimes"][0]
+    eq(len(rt["tasks"]), TASKS + idle)
+    ids = sorted(t["id"] for t in rt["tasks"] if t["future"] == "fx_tokio::idle_task")
+    eq(len(ids), idle)
+    m = re.search(r"^%d tasks \[idle\] fx_tokio::idle_task: ([\d .]+)\n"
+                  r"    fx_tokio::idle_task at \S*src/main\.rs:\d+\n"
+                  r"    -> notify tokio::sync::notify::Notified" % idle, g.out, re.M)
+    ok(m, g.out[g.out.find("Tokio runtime"):])
+    shown = [int(x) for x in m.group(1).replace("...", "").split()]
+    ok(shown and set(shown) <= set(ids), (shown, ids))
+    # The 7 others differ from each other: one entry each.
+    for fut in ("timer_task", "chan_task", "notify_task", "holder_task", "mutex_task",
+                "sem_task", "join_task"):
+        eq(len(re.findall(r"^task \d+ \[idle\] fx_tokio::%s$" % fut, g.out, re.M)), 1, fut)
 
 
 def test_threads_only():
