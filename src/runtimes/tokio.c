@@ -21,6 +21,7 @@
 #include "space.h"
 #include "strpool.h"
 #include "tokio-layout.h"
+#include "tokio-tls.h"
 
 /* Bounds on what the target's memory may claim. */
 #define TK_MAX_TASKS (1u << 20)	     /* tasks of one runtime walked at most */
@@ -61,6 +62,9 @@ struct sd_tokioruntime {
 	struct dwt_type storage_state_t, ctx_handle_t, ctx_task_t;
 	struct tkvt *vts;
 	size_t nvts, vts_cap;
+	struct tktls *tls; /* glibc's thread list, NULL: threads are stopped alone */
+	int tls_tried;
+	const char *tls_why;
 };
 
 void tokioruntime_free(struct sd_tokioruntime *rt)
@@ -68,6 +72,7 @@ void tokioruntime_free(struct sd_tokioruntime *rt)
 	if (!rt)
 		return;
 	tkl_free(rt->l);
+	tktls_free(rt->tls);
 	dwt_free(rt->d);
 	free(rt->vts);
 	free(rt);
@@ -247,6 +252,8 @@ struct tkread {
 	uint8_t *buf;
 	size_t buf_cap;
 	size_t unreadable, moved;
+	size_t tls_listed; /* threads glibc's list gave */
+	unsigned stops;    /* threads stopped alone for their thread pointer */
 };
 
 /* A thread's fs_base: from its registers when the snapshot stopped it,
@@ -346,14 +353,28 @@ static size_t read_contexts(struct tkread *r, struct rtent *rts, size_t max)
 	size_t len = rt->storage_t.size;
 	if (!len || len > 65536)
 		return 0;
+	/* Thread pointers from glibc's own list, without a stop; without it
+	 * (no libc debug file), the threads that matter are stopped alone. */
+	if (!rt->tls_tried) {
+		rt->tls_tried = 1;
+		rt->tls = tktls_new(r->sp, &rt->tls_why);
+	}
+	struct tktls_thread *gl = NULL;
+	size_t ngl = rt->tls ? tktls_threads(rt->tls, &r->mem, 1u << 16, &gl) : 0;
+	r->tls_listed = ngl;
 	uint8_t *b = sd_xmalloc(len);
 	r->thr = sd_xcalloc(r->s->nthreads + 1, sizeof(*r->thr));
 	for (size_t i = 0; i < r->s->nthreads; i++) {
 		const struct sd_thread *th = &r->s->threads[i];
 		int named = th->name && !strncmp(th->name, "tokio-", 6);
-		if (!(th->have_regs && !th->regs_partial) && !named && th->tid != r->s->pid)
-			continue;
-		uint64_t tp = thread_pointer(th, &stops), addr;
+		uint64_t tp = 0, addr;
+		for (size_t k = 0; k < ngl && !tp; k++)
+			if (gl[k].tid == th->tid)
+				tp = gl[k].tp;
+		if (!tp && th->have_regs && !th->regs_partial)
+			tp = th->regs.fs_base;
+		if (!tp && !ngl && (named || th->tid == r->s->pid))
+			tp = thread_pointer(th, &stops);
 		if (!tp || dwt_tls_address(rt->d, context_names[0], tp, &addr, NULL, NULL) < 0) {
 			/* the name the layout was learnt by */
 			uint64_t size, align;
@@ -394,6 +415,8 @@ static size_t read_contexts(struct tkread *r, struct rtent *rts, size_t max)
 		}
 	}
 	free(b);
+	free(gl);
+	r->stops = stops;
 	return n;
 }
 
