@@ -602,6 +602,14 @@ static void read_tasks(struct tkread *r, const struct rtent *re, struct sd_tokio
 		rtmem_uint(&r->mem, h + v->id_off, 8, &t->id, "a task id", NULL);
 		t->state = state_name(st);
 		read_future(r, h, v, st, t);
+		if (!strcmp(t->state, "running")) {
+			/* Its state machine is the worker's to change, now: what it
+			 * does is that thread's stack. Only its name is kept. */
+			t->note = "being polled: its await chain is its worker's stack";
+			free(t->awaits);
+			t->awaits = NULL;
+			t->nawaits = 0;
+		}
 		for (size_t i = 0; i < r->nthr; i++)
 			if (r->thr[i].task_id && r->thr[i].task_id == t->id)
 				t->worker = r->thr[i].tid;

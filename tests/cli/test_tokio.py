@@ -32,7 +32,7 @@ def expected(path):
     ok("ready" in lines, lines)
     out = {}
     for line in lines:
-        if not line or line == "ready":
+        if not line or line == "ready" or line.startswith("spin-tid "):
             continue
         parts = line.split()
         levels = []
@@ -44,11 +44,11 @@ def expected(path):
 
 
 class Tokio:
-    def __init__(self, name="fx-tokio", idle=0):
+    def __init__(self, name="fx-tokio", idle=0, spin=False):
         need(name)
         self.tmp = tempfile.TemporaryDirectory()
         self.file = os.path.join(self.tmp.name, "awaits")
-        self.cm = start(name, self.file, *([idle] if idle else []))
+        self.cm = start(name, self.file, *([idle, "spin"] if spin else [idle] if idle else []))
 
     def __enter__(self):
         self.fx = self.cm.__enter__()
@@ -163,6 +163,31 @@ def test_identical_chains_grouped():
     for fut in ("timer_task", "chan_task", "notify_task", "holder_task", "mutex_task",
                 "sem_task", "join_task"):
         eq(len(re.findall(r"^task \d+ \[idle\] fx_tokio::%s$" % fut, g.out, re.M)), 1, fut)
+
+
+def test_running_task_and_its_worker():
+    with Tokio(spin=True) as tk:
+        with open(tk.file) as f:
+            tid = int(re.search(r"^spin-tid (\d+)$", f.read(), re.M).group(1))
+        r = sdtest.run("--format", "json", tk.fx.pid)
+        t = sdtest.run(tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    eq(r.rc, 0, r.err)
+    rt = r.json()["runtimes"][0]
+    eq(len(rt["tasks"]), TASKS + 1)
+    ok(tid in rt["workers"], (tid, rt["workers"]))
+    spin = by_future(rt)["fx_tokio::spin_task"]
+    eq(spin["state"], "running", spin)
+    eq(spin["worker"], tid, spin)
+    eq(spin["awaits"], [], spin)
+    contains(spin["note"] or "", "its worker's stack")
+    # The others stay idle, their chains read.
+    for task in rt["tasks"]:
+        if task is not spin:
+            eq(task["state"], "idle", task)
+            ok(task["awaits"], task)
+    ok(re.search(r"^task %d \[running\] fx_tokio::spin_task on thread %d$" % (spin["id"], tid),
+                 t.out, re.M), t.out[t.out.find("Tokio runtime"):])
 
 
 def test_threads_only():
