@@ -397,8 +397,8 @@ static int sleep_left(struct tkl *l, const struct dwt_type *t, const uint8_t *b,
 		      uint64_t off, uint64_t now_ns, double *left)
 {
 	/* tokio's Instant wraps std's, which wraps the platform's Timespec. */
-	static const char *const paths[] = {"inner.deadline.std.__0.t", "inner.deadline.std.t",
-					    "entry.deadline.std.__0.t", "deadline.std.__0.t", NULL};
+	static const char *const paths[] = {"inner.deadline.std.__0.t", "entry.deadline.std.__0.t",
+					    "inner.deadline.std.t", "deadline.std.__0.t", NULL};
 	for (size_t i = 0; paths[i]; i++) {
 		uint64_t doff, soff, noff;
 		struct dwt_type dt;

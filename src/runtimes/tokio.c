@@ -105,7 +105,7 @@ static int type(struct sd_tokioruntime *rt, const char *name, struct dwt_type *t
 static int find_inner(struct sd_tokioruntime *rt, const struct dwt_type *t, const char *name,
 		      uint64_t *off, struct dwt_type *out)
 {
-	static const char *const names[] = {"value", "__0", "data", NULL};
+	static const char *const names[] = {"value", "val", "__0", "data", NULL};
 	struct dwt_type cur = *t;
 	uint64_t total = 0;
 	for (int depth = 0; depth < 8; depth++) {
@@ -160,8 +160,13 @@ static int learn_layout(struct sd_tokioruntime *rt)
 	    member(rt, &rt->vtable_t, "id_offset", &rt->vt_id, NULL) ||
 	    member(rt, &rt->vtable_t, "scheduler_offset", &rt->vt_sched, NULL))
 		return -1;
-	if (member(rt, &rt->ctx_t, "handle.value.value", &rt->ctx_handle_off, &rt->ctx_handle_t) ||
-	    member(rt, &rt->ctx_t, "current_task_id.value.value", &rt->ctx_task_off,
+	/* The scheduler handle: Context.handle (1.24), Context.current.handle
+	 * (a HandleCell, later versions). */
+	if (dwt_member(rt->d, &rt->ctx_t, "current.handle.value.value", &rt->ctx_handle_off,
+		       &rt->ctx_handle_t, NULL) < 0 &&
+	    member(rt, &rt->ctx_t, "handle.value.value", &rt->ctx_handle_off, &rt->ctx_handle_t))
+		return -1;
+	if (member(rt, &rt->ctx_t, "current_task_id.value.value", &rt->ctx_task_off,
 		   &rt->ctx_task_t))
 		return -1;
 	struct sd_error err = {0};
@@ -254,6 +259,7 @@ struct tkread {
 	size_t unreadable, moved;
 	size_t tls_listed; /* threads glibc's list gave */
 	unsigned stops;    /* threads stopped alone for their thread pointer */
+	int cut;	   /* a runtime had more tasks than are read */
 };
 
 /* A thread's fs_base: from its registers when the snapshot stopped it,
@@ -325,7 +331,8 @@ static uint64_t task_of(struct tkread *r, const uint8_t *b, size_t len)
 	    strncmp(vn, "Some", 4) || dwt_member(rt->d, &vt, "__0", &o2, &it, NULL) < 0)
 		return 0;
 	off += o2;
-	if (it.kind == DWT_STRUCT) {
+	/* Id(u64), Id(NonZero<u64>) ...: down to the integer. */
+	for (int depth = 0; it.kind == DWT_STRUCT && depth < 4; depth++) {
 		uint64_t o3;
 		struct dwt_type t3;
 		if (dwt_member(rt->d, &it, "__0", &o3, &t3, NULL) < 0)
@@ -336,6 +343,31 @@ static uint64_t task_of(struct tkread *r, const uint8_t *b, size_t len)
 	if (it.size != 8 || off + 8 > len)
 		return 0;
 	return u64at(b, off);
+}
+
+/* Is the thread-local's storage B (LEN bytes) alive: its state the
+ * variant (lazy storage) or the enumerator (eager storage) named Alive? */
+static int storage_alive(struct tkread *r, const uint8_t *b, size_t len)
+{
+	struct sd_tokioruntime *rt = r->rt;
+	uint64_t so = rt->storage_state_off;
+	if (rt->storage_state_t.kind == DWT_ENUM) {
+		int64_t alive;
+		size_t sz = rt->storage_state_t.size;
+		if (dwt_enumerator(rt->d, &rt->storage_state_t, "Alive", &alive, NULL) < 0 ||
+		    (sz != 1 && sz != 2 && sz != 4) || so + sz > len)
+			return 0;
+		uint32_t v = 0;
+		memcpy(&v, b + so, sz);
+		return (int64_t)v == alive;
+	}
+	const char *vn;
+	uint64_t o;
+	struct dwt_type vt;
+	return so < len &&
+	       tkl_variant(rt->l, &rt->storage_state_t, b + so, len - so, &vn, &o, &vt, NULL, NULL) ==
+		   0 &&
+	       !strncmp(vn, "Alive", 5);
 }
 
 struct rtent {
@@ -384,15 +416,8 @@ static size_t read_contexts(struct tkread *r, struct rtent *rts, size_t max)
 		}
 		if (rtmem_read(&r->mem, addr, b, len, "tokio CONTEXT", NULL) < 0)
 			continue;
-		if (rt->storage_state_off != UINT64_MAX) {
-			const char *vn;
-			uint64_t o;
-			struct dwt_type vt;
-			if (tkl_variant(rt->l, &rt->storage_state_t, b + rt->storage_state_off,
-					len - rt->storage_state_off, &vn, &o, &vt, NULL, NULL) < 0 ||
-			    strncmp(vn, "Alive", 5) != 0)
-				continue;
-		}
+		if (rt->storage_state_off != UINT64_MAX && !storage_alive(r, b, len))
+			continue;
 		uint64_t co = rt->ctx_off;
 		if (co + rt->ctx_t.size > len)
 			continue;
@@ -551,52 +576,23 @@ static void read_future(struct tkread *r, uint64_t h, struct tkvt *v, uint64_t s
 		t->note = strpool_intern(r->s->pool, note);
 }
 
-/* Every task of the runtime whose handle is at RE->id. */
-static void read_tasks(struct tkread *r, const struct rtent *re, struct sd_tokio_rt *out)
+/* The tasks of one list whose head is H, appended to OUT. */
+static void walk_list(struct tkread *r, uint64_t h, struct sd_tokio_rt *out, size_t *cap)
 {
 	struct sd_tokioruntime *rt = r->rt;
-	struct sd_error err = {0};
-	struct dwt_type ht;
-	uint64_t hoff;
-	out->id = re->id;
-	out->flavor = re->flavor;
-	char name[128];
-	snprintf(name, sizeof(name), "tokio::runtime::scheduler::%s",
-		 !strcmp(re->flavor, "multi_thread") ? "multi_thread::handle::Handle"
-						    : "current_thread::Handle");
-	if (dwt_type(rt->d, name, &ht, &err) < 0 ||
-	    dwt_member(rt->d, &ht, "shared.owned.inner.__0.data.value.list.head", &hoff, NULL,
-		       &err) < 0) {
-		char msg[700];
-		snprintf(msg, sizeof(msg), "tasks of runtime 0x%" PRIx64 " not shown: %s", re->id,
-			 err.msg);
-		r->s->tokio_note = strpool_intern(r->s->pool, msg);
-		return;
-	}
-	for (size_t i = 0; i < r->nthr; i++)
-		if (r->thr[i].rt_id == re->id) {
-			out->workers = sd_xrealloc(out->workers, (out->nworkers + 1) * sizeof(pid_t));
-			out->workers[out->nworkers++] = r->thr[i].tid;
-		}
-	uint64_t h = 0;
-	if (rtmem_uint(&r->mem, re->id + hoff, 8, &h, "the owned-task list", &err) < 0) {
-		r->s->tokio_note = strpool_intern(r->s->pool, err.msg);
-		return;
-	}
-	size_t cap = 0;
 	uint8_t hb[4096];
 	while (h && out->ntasks < TK_MAX_TASKS) {
 		if (rtmem_read(&r->mem, h, hb, rt->header_t.size, "a task header", NULL) < 0) {
 			r->unreadable++;
-			break;
+			return;
 		}
 		uint64_t st = u64at(hb, rt->h_state), vaddr = u64at(hb, rt->h_vtable);
 		struct tkvt *v = vtable(r, vaddr);
 		if (!v || !v->ok) {
 			r->unreadable++;
-			break;
+			return;
 		}
-		sd_grow(&out->tasks, &cap, out->ntasks + 1, sizeof(*out->tasks));
+		sd_grow(&out->tasks, cap, out->ntasks + 1, sizeof(*out->tasks));
 		struct sd_tokio_task *t = &out->tasks[out->ntasks++];
 		memset(t, 0, sizeof(*t));
 		rtmem_uint(&r->mem, h + v->id_off, 8, &t->id, "a task id", NULL);
@@ -617,11 +613,96 @@ static void read_tasks(struct tkread *r, const struct rtent *re, struct sd_tokio
 		if (rtmem_uint(&r->mem, h + v->trailer_off + rt->tr_next, 8, &next, "a task link",
 			       NULL) < 0) {
 			r->unreadable++;
-			break;
+			return;
 		}
 		h = next;
 	}
-	if (h && out->ntasks >= TK_MAX_TASKS) {
+	if (h)
+		r->cut = 1;
+}
+
+#define TK_MAX_SHARDS 65536u /* lists of one sharded owned-task list */
+
+/* The heads of the owned-task lists of the handle at ID of type HT: one
+ * list (Tokio 1.24: shared.owned.inner, a mutex around the list) or a
+ * sharded one (later: shared.owned.list.lists, a boxed slice of mutexes
+ * around lists). Returns their count, *HEADS heap. */
+static size_t list_heads(struct tkread *r, uint64_t id, const struct dwt_type *ht,
+			 uint64_t **heads, struct sd_error *err)
+{
+	struct sd_tokioruntime *rt = r->rt;
+	uint64_t off, h = 0;
+	*heads = NULL;
+	if (dwt_member(rt->d, ht, "shared.owned.inner.__0.data.value.list.head", &off, NULL,
+		       NULL) == 0) {
+		if (rtmem_uint(&r->mem, id + off, 8, &h, "the owned-task list", err) < 0)
+			return 0;
+		*heads = sd_xmalloc(sizeof(**heads));
+		(*heads)[0] = h;
+		return 1;
+	}
+	uint64_t poff, loff, hoff;
+	struct dwt_type lt, pt, et;
+	if (dwt_member(rt->d, ht, "shared.owned.list.lists", &off, &lt, err) < 0 ||
+	    dwt_member(rt->d, &lt, "data_ptr", &poff, &pt, err) < 0 ||
+	    dwt_member(rt->d, &lt, "length", &loff, NULL, err) < 0 ||
+	    dwt_pointee(rt->d, &pt, &et, err) < 0 ||
+	    dwt_member(rt->d, &et, "__0.data.value.head", &hoff, NULL, err) < 0)
+		return 0;
+	uint64_t arr = 0, n = 0;
+	if (rtmem_uint(&r->mem, id + off + poff, 8, &arr, "the owned-task shards", err) < 0 ||
+	    rtmem_uint(&r->mem, id + off + loff, 8, &n, "the owned-task shards", err) < 0)
+		return 0;
+	if (n > TK_MAX_SHARDS || !et.size || et.size > 4096) {
+		sd_error_set(err, E2BIG, "an owned-task list of %llu shards of %llu bytes",
+			     (unsigned long long)n, (unsigned long long)et.size);
+		return 0;
+	}
+	*heads = sd_xcalloc(n + 1, sizeof(**heads));
+	for (uint64_t i = 0; i < n; i++)
+		if (rtmem_uint(&r->mem, arr + i * et.size + hoff, 8, &(*heads)[i], "an owned-task shard",
+			       err) < 0) {
+			free(*heads);
+			*heads = NULL;
+			return 0;
+		}
+	return n;
+}
+
+/* Every task of the runtime whose handle is at RE->id. */
+static void read_tasks(struct tkread *r, const struct rtent *re, struct sd_tokio_rt *out)
+{
+	struct sd_tokioruntime *rt = r->rt;
+	struct sd_error err = {0};
+	struct dwt_type ht;
+	out->id = re->id;
+	out->flavor = re->flavor;
+	char name[128];
+	snprintf(name, sizeof(name), "tokio::runtime::scheduler::%s",
+		 !strcmp(re->flavor, "multi_thread") ? "multi_thread::handle::Handle"
+						    : "current_thread::Handle");
+	for (size_t i = 0; i < r->nthr; i++)
+		if (r->thr[i].rt_id == re->id) {
+			out->workers = sd_xrealloc(out->workers, (out->nworkers + 1) * sizeof(pid_t));
+			out->workers[out->nworkers++] = r->thr[i].tid;
+		}
+	uint64_t *heads = NULL;
+	size_t nheads = 0;
+	if (dwt_type(rt->d, name, &ht, &err) == 0)
+		nheads = list_heads(r, re->id, &ht, &heads, &err);
+	if (!heads) {
+		char msg[700];
+		snprintf(msg, sizeof(msg), "tasks of runtime 0x%" PRIx64 " not shown: %s", re->id,
+			 err.msg);
+		r->s->tokio_note = strpool_intern(r->s->pool, msg);
+		return;
+	}
+	size_t cap = 0;
+	r->cut = 0;
+	for (size_t i = 0; i < nheads; i++)
+		walk_list(r, heads[i], out, &cap);
+	free(heads);
+	if (r->cut) {
 		char msg[200];
 		snprintf(msg, sizeof(msg), "runtime 0x%" PRIx64 ": only the first %u tasks are read",
 			 re->id, TK_MAX_TASKS);

@@ -4,8 +4,10 @@
 # function and line (line!()) it writes to a file, outermost first, with
 # the kind of thing the task waits for. Every task's await chain in the
 # dump must start with those levels, in order, and end at a leaf of that
-# kind. Also: the text form, --threads, a stripped copy (a note that says
-# what to rebuild with, the threads intact) and a program without Tokio.
+# kind. Built against Tokio 1.24 (Debian 12) and 1.43 (Debian 13's, unpacked
+# by .ci/deps). Also: the text form, a task being polled and its worker,
+# grouping, --threads, a stripped copy (a note that says what to rebuild
+# with, the threads intact) and a program without Tokio.
 import os
 import re
 import sys
@@ -63,8 +65,18 @@ def by_future(rt):
     return {t["future"]: t for t in rt["tasks"] if t["future"]}
 
 
+# The fixture as built against each Tokio: its name and the folder of the
+# crate's sources its DWARF names.
+VERSIONS = (("fx-tokio", "/tokio-1.24"), ("fx-tokio-143", "/tokio-1.43"))
+
+
 def test_every_chain_as_the_fixture_wrote_it():
-    with Tokio() as tk:
+    for name, src in VERSIONS:
+        every_chain(name, src)
+
+
+def every_chain(fx_name, src):
+    with Tokio(fx_name) as tk:
         want = expected(tk.file)
         r = sdtest.run("--format", "json", tk.fx.pid)
         sdtest.assert_running(tk.fx.pid)
@@ -101,7 +113,7 @@ def test_every_chain_as_the_fixture_wrote_it():
         # Receiver::recv ...) with their own lines, then the leaf.
         for a in aw[len(levels):-1]:
             ok(a["function"].startswith("tokio::") and a["line"] > 0 and
-               "/tokio-1.24" in a["file"], (name, a))
+               src in a["file"], (name, a))
         eq(aw[-1]["kind"], kind, (name, aw[-1]))
         eq(aw[-1]["file"], None, (name, aw[-1]))
     join = tasks["fx_tokio::join_task"]["awaits"][-1]
@@ -122,7 +134,12 @@ def test_every_chain_as_the_fixture_wrote_it():
 
 
 def test_text_after_the_threads():
-    with Tokio() as tk:
+    for name, _ in VERSIONS:
+        text_after_the_threads(name)
+
+
+def text_after_the_threads(fx_name):
+    with Tokio(fx_name) as tk:
         want = expected(tk.file)
         r = sdtest.run(tk.fx.pid)
         sdtest.assert_running(tk.fx.pid)
@@ -166,7 +183,12 @@ def test_identical_chains_grouped():
 
 
 def test_running_task_and_its_worker():
-    with Tokio(spin=True) as tk:
+    for name, _ in VERSIONS:
+        running_task(name)
+
+
+def running_task(fx_name):
+    with Tokio(fx_name, spin=True) as tk:
         with open(tk.file) as f:
             tid = int(re.search(r"^spin-tid (\d+)$", f.read(), re.M).group(1))
         r = sdtest.run("--format", "json", tk.fx.pid)
