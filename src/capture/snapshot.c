@@ -94,8 +94,12 @@ void snapshot_free(struct sd_snapshot *s)
 		free(s->goroutines[i].frames);
 	free(s->goroutines);
 	for (size_t i = 0; i < s->ntokio; i++) {
-		for (size_t k = 0; k < s->tokio[i].ntasks; k++)
+		for (size_t k = 0; k < s->tokio[i].ntasks; k++) {
 			free(s->tokio[i].tasks[k].awaits);
+			free(s->tokio[i].tasks[k].holds);
+		}
+		free(s->tokio[i].cycle_tasks);
+		free(s->tokio[i].cycle_len);
 		free(s->tokio[i].tasks);
 		free(s->tokio[i].workers);
 	}

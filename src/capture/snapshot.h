@@ -246,6 +246,16 @@ struct sd_tokio_await {
 	const char *detail;
 };
 
+/* A tokio::sync lock a suspended task holds: its state machine keeps the
+ * guard or permit (a MutexGuard, an OwnedMutexGuard, a SemaphorePermit)
+ * across the .await it is suspended at. Inferred from the layout: EVIDENCE
+ * names the variable and the level ("g in fx::run at src/main.rs:66"). */
+struct sd_tokio_hold {
+	const char *kind;     /* "tokio::sync::Mutex", "tokio::sync::Semaphore" */
+	uint64_t addr;	      /* the lock's address */
+	const char *evidence; /* pool string */
+};
+
 /* A task of a Tokio runtime (runtimes/tokio.c). STATE is "idle",
  * "scheduled", "running", "complete" or "cancelled"; WORKER the thread
  * polling it (0 none or not known). AWAITS is the task's own array. */
@@ -257,6 +267,10 @@ struct sd_tokio_task {
 	struct sd_tokio_await *awaits;
 	size_t nawaits;
 	const char *note;	/* why its chain stops early, or NULL */
+	struct sd_tokio_hold *holds; /* the task's own array */
+	size_t nholds;
+	uint64_t wait_addr;	/* the lock its leaf waits for, 0 none */
+	uint64_t held_by;	/* the task holding it (inferred), 0 none */
 };
 
 /* A Tokio runtime found in the process: its scheduler handle's address
@@ -268,6 +282,10 @@ struct sd_tokio_rt {
 	size_t nworkers;
 	struct sd_tokio_task *tasks;
 	size_t ntasks;
+	/* Cycles among tasks, each waiting for a lock the next holds: indexes
+	 * into TASKS, one cycle after another (CYCLE_LEN[i] of them each). */
+	size_t *cycle_tasks, *cycle_len;
+	size_t ncycles;
 };
 
 /* A loaded module as the snapshot saw it. */

@@ -22,6 +22,9 @@ static int same(const struct sd_tokio_task *a, const struct sd_tokio_task *b)
 	if (!same_str(a->state, b->state) || !same_str(a->future, b->future) ||
 	    a->nawaits != b->nawaits || !same_str(a->note, b->note))
 		return 0;
+	/* A task in the lock graph is shown on its own. */
+	if (a->nholds || b->nholds || a->held_by || b->held_by)
+		return 0;
 	for (size_t k = 0; k < a->nawaits; k++) {
 		const struct sd_tokio_await *x = &a->awaits[k], *y = &b->awaits[k];
 		if (!same_str(x->function, y->function) || !same_str(x->file, y->file) ||
@@ -107,6 +110,17 @@ static void chain(struct strbuf *out, const struct sd_tokio_task *t, const struc
 			strbuf_add_escaped(out, a->detail);
 			strbuf_adds(out, ")");
 		}
+		if (a->kind && t->held_by)
+			strbuf_addf(out, " held by task %" PRIu64, t->held_by);
+		strbuf_adds(out, "\n");
+	}
+	for (size_t k = 0; k < t->nholds; k++) {
+		const struct sd_tokio_hold *h = &t->holds[k];
+		strbuf_addf(out, "    - holds (inferred) %s 0x%" PRIx64, h->kind, h->addr);
+		if (h->evidence) {
+			strbuf_adds(out, ": ");
+			strbuf_add_escaped(out, h->evidence);
+		}
 		strbuf_adds(out, "\n");
 	}
 	if (t->note) {
@@ -128,6 +142,68 @@ static void task_head(struct strbuf *out, const struct sd_tokio_task *t)
 }
 
 #define ID_LIST_MAX 72
+
+/* The level of T's chain a person wrote the .await of: the deepest with a
+ * file outside tokio's own code, else the deepest with a file. */
+static const struct sd_tokio_await *own_level(const struct sd_tokio_task *t)
+{
+	const struct sd_tokio_await *any = NULL;
+	for (size_t k = t->nawaits; k-- > 0;) {
+		const struct sd_tokio_await *a = &t->awaits[k];
+		if (!a->file)
+			continue;
+		if (!a->function || strncmp(a->function, "tokio::", 7))
+			return a;
+		if (!any)
+			any = a;
+	}
+	return any;
+}
+
+static const char *hold_kind(const struct sd_tokio_task *t, uint64_t addr)
+{
+	for (size_t k = 0; k < t->nholds; k++)
+		if (t->holds[k].addr == addr)
+			return t->holds[k].kind;
+	return "lock";
+}
+
+/* "Found 1 deadlock among tasks: task 17 holds tokio::sync::Mutex 0x..
+ * and awaits tokio::sync::Mutex 0x.. at a.rs:40; task 23 ..." */
+static void deadlocks(struct strbuf *out, const struct sd_tokio_rt *rt,
+		      const struct sd_render_opts *o)
+{
+	if (!rt->ncycles)
+		return;
+	strbuf_addf(out, "\n%sFound %zu deadlock%s among tasks:%s\n", o->color ? "\033[1;31m" : "",
+		    rt->ncycles, rt->ncycles == 1 ? "" : "s", o->color ? "\033[0m" : "");
+	size_t at = 0;
+	for (size_t c = 0; c < rt->ncycles; c++) {
+		strbuf_adds(out, " ");
+		for (size_t k = 0; k < rt->cycle_len[c]; k++) {
+			const struct sd_tokio_task *t = &rt->tasks[rt->cycle_tasks[at + k]];
+			const struct sd_tokio_task *h =
+			    &rt->tasks[rt->cycle_tasks[at + (k + 1) % rt->cycle_len[c]]];
+			const struct sd_tokio_await *lv = own_level(t);
+			strbuf_addf(out, "%s task %" PRIu64, k ? ";" : "", t->id);
+			/* What it holds that the one before it in the cycle awaits. */
+			const struct sd_tokio_task *p =
+			    &rt->tasks[rt->cycle_tasks[at + (k + rt->cycle_len[c] - 1) % rt->cycle_len[c]]];
+			if (p->wait_addr)
+				strbuf_addf(out, " holds %s 0x%" PRIx64 " and", hold_kind(t, p->wait_addr),
+					    p->wait_addr);
+			strbuf_addf(out, " awaits %s 0x%" PRIx64, hold_kind(h, t->wait_addr),
+				    t->wait_addr);
+			if (lv && !o->no_source) {
+				strbuf_adds(out, " at ");
+				strbuf_add_escaped(out, lv->file);
+				strbuf_addf(out, ":%d", lv->line);
+			}
+		}
+		strbuf_adds(out, "\n");
+		at += rt->cycle_len[c];
+	}
+}
 
 static void runtime_text(struct strbuf *out, const struct sd_snapshot *s,
 			 const struct sd_tokio_rt *rt, const struct sd_render_opts *o)
@@ -181,6 +257,7 @@ static void runtime_text(struct strbuf *out, const struct sd_snapshot *s,
 	free(shown);
 	free(of);
 	free(count);
+	deadlocks(out, rt, o);
 }
 
 void format_tokio_text(struct strbuf *out, const struct sd_snapshot *s,
@@ -251,8 +328,30 @@ void format_tokio_json(struct jsonw *w, const struct sd_snapshot *s)
 				jsonw_object_end(w);
 			}
 			jsonw_array_end(w);
+			jsonw_karray(w, "holds");
+			for (size_t a = 0; a < t->nholds; a++) {
+				jsonw_object_begin(w);
+				jsonw_kstr(w, "kind", t->holds[a].kind);
+				jsonw_ku64(w, "address", t->holds[a].addr);
+				jsonw_kstr(w, "evidence", t->holds[a].evidence);
+				jsonw_kbool(w, "inferred", 1);
+				jsonw_object_end(w);
+			}
+			jsonw_array_end(w);
+			if (t->held_by)
+				jsonw_ku64(w, "held_by", t->held_by);
+			else
+				jsonw_knull(w, "held_by");
 			jsonw_kstr(w, "note", t->note);
 			jsonw_object_end(w);
+		}
+		jsonw_array_end(w);
+		jsonw_karray(w, "deadlocks");
+		for (size_t c = 0, at = 0; c < rt->ncycles; at += rt->cycle_len[c], c++) {
+			jsonw_array_begin(w);
+			for (size_t k = 0; k < rt->cycle_len[c]; k++)
+				jsonw_u64(w, rt->tasks[rt->cycle_tasks[at + k]].id);
+			jsonw_array_end(w);
 		}
 		jsonw_array_end(w);
 		jsonw_object_end(w);

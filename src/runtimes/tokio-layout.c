@@ -31,6 +31,13 @@ struct tkvar {
 	int has_awaitee;    /* SuspendN: the future it awaits */
 	uint64_t awaitee_off;
 	struct dwt_type awaitee_t;
+	struct tkguard {
+		uint64_t off;	   /* of the lock's pointer, from the variant's start */
+		uint64_t data_off; /* added to it (an Arc's pointer: its data) */
+		const char *kind;
+		const char *var;   /* the variable's name */
+	} *guards;		   /* the guards and permits it keeps */
+	size_t nguards;
 };
 
 /* An enum type's layout, learnt once: a tokio task's stage, an async
@@ -80,8 +87,11 @@ void tkl_free(struct tkl *l)
 		return;
 	hashmap_release(&l->names);
 	size_t pos = 0;
-	for (struct tkenum *e; (e = hashmap_next(&l->enums, &pos));)
+	for (struct tkenum *e; (e = hashmap_next(&l->enums, &pos));) {
+		for (size_t i = 0; i < e->nv; i++)
+			free(e->v[i].guards);
 		free(e->v);
+	}
 	hashmap_release(&l->enums);
 	strpool_free(l->pool);
 	free(l);
@@ -180,6 +190,55 @@ static int tkenum_eq(const void *e, const void *k)
 	return ((const struct tkenum *)e)->die == *(const uint64_t *)k;
 }
 
+/* The tokio::sync guards and permits among the members of a SuspendN
+ * variant's struct: the locks its task holds while suspended there. */
+static void learn_guards(struct tkl *l, struct tkvar *x)
+{
+	static const struct {
+		const char *prefix, *kind, *path;
+		int arc;
+	} known[] = {
+	    {"tokio::sync::mutex::MutexGuard<", "tokio::sync::Mutex", "lock", 0},
+	    {"tokio::sync::mutex::MappedMutexGuard<", "tokio::sync::Mutex", "s", 0},
+	    {"tokio::sync::mutex::OwnedMutexGuard<", "tokio::sync::Mutex", "lock.ptr.pointer", 1},
+	    {"tokio::sync::semaphore::SemaphorePermit", "tokio::sync::Semaphore", "sem", 0},
+	    {"tokio::sync::semaphore::OwnedSemaphorePermit", "tokio::sync::Semaphore",
+	     "sem.ptr.pointer", 1},
+	};
+	Dwarf_Die s, m;
+	size_t cap = 0;
+	if (!dwarf_offdie(l->dw, x->t.die, &s) || dwarf_child(&s, &m) != 0)
+		return;
+	do {
+		const char *n = dwarf_diename(&m);
+		uint64_t moff, ioff;
+		struct dwt_type mt, it;
+		if (dwarf_tag(&m) != DW_TAG_member || !n || !strcmp(n, "__awaitee") ||
+		    member_loc(&m, &moff) < 0 || type_of_die(l, &m, &mt) < 0 || mt.kind != DWT_STRUCT)
+			continue;
+		const char *q = tkl_qualname(l, mt.die);
+		for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++) {
+			if (strncmp(q, known[k].prefix, strlen(known[k].prefix)) ||
+			    dwt_member(l->d, &mt, known[k].path, &ioff, &it, NULL) < 0 ||
+			    it.kind != DWT_POINTER)
+				continue;
+			struct tkguard g = {moff + ioff, 0, known[k].kind, strpool_intern(l->pool, n)};
+			struct dwt_type inner;
+			uint64_t doff;
+			if (known[k].arc) {
+				/* An Arc's pointer is to its ArcInner: the lock is its data. */
+				if (dwt_pointee(l->d, &it, &inner, NULL) < 0 ||
+				    dwt_member(l->d, &inner, "data", &doff, NULL, NULL) < 0)
+					continue;
+				g.data_off = doff;
+			}
+			sd_grow(&x->guards, &cap, x->nguards + 1, sizeof(*x->guards));
+			x->guards[x->nguards++] = g;
+			break;
+		}
+	} while (dwarf_siblingof(&m, &m) == 0);
+}
+
 static void learn_variant(struct tkl *l, Dwarf_Die *v, struct tkenum *e, size_t *cap)
 {
 	Dwarf_Attribute a;
@@ -208,6 +267,8 @@ static void learn_variant(struct tkl *l, Dwarf_Die *v, struct tkenum *e, size_t 
 		x.has_awaitee = x.t.kind == DWT_STRUCT &&
 				dwt_member(l->d, &x.t, "__awaitee", &x.awaitee_off, &x.awaitee_t,
 					   NULL) == 0;
+		if (x.has_awaitee)
+			learn_guards(l, &x);
 		sd_grow(&e->v, cap, e->nv + 1, sizeof(*e->v));
 		e->v[e->nv++] = x;
 		return;
@@ -433,7 +494,7 @@ static const char *fmt(struct strpool *pool, const char *f, ...)
  * whose variant struct PV at POFF may hold `self`). */
 static void leaf(struct tkl *l, const struct tkl_chain_ctx *c, const struct dwt_type *t,
 		 uint64_t addr, const uint8_t *b, size_t len, uint64_t off, const char *parent,
-		 const struct dwt_type *pv, uint64_t poff, struct sd_tokio_await *a)
+		 const struct dwt_type *pv, uint64_t poff, struct sd_tokio_await *a, uint64_t *wait)
 {
 	const char *q = tkl_qualname(l, t->die);
 	uint64_t self = pv ? ptr_member(l, pv, "self", b, len, poff) : 0;
@@ -467,6 +528,7 @@ static void leaf(struct tkl *l, const struct tkl_chain_ctx *c, const struct dwt_
 		}
 	} else if (!strncmp(q, "tokio::sync::batch_semaphore::Acquire", 37)) {
 		uint64_t sem = ptr_member(l, t, "semaphore", b, len, off);
+		*wait = self ? self : sem;
 		if (parent && strstr(parent, "::mutex::")) {
 			a->kind = "mutex";
 			a->detail = fmt(c->pool, "tokio::sync::Mutex 0x%" PRIx64, self ? self : sem);
@@ -488,9 +550,34 @@ static void leaf(struct tkl *l, const struct tkl_chain_ctx *c, const struct dwt_
 	}
 }
 
-size_t tkl_chain(struct tkl *l, const struct tkl_chain_ctx *c, const struct dwt_type *t0,
-		 uint64_t addr, const uint8_t *b, size_t len, size_t max,
-		 struct sd_tokio_await **out, const char **note)
+/* The guards variant V (at OFF in B) keeps, added to TASK. */
+static void holds_of(const struct tkl_chain_ctx *c, const struct tkvar *v, const uint8_t *b,
+		     size_t len, uint64_t off, const struct sd_tokio_await *level,
+		     struct sd_tokio_task *task, size_t *cap)
+{
+	for (size_t i = 0; i < v->nguards; i++) {
+		const struct tkguard *g = &v->guards[i];
+		if (off + g->off + 8 > len)
+			continue;
+		uint64_t p = load(b + off + g->off, 8);
+		if (!p)
+			continue;
+		sd_grow(&task->holds, cap, task->nholds + 1, sizeof(*task->holds));
+		struct sd_tokio_hold *h = &task->holds[task->nholds++];
+		h->kind = g->kind;
+		h->addr = p + g->data_off;
+		if (level->file)
+			h->evidence = fmt(c->pool, "%s in %s at %s:%d", g->var, level->function,
+					  level->file, level->line);
+		else
+			h->evidence = fmt(c->pool, "%s in %s", g->var, level->function);
+	}
+}
+
+static size_t tkl_chain_levels(struct tkl *l, const struct tkl_chain_ctx *c,
+			       const struct dwt_type *t0, uint64_t addr, const uint8_t *b, size_t len,
+			       size_t max, struct sd_tokio_await **out, const char **note,
+			       struct sd_tokio_task *task, size_t *hcap)
 {
 	struct dwt_type t = *t0;
 	uint64_t off = 0;
@@ -514,7 +601,8 @@ size_t tkl_chain(struct tkl *l, const struct tkl_chain_ctx *c, const struct dwt_
 			return n + 1;
 		}
 		if (!tkl_is_generator(l, &t)) {
-			leaf(l, c, &t, addr + off, b, len, off, parent, have_pv ? &pv : NULL, pvoff, a);
+			leaf(l, c, &t, addr + off, b, len, off, parent, have_pv ? &pv : NULL, pvoff, a,
+			     &task->wait_addr);
 			return n + 1;
 		}
 		const char *fn = tkl_future_name(l, &t);
@@ -533,6 +621,7 @@ size_t tkl_chain(struct tkl *l, const struct tkl_chain_ctx *c, const struct dwt_
 								   : strpool_intern(c->pool, v->name);
 			return n + 1;
 		}
+		holds_of(c, v, b, len, off + v->off, a, task, hcap);
 		n++;
 		if (!v->has_awaitee) {
 			*note = fmt(c->pool, "%s is suspended with no __awaitee", fn);
@@ -549,4 +638,15 @@ size_t tkl_chain(struct tkl *l, const struct tkl_chain_ctx *c, const struct dwt_
 	}
 	*note = "the await chain is deeper than stackdump follows";
 	return n;
+}
+
+void tkl_chain(struct tkl *l, const struct tkl_chain_ctx *c, const struct dwt_type *t0,
+	       uint64_t addr, const uint8_t *b, size_t len, size_t max, struct sd_tokio_task *task)
+{
+	struct sd_tokio_await **out = &task->awaits;
+	const char *note0 = NULL, **note = &note0;
+	size_t hcap = 0;
+	task->nawaits = tkl_chain_levels(l, c, t0, addr, b, len, max, out, note, task, &hcap);
+	if (note0)
+		task->note = note0;
 }

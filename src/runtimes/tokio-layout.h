@@ -58,12 +58,12 @@ struct tkl_chain_ctx {
 };
 
 /* Decode the future of type T copied at B (LEN bytes, from address ADDR)
- * into at most MAX levels *OUT (heap array, the caller's), outermost
- * first. *NOTE (may stay NULL) says why the chain stops early. Returns
- * the number of levels. */
-size_t tkl_chain(struct tkl *l, const struct tkl_chain_ctx *c, const struct dwt_type *t,
-		 uint64_t addr, const uint8_t *b, size_t len, size_t max,
-		 struct sd_tokio_await **out, const char **note);
+ * into TASK: its await chain (at most MAX levels, outermost first; heap
+ * array, the caller's), the tokio::sync guards and permits its suspended
+ * levels hold (heap, the caller's), the lock its leaf waits for
+ * (wait_addr), and a note when the chain stops early. */
+void tkl_chain(struct tkl *l, const struct tkl_chain_ctx *c, const struct dwt_type *t,
+	       uint64_t addr, const uint8_t *b, size_t len, size_t max, struct sd_tokio_task *task);
 
 /* The name of a future of type T as a person reads it: an async fn
  * "fx::run", a block "fx::main::{async_block#0}", else its type. */

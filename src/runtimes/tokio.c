@@ -8,6 +8,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <sys/user.h>
 
 #include "dwtype.h"
+#include "hashmap.h"
 #include "ptrace.h"
 #include "rtmem.h"
 #include "space.h"
@@ -569,11 +571,7 @@ static void read_future(struct tkread *r, uint64_t h, struct tkvt *v, uint64_t s
 	off += o2;
 	t->future = strpool_intern(r->s->pool, tkl_future_name(rt->l, &ft));
 	struct tkl_chain_ctx c = {&r->mem, r->s->pool, task_id_cb, r, sd_now_ns()};
-	const char *note = NULL;
-	t->nawaits = tkl_chain(rt->l, &c, &ft, h + v->stage_off + off, r->buf + off, len - off, 0,
-			       &t->awaits, &note);
-	if (note)
-		t->note = strpool_intern(r->s->pool, note);
+	tkl_chain(rt->l, &c, &ft, h + v->stage_off + off, r->buf + off, len - off, 0, t);
 }
 
 /* The tasks of one list whose head is H, appended to OUT. */
@@ -605,6 +603,10 @@ static void walk_list(struct tkread *r, uint64_t h, struct sd_tokio_rt *out, siz
 			free(t->awaits);
 			t->awaits = NULL;
 			t->nawaits = 0;
+			free(t->holds);
+			t->holds = NULL;
+			t->nholds = 0;
+			t->wait_addr = 0;
 		}
 		for (size_t i = 0; i < r->nthr; i++)
 			if (r->thr[i].task_id && r->thr[i].task_id == t->id)
@@ -669,6 +671,79 @@ static size_t list_heads(struct tkread *r, uint64_t id, const struct dwt_type *h
 	return n;
 }
 
+struct lockent {
+	uint64_t addr;
+	size_t task; /* index of a task holding it */
+};
+
+static int lockent_eq(const void *e, const void *k)
+{
+	return ((const struct lockent *)e)->addr == *(const uint64_t *)k;
+}
+
+#define TK_MAX_CYCLES 64
+
+/* Holders among OUT's tasks: each task waiting for a lock another task's
+ * state machine holds the guard of gets held_by; cycles of such waits are
+ * async deadlocks (each task waits for one lock: a walk along held_by
+ * that comes back to a task of the same walk has found one). */
+static void lock_graph(struct sd_tokio_rt *out)
+{
+	struct hashmap m;
+	hashmap_init(&m, sizeof(struct lockent));
+	for (size_t i = 0; i < out->ntasks; i++)
+		for (size_t k = 0; k < out->tasks[i].nholds; k++) {
+			uint64_t a = out->tasks[i].holds[k].addr;
+			int found;
+			struct lockent *e = hashmap_put(&m, sd_hash(&a, 8, 0x10c), &a, lockent_eq, &found);
+			if (!found) {
+				e->addr = a;
+				e->task = i;
+			}
+		}
+	size_t n = out->ntasks;
+	size_t *next = sd_xmalloc((n + 1) * sizeof(*next));
+	for (size_t i = 0; i < n; i++) {
+		struct sd_tokio_task *t = &out->tasks[i];
+		const struct lockent *e =
+		    t->wait_addr ? hashmap_find(&m, sd_hash(&t->wait_addr, 8, 0x10c), &t->wait_addr,
+						lockent_eq)
+				 : NULL;
+		next[i] = e && e->task != i ? e->task : SIZE_MAX;
+		if (next[i] != SIZE_MAX)
+			t->held_by = out->tasks[e->task].id;
+	}
+	hashmap_release(&m);
+	/* 0 not seen, 1 on the walk begun at WALK, 2 done. */
+	unsigned char *mark = sd_xcalloc(n + 1, 1);
+	size_t *walk = sd_xcalloc(n + 1, sizeof(*walk));
+	size_t cap = 0, lcap = 0, used = 0;
+	for (size_t i = 0; i < n && out->ncycles < TK_MAX_CYCLES; i++) {
+		size_t len = 0, j = i;
+		while (j != SIZE_MAX && !mark[j]) {
+			mark[j] = 1;
+			walk[len++] = j;
+			j = next[j];
+		}
+		if (j != SIZE_MAX && mark[j] == 1) {
+			/* Back on this walk: the cycle is from J on. */
+			size_t from = 0;
+			while (walk[from] != j)
+				from++;
+			sd_grow(&out->cycle_len, &lcap, out->ncycles + 1, sizeof(*out->cycle_len));
+			sd_grow(&out->cycle_tasks, &cap, used + len - from, sizeof(*out->cycle_tasks));
+			out->cycle_len[out->ncycles++] = len - from;
+			for (size_t k = from; k < len; k++)
+				out->cycle_tasks[used++] = walk[k];
+		}
+		for (size_t k = 0; k < len; k++)
+			mark[walk[k]] = 2;
+	}
+	free(mark);
+	free(walk);
+	free(next);
+}
+
 /* Every task of the runtime whose handle is at RE->id. */
 static void read_tasks(struct tkread *r, const struct rtent *re, struct sd_tokio_rt *out)
 {
@@ -702,6 +777,7 @@ static void read_tasks(struct tkread *r, const struct rtent *re, struct sd_tokio
 	for (size_t i = 0; i < nheads; i++)
 		walk_list(r, heads[i], out, &cap);
 	free(heads);
+	lock_graph(out);
 	if (r->cut) {
 		char msg[200];
 		snprintf(msg, sizeof(msg), "runtime 0x%" PRIx64 ": only the first %u tasks are read",

@@ -4,7 +4,9 @@
 # function and line (line!()) it writes to a file, outermost first, with
 # the kind of thing the task waits for. Every task's await chain in the
 # dump must start with those levels, in order, and end at a leaf of that
-# kind. Built against Tokio 1.24 (Debian 12) and 1.43 (Debian 13's, unpacked
+# kind; the lock holders inferred among tasks (holder_task keeps the guard
+# mutex_task waits for) and the ABBA between abba_a and abba_b, named as a
+# deadlock. Built against Tokio 1.24 (Debian 12) and 1.43 (Debian 13's, unpacked
 # by .ci/deps). Also: the text form, a task being polled and its worker,
 # grouping, --threads, a stripped copy (a note that says what to rebuild
 # with, the threads intact) and a program without Tokio.
@@ -18,7 +20,7 @@ import sdtest  # noqa: E402
 from fixture import available, start  # noqa: E402
 from sdtest import contains, eq, ok  # noqa: E402
 
-TASKS = 7
+TASKS = 9
 
 
 def need(name):
@@ -127,6 +129,31 @@ def every_chain(fx_name, src):
     ok(re.match(r"tokio::sync::Mutex 0x[0-9a-f]+$", mutex["detail"] or ""), mutex)
     sem = tasks["fx_tokio::sem_task"]["awaits"][-1]
     ok(re.match(r"tokio::sync::Semaphore 0x[0-9a-f]+$", sem["detail"] or ""), sem)
+    # Lock holders inferred from the state machines: holder_task keeps the
+    # guard of the Mutex mutex_task awaits; abba_a and abba_b each keep
+    # the guard of the Mutex the other awaits: one deadlock.
+    holder, waiter = tasks["fx_tokio::holder_task"], tasks["fx_tokio::mutex_task"]
+    addr = int(mutex["detail"].split()[-1], 16)
+    eq([(h["kind"], h["address"], h["inferred"]) for h in holder["holds"]],
+       [("tokio::sync::Mutex", addr, True)], holder)
+    ok(re.match(r"g in fx_tokio::holder_task at \S*src/main\.rs:%d$" % want["holder"][1][0][1],
+                holder["holds"][0]["evidence"]), holder["holds"])
+    eq(waiter["held_by"], holder["id"], waiter)
+    a, b = tasks["fx_tokio::abba_a"], tasks["fx_tokio::abba_b"]
+    eq(a["held_by"], b["id"])
+    eq(b["held_by"], a["id"])
+    eq(len(a["holds"]), 1, a)
+    eq(len(b["holds"]), 1, b)
+    eq(int(a["awaits"][-1]["detail"].split()[-1], 16), b["holds"][0]["address"])
+    eq(int(b["awaits"][-1]["detail"].split()[-1], 16), a["holds"][0]["address"])
+    eq([sorted(c) for c in rt["deadlocks"]], [sorted([a["id"], b["id"]])])
+    for other in rt["tasks"]:
+        if other["future"] not in ("fx_tokio::holder_task", "fx_tokio::abba_a",
+                                   "fx_tokio::abba_b"):
+            eq(other["holds"], [], other)
+        if other["future"] not in ("fx_tokio::mutex_task", "fx_tokio::abba_a",
+                                   "fx_tokio::abba_b"):
+            eq(other["held_by"], None, other)
     # The two Notify waits are on two Notify objects.
     n1 = tasks["fx_tokio::notify_task"]["awaits"][-1]["detail"]
     n2 = tasks["fx_tokio::holder_task"]["awaits"][-1]["detail"]
@@ -157,6 +184,21 @@ def text_after_the_threads(fx_name):
             ok(re.match(r"    %s at \S*src/main\.rs:%d$" % (re.escape(fn), line), body[i]),
                (name, body))
         ok(any(b.startswith("    -> %s " % kind) for b in body), (name, body))
+    ids = {}
+    for fut in ("abba_a", "abba_b", "holder_task", "mutex_task"):
+        ids[fut] = int(re.search(r"^task (\d+) \[idle\] fx_tokio::%s$" % fut, r.out, re.M).group(1))
+    a_line, b_line = want["abba_a"][1][0][1], want["abba_b"][1][0][1]
+    m = re.search(r"^Found 1 deadlock among tasks:\n  (.*)$", r.out, re.M)
+    ok(m, r.out[at:])
+    parts = sorted(m.group(1).split("; "))
+    eq(len(parts), 2, parts)
+    ok(re.match(r"task %d holds tokio::sync::Mutex 0x[0-9a-f]+ and awaits tokio::sync::Mutex "
+                r"0x[0-9a-f]+ at \S*src/main\.rs:%d$" % (ids["abba_a"], a_line), parts[0]), parts)
+    ok(re.match(r"task %d holds tokio::sync::Mutex 0x[0-9a-f]+ and awaits tokio::sync::Mutex "
+                r"0x[0-9a-f]+ at \S*src/main\.rs:%d$" % (ids["abba_b"], b_line), parts[1]), parts)
+    contains(r.out, "held by task %d" % ids["holder_task"])
+    ok(re.search(r"^    - holds \(inferred\) tokio::sync::Mutex 0x[0-9a-f]+: g in "
+                 r"fx_tokio::holder_task at \S*src/main\.rs:\d+$", r.out, re.M), r.out[at:])
 
 
 def test_identical_chains_grouped():
@@ -176,9 +218,9 @@ def test_identical_chains_grouped():
     ok(m, g.out[g.out.find("Tokio runtime"):])
     shown = [int(x) for x in m.group(1).replace("...", "").split()]
     ok(shown and set(shown) <= set(ids), (shown, ids))
-    # The 7 others differ from each other: one entry each.
+    # The others differ from each other: one entry each.
     for fut in ("timer_task", "chan_task", "notify_task", "holder_task", "mutex_task",
-                "sem_task", "join_task"):
+                "sem_task", "join_task", "abba_a", "abba_b"):
         eq(len(re.findall(r"^task \d+ \[idle\] fx_tokio::%s$" % fut, g.out, re.M)), 1, fut)
 
 
