@@ -8,8 +8,9 @@
 # mutex_task waits for) and the ABBA between abba_a and abba_b, named as a
 # deadlock. Built against Tokio 1.24 (Debian 12) and 1.43 (Debian 13's, unpacked
 # by .ci/deps). Also: the text form, a task being polled and its worker,
-# grouping, --threads, a stripped copy (a note that says what to rebuild
-# with, the threads intact) and a program without Tokio.
+# grouping, --threads, a stripped copy and one with limited debug info (a
+# note that says what to rebuild with, the threads intact) and a program
+# without Tokio.
 import os
 import re
 import sys
@@ -280,6 +281,25 @@ def test_stripped_binary_says_what_to_rebuild_with():
     eq(t.rc, 0, t.err)
     contains(t.out, "note: tasks not shown")
     contains(t.out, "Thread ")
+
+
+def test_limited_debug_info_says_what_to_rebuild_with():
+    with Tokio("fx-tokio-limited") as tk:
+        r = sdtest.run("--format", "json", tk.fx.pid)
+        t = sdtest.run(tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    eq(r.rc, 0, r.err)
+    doc = r.json()
+    note = doc["tokio"]["note"]
+    ok(note and "no DWARF type tokio::runtime::task::core::Header" in note and
+       "limited debug info" in note and "debug = 2" in note, note)
+    eq(doc["runtimes"], [])
+    ok(len(doc["threads"]) >= 3, "every thread is still shown")
+    # The threads' frames are still symbolized from the line tables.
+    fns = [f["function"] for th in doc["threads"] for f in th["frames"] if f["function"]]
+    ok(any("tokio::runtime" in f for f in fns), fns)
+    eq(t.rc, 0, t.err)
+    contains(t.out, "note: tasks not shown")
 
 
 def test_other_programs_have_no_tasks():
