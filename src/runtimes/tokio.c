@@ -262,6 +262,7 @@ struct tkread {
 	size_t tls_listed; /* threads glibc's list gave */
 	unsigned stops;    /* threads stopped alone for their thread pointer */
 	int cut;	   /* a runtime had more tasks than are read */
+	uint64_t span, span_vt; /* the last task's cell size and vtable */
 };
 
 /* A thread's fs_base: from its registers when the snapshot stopped it,
@@ -523,7 +524,34 @@ static const char *state_name(uint64_t st)
 }
 
 /* The future of the task at H (vtable V): name and await chain. */
-static void read_future(struct tkread *r, uint64_t h, struct tkvt *v, uint64_t st0,
+/* The bytes of the task at H from its header to its trailer's link (what
+ * the reader uses of it), or 0 when the vtable's offsets say otherwise. */
+static uint64_t cell_span(struct sd_tokioruntime *rt, const struct tkvt *v)
+{
+	uint64_t span = v->trailer_off + rt->tr_next + 8;
+	if (v->id_off + 8 > span)
+		span = v->id_off + 8;
+	if (v->have_future && v->stage_off + v->stage_t.size > span)
+		span = v->stage_off + v->stage_t.size;
+	if (span < rt->header_t.size)
+		span = rt->header_t.size;
+	return span <= 4 * TK_MAX_FUTURE ? span : 0;
+}
+
+static int read_cell(struct tkread *r, uint64_t h, uint64_t span)
+{
+	if (span > r->buf_cap) {
+		free(r->buf);
+		r->buf = sd_xmalloc(span);
+		r->buf_cap = span;
+	}
+	return rtmem_read(&r->mem, h, r->buf, span, "a task", NULL);
+}
+
+/* The future of the task at H (vtable V), its cell copied in r->buf
+ * (SPAN bytes): name and await chain. A task whose state word moved while
+ * it was copied is copied again. */
+static void read_future(struct tkread *r, uint64_t h, struct tkvt *v, uint64_t span,
 			struct sd_tokio_task *t)
 {
 	struct sd_tokioruntime *rt = r->rt;
@@ -531,33 +559,29 @@ static void read_future(struct tkread *r, uint64_t h, struct tkvt *v, uint64_t s
 		t->note = "the future's type is not in the DWARF";
 		return;
 	}
-	size_t len = v->stage_t.size;
-	if (len > r->buf_cap) {
-		free(r->buf);
-		r->buf = sd_xmalloc(len);
-		r->buf_cap = len;
-	}
+	uint64_t st0 = u64at(r->buf, rt->h_state);
 	for (unsigned attempt = 0; attempt < TK_RETAKES; attempt++) {
-		if (rtmem_read(&r->mem, h + v->stage_off, r->buf, len, "a task's future", NULL) < 0) {
+		uint64_t st = 0;
+		if (rtmem_uint(&r->mem, h + rt->h_state, 8, &st, "a task state", NULL) < 0)
+			break;
+		/* Moved while copied (polled: its lifecycle or flags changed)?
+		 * Its reference count may change freely. */
+		if ((st & TK_STATE_MASK) == (st0 & TK_STATE_MASK) || attempt + 1 == TK_RETAKES)
+			break;
+		r->moved++;
+		if (read_cell(r, h, span) < 0) {
 			t->note = "its future could not be read";
 			return;
 		}
-		uint64_t st = 0;
-		rtmem_uint(&r->mem, h + rt->h_state, 8, &st, "a task state", NULL);
-		/* Moved while copied (polled: its lifecycle or flags changed)?
-		 * Its reference count may change freely. */
-		if ((st & TK_STATE_MASK) != (st0 & TK_STATE_MASK) && attempt + 1 < TK_RETAKES) {
-			st0 = st;
-			t->state = state_name(st);
-			r->moved++;
-			continue;
-		}
-		break;
+		st0 = u64at(r->buf, rt->h_state);
+		t->state = state_name(st0);
 	}
+	const uint8_t *stage = r->buf + v->stage_off;
+	size_t len = v->stage_t.size;
 	const char *vn;
 	uint64_t off, o2;
 	struct dwt_type vt, ft;
-	if (tkl_variant(rt->l, &v->stage_t, r->buf, len, &vn, &off, &vt, NULL, NULL) < 0) {
+	if (tkl_variant(rt->l, &v->stage_t, stage, len, &vn, &off, &vt, NULL, NULL) < 0) {
 		t->note = "its stage could not be decoded";
 		return;
 	}
@@ -571,31 +595,45 @@ static void read_future(struct tkread *r, uint64_t h, struct tkvt *v, uint64_t s
 	off += o2;
 	t->future = strpool_intern(r->s->pool, tkl_future_name(rt->l, &ft));
 	struct tkl_chain_ctx c = {&r->mem, r->s->pool, task_id_cb, r, sd_now_ns()};
-	tkl_chain(rt->l, &c, &ft, h + v->stage_off + off, r->buf + off, len - off, 0, t);
+	tkl_chain(rt->l, &c, &ft, h + v->stage_off + off, stage + off, len - off, 0, t);
 }
 
-/* The tasks of one list whose head is H, appended to OUT. */
+/* The tasks of one list whose head is H, appended to OUT. Each task is
+ * one read of its cell (the size the last task's type had is tried first,
+ * then its header alone to learn its type), and one of its state word. */
 static void walk_list(struct tkread *r, uint64_t h, struct sd_tokio_rt *out, size_t *cap)
 {
 	struct sd_tokioruntime *rt = r->rt;
-	uint8_t hb[4096];
 	while (h && out->ntasks < TK_MAX_TASKS) {
-		if (rtmem_read(&r->mem, h, hb, rt->header_t.size, "a task header", NULL) < 0) {
+		int whole = r->span && read_cell(r, h, r->span) == 0 &&
+			    u64at(r->buf, rt->h_vtable) == r->span_vt;
+		if (!whole && read_cell(r, h, rt->header_t.size) < 0) {
 			r->unreadable++;
 			return;
 		}
-		uint64_t st = u64at(hb, rt->h_state), vaddr = u64at(hb, rt->h_vtable);
+		uint64_t vaddr = u64at(r->buf, rt->h_vtable);
 		struct tkvt *v = vtable(r, vaddr);
-		if (!v || !v->ok) {
+		uint64_t span = v && v->ok ? cell_span(rt, v) : 0;
+		if (!span) {
 			r->unreadable++;
 			return;
 		}
+		if (!whole) {
+			if (read_cell(r, h, span) < 0) {
+				r->unreadable++;
+				return;
+			}
+			r->span = span;
+			r->span_vt = vaddr;
+		}
+		uint64_t st = u64at(r->buf, rt->h_state);
+		uint64_t next = u64at(r->buf, v->trailer_off + rt->tr_next);
 		sd_grow(&out->tasks, cap, out->ntasks + 1, sizeof(*out->tasks));
 		struct sd_tokio_task *t = &out->tasks[out->ntasks++];
 		memset(t, 0, sizeof(*t));
-		rtmem_uint(&r->mem, h + v->id_off, 8, &t->id, "a task id", NULL);
+		t->id = u64at(r->buf, v->id_off);
 		t->state = state_name(st);
-		read_future(r, h, v, st, t);
+		read_future(r, h, v, span, t);
 		if (!strcmp(t->state, "running")) {
 			/* Its state machine is the worker's to change, now: what it
 			 * does is that thread's stack. Only its name is kept. */
@@ -611,12 +649,6 @@ static void walk_list(struct tkread *r, uint64_t h, struct sd_tokio_rt *out, siz
 		for (size_t i = 0; i < r->nthr; i++)
 			if (r->thr[i].task_id && r->thr[i].task_id == t->id)
 				t->worker = r->thr[i].tid;
-		uint64_t next = 0;
-		if (rtmem_uint(&r->mem, h + v->trailer_off + rt->tr_next, 8, &next, "a task link",
-			       NULL) < 0) {
-			r->unreadable++;
-			return;
-		}
 		h = next;
 	}
 	if (h)
