@@ -58,8 +58,9 @@ struct sd_tokioruntime {
 	struct tkl *l;
 	char note[1024];
 	uint64_t bias;
+	uint64_t exe_start, exe_end, text_start, text_end; /* the executable's mappings */
 	struct dwt_type header_t, trailer_t, vtable_t, storage_t, ctx_t;
-	uint64_t h_state, h_vtable, tr_next, vt_poll, vt_trailer, vt_id, vt_sched;
+	uint64_t h_state, h_vtable, tr_next, tr_prev, vt_poll, vt_trailer, vt_id, vt_sched;
 	uint64_t tls_off, ctx_off, storage_state_off, ctx_handle_off, ctx_task_off;
 	struct dwt_type storage_state_t, ctx_handle_t, ctx_task_t;
 	struct tkvt *vts;
@@ -157,6 +158,7 @@ static int learn_layout(struct sd_tokioruntime *rt)
 	if (member(rt, &rt->header_t, "state", &rt->h_state, NULL) ||
 	    member(rt, &rt->header_t, "vtable", &rt->h_vtable, NULL) ||
 	    member(rt, &rt->trailer_t, "owned.inner.value.next", &rt->tr_next, NULL) ||
+	    member(rt, &rt->trailer_t, "owned.inner.value.prev", &rt->tr_prev, NULL) ||
 	    member(rt, &rt->vtable_t, "poll", &rt->vt_poll, NULL) ||
 	    member(rt, &rt->vtable_t, "trailer_offset", &rt->vt_trailer, NULL) ||
 	    member(rt, &rt->vtable_t, "id_offset", &rt->vt_id, NULL) ||
@@ -209,6 +211,10 @@ static struct sd_tokioruntime *runtime_for(struct sd_tokioruntime **rtp, struct 
 	rt = *rtp = sd_xcalloc(1, sizeof(*rt));
 	rt->exe_elf = exe->elf;
 	rt->bias = exe->bias;
+	rt->exe_start = exe->start;
+	rt->exe_end = exe->end;
+	rt->text_start = exe->text_start;
+	rt->text_end = exe->text_end;
 	if (!exe->elf || exe->elf->fd < 0) {
 		rt->state = -1;
 		return rt;
@@ -262,6 +268,8 @@ struct tkread {
 	size_t tls_listed; /* threads glibc's list gave */
 	unsigned stops;    /* threads stopped alone for their thread pointer */
 	int cut;	   /* a runtime had more tasks than are read */
+	unsigned restarts; /* walks begun again: the list changed under them */
+	int changed;	   /* a list kept changing: tasks may be missing */
 	uint64_t span, span_vt; /* the last task's cell size and vtable */
 };
 
@@ -456,7 +464,9 @@ static struct tkvt *vtable(struct tkread *r, uint64_t addr)
 	for (size_t i = 0; i < rt->nvts; i++)
 		if (rt->vts[i].addr == addr)
 			return &rt->vts[i];
-	if (rt->nvts >= TK_MAX_VTABLES)
+	/* Vtables are statics of the executable, their poll functions its
+	 * code: anything else is no task (a freed one, a corrupt link). */
+	if (rt->nvts >= TK_MAX_VTABLES || addr < rt->exe_start || addr + 8 > rt->exe_end)
 		return NULL;
 	sd_grow(&rt->vts, &rt->vts_cap, rt->nvts + 1, sizeof(*rt->vts));
 	struct tkvt *v = &rt->vts[rt->nvts++];
@@ -467,6 +477,8 @@ static struct tkvt *vtable(struct tkread *r, uint64_t addr)
 	    rtmem_read(&r->mem, addr, b, rt->vtable_t.size, "a task vtable", NULL) < 0)
 		return v;
 	v->poll = u64at(b, rt->vt_poll);
+	if (v->poll < rt->text_start || v->poll >= rt->text_end)
+		return v;
 	v->trailer_off = u64at(b, rt->vt_trailer);
 	v->id_off = u64at(b, rt->vt_id);
 	v->sched_off = u64at(b, rt->vt_sched);
@@ -598,81 +610,154 @@ static void read_future(struct tkread *r, uint64_t h, struct tkvt *v, uint64_t s
 	tkl_chain(rt->l, &c, &ft, h + v->stage_off + off, stage + off, len - off, 0, t);
 }
 
-/* The tasks of one list whose head is H, appended to OUT. Each task is
- * one read of its cell (the size the last task's type had is tried first,
- * then its header alone to learn its type), and one of its state word. */
-static void walk_list(struct tkread *r, uint64_t h, struct sd_tokio_rt *out, size_t *cap)
+#define TK_MAX_PASSES 16 /* walks of one list that changed under the reader */
+
+struct seenent {
+	uint64_t h, id;
+};
+
+static int seen_eq(const void *e, const void *k)
+{
+	const struct seenent *a = e, *b = k;
+	return a->h == b->h && a->id == b->id;
+}
+
+/* The tasks of the list whose head pointer is at HEAD_AT, appended to OUT
+ * (those in SEEN already left out). Each task is one read of its cell
+ * (the size the last task's type had is tried first, then its header
+ * alone to learn its type), and one of its state word. A task's link back
+ * must name the task it was reached from: one freed or unlinked since
+ * that link was read breaks the walk, which starts again from the head
+ * (tasks are only ever added at the head). Returns 0, or -1 when the list
+ * kept changing. */
+static int walk_list(struct tkread *r, uint64_t head_at, struct sd_tokio_rt *out, size_t *cap,
+		     struct hashmap *seen)
 {
 	struct sd_tokioruntime *rt = r->rt;
-	while (h && out->ntasks < TK_MAX_TASKS) {
-		int whole = r->span && read_cell(r, h, r->span) == 0 &&
-			    u64at(r->buf, rt->h_vtable) == r->span_vt;
-		if (!whole && read_cell(r, h, rt->header_t.size) < 0) {
+	unsigned repairs = 0;
+	for (unsigned pass = 0; pass < TK_MAX_PASSES; pass++) {
+		/* PREV, reached from PPREV, links to H; PREV_TOFF its trailer. */
+		uint64_t prev = 0, pprev = 0, prev_toff = 0, h = 0;
+		int broken = 0;
+		if (rtmem_uint(&r->mem, head_at, 8, &h, "the owned-task list", NULL) < 0) {
 			r->unreadable++;
-			return;
+			return 0;
 		}
-		uint64_t vaddr = u64at(r->buf, rt->h_vtable);
-		struct tkvt *v = vtable(r, vaddr);
-		uint64_t span = v && v->ok ? cell_span(rt, v) : 0;
-		if (!span) {
-			r->unreadable++;
-			return;
-		}
-		if (!whole) {
-			if (read_cell(r, h, span) < 0) {
-				r->unreadable++;
-				return;
+		while (h && out->ntasks < TK_MAX_TASKS) {
+			int whole = r->span && read_cell(r, h, r->span) == 0 &&
+				    u64at(r->buf, rt->h_vtable) == r->span_vt;
+			uint64_t vaddr = 0, span = 0, again = 0;
+			struct tkvt *v = NULL;
+			int bad = !whole && read_cell(r, h, rt->header_t.size) < 0;
+			if (!bad) {
+				vaddr = u64at(r->buf, rt->h_vtable);
+				v = vtable(r, vaddr);
+				span = v && v->ok ? cell_span(rt, v) : 0;
+				bad = !span || (!whole && read_cell(r, h, span) < 0) ||
+				      u64at(r->buf, v->trailer_off + rt->tr_prev) != prev;
 			}
-			r->span = span;
-			r->span_vt = vaddr;
+			/* The last one? A copy taken while the task was unlinked
+			 * may hold its link on cleared and its back link not yet:
+			 * the back link again says. */
+			uint64_t pl = 0;
+			if (!bad && !u64at(r->buf, v->trailer_off + rt->tr_next))
+				bad = rtmem_uint(&r->mem, h + v->trailer_off + rt->tr_prev, 8, &pl,
+						 "a task link", NULL) < 0 ||
+				      pl != prev;
+			/* The first one: an unlinked task's links are cleared, so
+			 * its back link is the head's too; the head says. */
+			if (!bad && !prev)
+				bad = rtmem_uint(&r->mem, head_at, 8, &again, "the owned-task list",
+						 NULL) < 0 ||
+				      again != h;
+			if (bad) {
+				/* H was freed or unlinked after PREV's link to it was
+				 * read. PREV still linked (its back link unchanged):
+				 * go on from its link as it is now; else from the head. */
+				uint64_t pp = 0, pn = 0, hd = 0;
+				/* (An unlinked task's back link is cleared, as the first
+				 * one's is: for the first, the head must still name it.) */
+				if (prev && repairs < TK_MAX_TASKS &&
+				    (pprev || (rtmem_uint(&r->mem, head_at, 8, &hd, "the owned-task list",
+							  NULL) == 0 &&
+					       hd == prev)) &&
+				    rtmem_uint(&r->mem, prev + prev_toff + rt->tr_prev, 8, &pp, "a task link",
+					       NULL) == 0 &&
+				    rtmem_uint(&r->mem, prev + prev_toff + rt->tr_next, 8, &pn, "a task link",
+					       NULL) == 0 &&
+				    pp == pprev && pn != h) {
+					repairs++;
+					h = pn;
+					continue;
+				}
+				broken = 1;
+				break;
+			}
+			if (!whole) {
+				r->span = span;
+				r->span_vt = vaddr;
+			}
+			uint64_t st = u64at(r->buf, rt->h_state);
+			uint64_t next = u64at(r->buf, v->trailer_off + rt->tr_next);
+			struct seenent key = {h, u64at(r->buf, v->id_off)};
+			int found;
+			struct seenent *e =
+			    hashmap_put(seen, sd_hash(&key, sizeof(key), 0x5ee), &key, seen_eq, &found);
+			*e = key;
+			pprev = prev;
+			prev = h;
+			prev_toff = v->trailer_off;
+			h = next;
+			if (found)
+				continue;
+			sd_grow(&out->tasks, cap, out->ntasks + 1, sizeof(*out->tasks));
+			struct sd_tokio_task *t = &out->tasks[out->ntasks++];
+			memset(t, 0, sizeof(*t));
+			t->id = key.id;
+			t->state = state_name(st);
+			read_future(r, prev, v, span, t);
+			if (!strcmp(t->state, "running")) {
+				/* Its state machine is the worker's to change, now: what
+				 * it does is that thread's stack. Only its name is kept. */
+				t->note = "being polled: its await chain is its worker's stack";
+				free(t->awaits);
+				t->awaits = NULL;
+				t->nawaits = 0;
+				free(t->holds);
+				t->holds = NULL;
+				t->nholds = 0;
+				t->wait_addr = 0;
+			}
+			for (size_t i = 0; i < r->nthr; i++)
+				if (r->thr[i].task_id && r->thr[i].task_id == t->id)
+					t->worker = r->thr[i].tid;
 		}
-		uint64_t st = u64at(r->buf, rt->h_state);
-		uint64_t next = u64at(r->buf, v->trailer_off + rt->tr_next);
-		sd_grow(&out->tasks, cap, out->ntasks + 1, sizeof(*out->tasks));
-		struct sd_tokio_task *t = &out->tasks[out->ntasks++];
-		memset(t, 0, sizeof(*t));
-		t->id = u64at(r->buf, v->id_off);
-		t->state = state_name(st);
-		read_future(r, h, v, span, t);
-		if (!strcmp(t->state, "running")) {
-			/* Its state machine is the worker's to change, now: what it
-			 * does is that thread's stack. Only its name is kept. */
-			t->note = "being polled: its await chain is its worker's stack";
-			free(t->awaits);
-			t->awaits = NULL;
-			t->nawaits = 0;
-			free(t->holds);
-			t->holds = NULL;
-			t->nholds = 0;
-			t->wait_addr = 0;
+		if (!broken) {
+			if (h)
+				r->cut = 1;
+			return 0;
 		}
-		for (size_t i = 0; i < r->nthr; i++)
-			if (r->thr[i].task_id && r->thr[i].task_id == t->id)
-				t->worker = r->thr[i].tid;
-		h = next;
+		r->restarts++;
 	}
-	if (h)
-		r->cut = 1;
+	return -1;
 }
 
 #define TK_MAX_SHARDS 65536u /* lists of one sharded owned-task list */
 
-/* The heads of the owned-task lists of the handle at ID of type HT: one
- * list (Tokio 1.24: shared.owned.inner, a mutex around the list) or a
+/* Where the heads of the owned-task lists of the handle at ID of type HT
+ * are: one list (Tokio 1.24: shared.owned.inner, a mutex around the list) or a
  * sharded one (later: shared.owned.list.lists, a boxed slice of mutexes
  * around lists). Returns their count, *HEADS heap. */
 static size_t list_heads(struct tkread *r, uint64_t id, const struct dwt_type *ht,
 			 uint64_t **heads, struct sd_error *err)
 {
 	struct sd_tokioruntime *rt = r->rt;
-	uint64_t off, h = 0;
+	uint64_t off;
 	*heads = NULL;
 	if (dwt_member(rt->d, ht, "shared.owned.inner.__0.data.value.list.head", &off, NULL,
 		       NULL) == 0) {
-		if (rtmem_uint(&r->mem, id + off, 8, &h, "the owned-task list", err) < 0)
-			return 0;
 		*heads = sd_xmalloc(sizeof(**heads));
-		(*heads)[0] = h;
+		(*heads)[0] = id + off;
 		return 1;
 	}
 	uint64_t poff, loff, hoff;
@@ -694,12 +779,7 @@ static size_t list_heads(struct tkread *r, uint64_t id, const struct dwt_type *h
 	}
 	*heads = sd_xcalloc(n + 1, sizeof(**heads));
 	for (uint64_t i = 0; i < n; i++)
-		if (rtmem_uint(&r->mem, arr + i * et.size + hoff, 8, &(*heads)[i], "an owned-task shard",
-			       err) < 0) {
-			free(*heads);
-			*heads = NULL;
-			return 0;
-		}
+		(*heads)[i] = arr + i * et.size + hoff;
 	return n;
 }
 
@@ -806,8 +886,12 @@ static void read_tasks(struct tkread *r, const struct rtent *re, struct sd_tokio
 	}
 	size_t cap = 0;
 	r->cut = 0;
+	struct hashmap seen;
+	hashmap_init(&seen, sizeof(struct seenent));
 	for (size_t i = 0; i < nheads; i++)
-		walk_list(r, heads[i], out, &cap);
+		if (walk_list(r, heads[i], out, &cap, &seen) < 0)
+			r->changed = 1;
+	hashmap_release(&seen);
 	free(heads);
 	lock_graph(out);
 	if (r->cut) {
@@ -847,6 +931,14 @@ void tokio_read(struct sd_tokioruntime **rtp, struct sd_space *sp, struct sd_sna
 	s->tokio = sd_xcalloc(n + 1, sizeof(*s->tokio));
 	for (size_t i = 0; i < n; i++)
 		read_tasks(&r, &rts[i], &s->tokio[s->ntokio++]);
+	if (r.changed && !s->tokio_note) {
+		char msg[200];
+		snprintf(msg, sizeof(msg),
+			 "the task list changed while it was read (%u walks begun again): tasks "
+			 "spawned or gone meanwhile may be missing",
+			 r.restarts);
+		s->tokio_note = strpool_intern(s->pool, msg);
+	}
 	if (r.unreadable && !s->tokio_note) {
 		char msg[200];
 		snprintf(msg, sizeof(msg),

@@ -49,11 +49,12 @@ def expected(path):
 
 
 class Tokio:
-    def __init__(self, name="fx-tokio", idle=0, spin=False):
+    def __init__(self, name="fx-tokio", idle=0, spin=False, mode=None):
         need(name)
         self.tmp = tempfile.TemporaryDirectory()
         self.file = os.path.join(self.tmp.name, "awaits")
-        self.cm = start(name, self.file, *([idle, "spin"] if spin else [idle] if idle else []))
+        mode = "spin" if spin else mode
+        self.cm = start(name, self.file, *([idle, mode] if mode else [idle] if idle else []))
 
     def __enter__(self):
         self.fx = self.cm.__enter__()
@@ -253,6 +254,45 @@ def running_task(fx_name):
             ok(task["awaits"], task)
     ok(re.search(r"^task %d \[running\] fx_tokio::spin_task on thread %d$" % (spin["id"], tid),
                  t.out, re.M), t.out[t.out.find("Tokio runtime"):])
+
+
+def test_tasks_born_and_gone_while_read():
+    """Short-lived tasks spawned and finished without end on both workers,
+    dumped again and again: the list changes while it is walked. Each dump
+    succeeds, the known tasks are all there with their chains, every task
+    has a state; what could not be read is said, never garbage."""
+    states = set()
+    whole = changed = 0
+    with Tokio(mode="churn") as tk:
+        want = expected(tk.file)
+        for _ in range(15):
+            r = sdtest.run("--format", "json", tk.fx.pid)
+            eq(r.rc, 0, r.err)
+            doc = r.json()
+            rt = doc["runtimes"][0]
+            note = doc["tokio"]["note"]
+            for t in rt["tasks"]:
+                ok(t["state"] in ("idle", "scheduled", "running", "complete", "cancelled"), t)
+                states.add(t["state"])
+                ok(t["awaits"] or t["note"] or t["future"] or t["state"] != "idle", t)
+            if note:
+                # The only excuse: the list kept changing under the walk.
+                contains(note, "changed while it was read")
+                changed += 1
+                continue
+            tasks = by_future(rt)
+            for name, (kind, levels) in want.items():
+                t = tasks.get(levels[0][0])
+                ok(t, "%s missing while others churn: %r" % (name, sorted(tasks)))
+                eq([(a["function"], a["line"]) for a in t["awaits"][:len(levels)]], levels)
+            whole += 1
+        sdtest.assert_running(tk.fx.pid)
+    # Walks mend themselves from the task before a freed one: giving up is
+    # the exception.
+    ok(whole >= 12, "only %d of 15 dumps read the whole list (%d said it changed)" %
+       (whole, changed))
+    print("churn: %d whole, %d said the list changed; states seen %s" %
+          (whole, changed, sorted(states)))
 
 
 def test_threads_only():
