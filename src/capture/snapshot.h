@@ -279,6 +279,7 @@ struct sd_tokio_rt {
 	uint64_t id;
 	const char *flavor;
 	pid_t *workers;
+	uint64_t *worker_tasks; /* per worker: the task it polls, 0 none */
 	size_t nworkers;
 	struct sd_tokio_task *tasks;
 	size_t ntasks;

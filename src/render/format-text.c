@@ -198,6 +198,9 @@ void format_text_thread_header(struct strbuf *out, const struct sd_snapshot *s,
 	thread_state(out, s, th, o);
 	if (th->goid)
 		strbuf_addf(out, " [goroutine %" PRIu64 "]", th->goid);
+	uint64_t task = format_tokio_task_of(s, th->tid);
+	if (task)
+		strbuf_addf(out, " [task %" PRIu64 "]", task);
 }
 
 static void thread_state(struct strbuf *out, const struct sd_snapshot *s,

@@ -260,6 +260,15 @@ static void runtime_text(struct strbuf *out, const struct sd_snapshot *s,
 	deadlocks(out, rt, o);
 }
 
+uint64_t format_tokio_task_of(const struct sd_snapshot *s, pid_t tid)
+{
+	for (size_t i = 0; i < s->ntokio; i++)
+		for (size_t k = 0; k < s->tokio[i].nworkers; k++)
+			if (s->tokio[i].workers[k] == tid && s->tokio[i].worker_tasks)
+				return s->tokio[i].worker_tasks[k];
+	return 0;
+}
+
 void format_tokio_text(struct strbuf *out, const struct sd_snapshot *s,
 		       const struct sd_render_opts *o)
 {
@@ -301,6 +310,18 @@ void format_tokio_json(struct jsonw *w, const struct sd_snapshot *s)
 		jsonw_karray(w, "workers");
 		for (size_t k = 0; k < rt->nworkers; k++)
 			jsonw_int(w, rt->workers[k]);
+		jsonw_array_end(w);
+		/* What each thread polls now (the std-mutex stall: the task of
+		 * each parked worker, and of the holder). */
+		jsonw_karray(w, "polling");
+		for (size_t k = 0; k < rt->nworkers; k++) {
+			if (!rt->worker_tasks || !rt->worker_tasks[k])
+				continue;
+			jsonw_object_begin(w);
+			jsonw_kint(w, "thread", rt->workers[k]);
+			jsonw_ku64(w, "task", rt->worker_tasks[k]);
+			jsonw_object_end(w);
+		}
 		jsonw_array_end(w);
 		jsonw_karray(w, "tasks");
 		for (size_t k = 0; k < rt->ntasks; k++) {

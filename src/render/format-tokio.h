@@ -22,4 +22,7 @@ void format_tokio_text(struct strbuf *out, const struct sd_snapshot *s,
  * W (nothing when S->tokio_read is not set). */
 void format_tokio_json(struct jsonw *w, const struct sd_snapshot *s);
 
+/* The Tokio task thread TID polls in S (its context says), or 0. */
+uint64_t format_tokio_task_of(const struct sd_snapshot *s, pid_t tid);
+
 #endif

@@ -627,11 +627,12 @@ static int seen_eq(const void *e, const void *k)
  * (the size the last task's type had is tried first, then its header
  * alone to learn its type), and one of its state word. A task's link back
  * must name the task it was reached from: one freed or unlinked since
- * that link was read breaks the walk, which starts again from the head
- * (tasks are only ever added at the head). Returns 0, or -1 when the list
+ * that link was read breaks the walk, which goes on from the task before
+ * (when still linked) or starts again from the head (tasks are only ever
+ * added at the head); the last must be the list's tail (at TAIL_AT). Returns 0, or -1 when the list
  * kept changing. */
-static int walk_list(struct tkread *r, uint64_t head_at, struct sd_tokio_rt *out, size_t *cap,
-		     struct hashmap *seen)
+static int walk_list(struct tkread *r, uint64_t head_at, uint64_t tail_at, struct sd_tokio_rt *out,
+		     size_t *cap, struct hashmap *seen)
 {
 	struct sd_tokioruntime *rt = r->rt;
 	unsigned repairs = 0;
@@ -657,13 +658,13 @@ static int walk_list(struct tkread *r, uint64_t head_at, struct sd_tokio_rt *out
 				      u64at(r->buf, v->trailer_off + rt->tr_prev) != prev;
 			}
 			/* The last one? A copy taken while the task was unlinked
-			 * may hold its link on cleared and its back link not yet:
-			 * the back link again says. */
-			uint64_t pl = 0;
+			 * may hold its link on cleared and its back link not yet
+			 * (tokio clears them in that order, after its neighbours
+			 * were mended): the list's tail must name it. */
+			uint64_t tl = 0;
 			if (!bad && !u64at(r->buf, v->trailer_off + rt->tr_next))
-				bad = rtmem_uint(&r->mem, h + v->trailer_off + rt->tr_prev, 8, &pl,
-						 "a task link", NULL) < 0 ||
-				      pl != prev;
+				bad = rtmem_uint(&r->mem, tail_at, 8, &tl, "the owned-task list", NULL) < 0 ||
+				      tl != h;
 			/* The first one: an unlinked task's links are cleared, so
 			 * its back link is the head's too; the head says. */
 			if (!bad && !prev)
@@ -685,7 +686,10 @@ static int walk_list(struct tkread *r, uint64_t head_at, struct sd_tokio_rt *out
 					       NULL) == 0 &&
 				    rtmem_uint(&r->mem, prev + prev_toff + rt->tr_next, 8, &pn, "a task link",
 					       NULL) == 0 &&
-				    pp == pprev && pn != h) {
+				    pp == pprev && pn != h &&
+				    (pn || (rtmem_uint(&r->mem, tail_at, 8, &hd, "the owned-task list",
+						       NULL) == 0 &&
+					    hd == prev))) {
 					repairs++;
 					h = pn;
 					continue;
@@ -749,13 +753,17 @@ static int walk_list(struct tkread *r, uint64_t head_at, struct sd_tokio_rt *out
  * sharded one (later: shared.owned.list.lists, a boxed slice of mutexes
  * around lists). Returns their count, *HEADS heap. */
 static size_t list_heads(struct tkread *r, uint64_t id, const struct dwt_type *ht,
-			 uint64_t **heads, struct sd_error *err)
+			 uint64_t **heads, int64_t *tail_delta, struct sd_error *err)
 {
 	struct sd_tokioruntime *rt = r->rt;
-	uint64_t off;
+	uint64_t off, toff;
 	*heads = NULL;
 	if (dwt_member(rt->d, ht, "shared.owned.inner.__0.data.value.list.head", &off, NULL,
 		       NULL) == 0) {
+		if (dwt_member(rt->d, ht, "shared.owned.inner.__0.data.value.list.tail", &toff, NULL,
+			       err) < 0)
+			return 0;
+		*tail_delta = (int64_t)toff - (int64_t)off;
 		*heads = sd_xmalloc(sizeof(**heads));
 		(*heads)[0] = id + off;
 		return 1;
@@ -766,8 +774,10 @@ static size_t list_heads(struct tkread *r, uint64_t id, const struct dwt_type *h
 	    dwt_member(rt->d, &lt, "data_ptr", &poff, &pt, err) < 0 ||
 	    dwt_member(rt->d, &lt, "length", &loff, NULL, err) < 0 ||
 	    dwt_pointee(rt->d, &pt, &et, err) < 0 ||
-	    dwt_member(rt->d, &et, "__0.data.value.head", &hoff, NULL, err) < 0)
+	    dwt_member(rt->d, &et, "__0.data.value.head", &hoff, NULL, err) < 0 ||
+	    dwt_member(rt->d, &et, "__0.data.value.tail", &toff, NULL, err) < 0)
 		return 0;
+	*tail_delta = (int64_t)toff - (int64_t)hoff;
 	uint64_t arr = 0, n = 0;
 	if (rtmem_uint(&r->mem, id + off + poff, 8, &arr, "the owned-task shards", err) < 0 ||
 	    rtmem_uint(&r->mem, id + off + loff, 8, &n, "the owned-task shards", err) < 0)
@@ -871,12 +881,16 @@ static void read_tasks(struct tkread *r, const struct rtent *re, struct sd_tokio
 	for (size_t i = 0; i < r->nthr; i++)
 		if (r->thr[i].rt_id == re->id) {
 			out->workers = sd_xrealloc(out->workers, (out->nworkers + 1) * sizeof(pid_t));
+			out->worker_tasks = sd_xrealloc(out->worker_tasks,
+							(out->nworkers + 1) * sizeof(uint64_t));
+			out->worker_tasks[out->nworkers] = r->thr[i].task_id;
 			out->workers[out->nworkers++] = r->thr[i].tid;
 		}
 	uint64_t *heads = NULL;
 	size_t nheads = 0;
+	int64_t tail_delta = 0;
 	if (dwt_type(rt->d, name, &ht, &err) == 0)
-		nheads = list_heads(r, re->id, &ht, &heads, &err);
+		nheads = list_heads(r, re->id, &ht, &heads, &tail_delta, &err);
 	if (!heads) {
 		char msg[700];
 		snprintf(msg, sizeof(msg), "tasks of runtime 0x%" PRIx64 " not shown: %s", re->id,
@@ -889,7 +903,7 @@ static void read_tasks(struct tkread *r, const struct rtent *re, struct sd_tokio
 	struct hashmap seen;
 	hashmap_init(&seen, sizeof(struct seenent));
 	for (size_t i = 0; i < nheads; i++)
-		if (walk_list(r, heads[i], out, &cap, &seen) < 0)
+		if (walk_list(r, heads[i], heads[i] + (uint64_t)tail_delta, out, &cap, &seen) < 0)
 			r->changed = 1;
 	hashmap_release(&seen);
 	free(heads);

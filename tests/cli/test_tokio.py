@@ -254,6 +254,11 @@ def running_task(fx_name):
             ok(task["awaits"], task)
     ok(re.search(r"^task %d \[running\] fx_tokio::spin_task on thread %d$" % (spin["id"], tid),
                  t.out, re.M), t.out[t.out.find("Tokio runtime"):])
+    # The thread view says which task the worker polls, and JSON too.
+    ok(re.search(r"^Thread %d \"tokio-runtime-w\".* \[task %d\]$" % (tid, spin["id"]), t.out,
+                 re.M), t.out)
+    eq([p for p in rt["polling"] if p["thread"] == tid], [{"thread": tid, "task": spin["id"]}])
+    eq(len(re.findall(r"\[task \d+\]$", t.out, re.M)), len(rt["polling"]), rt["polling"])
 
 
 def test_tasks_born_and_gone_while_read():
