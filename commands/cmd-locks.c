@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "format-tokio.h"
 #include "format.h"
 #include "locks.h"
 #include "cmd.h"
@@ -64,10 +65,15 @@ static int report(struct cmd_ctx *ctx, struct sd_snapshot **snaps, size_t n, int
 		struct strbuf sb;
 		strbuf_init(&sb);
 		format_text_locks(&sb, s, g, parked, nparked, n, span, &ro);
+		/* A Tokio program: the locks its tasks hold and await. */
+		format_tokio_locks_text(&sb, s, &ro);
 		cmd_write(ctx, sb.buf, sb.len);
 		strbuf_release(&sb);
 	}
-	int rc = g->ndeadlocks ? EXIT_DEADLOCK
+	size_t task_cycles = 0; /* async deadlocks among Tokio tasks */
+	for (size_t i = 0; i < s->ntokio; i++)
+		task_cycles += s->tokio[i].ncycles;
+	int rc = g->ndeadlocks || task_cycles ? EXIT_DEADLOCK
 				: (s->partial || partial_series) ? EXIT_PARTIAL : EXIT_OK;
 	free(parked);
 	locks_graph_free(g);
@@ -139,6 +145,7 @@ static int locks_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	uint64_t interval_us = cmd_num(ctx, LOCKS_INTERVAL);
 	if (cmd_snap_opts(ctx, &o, &tids) < 0)
 		return EXIT_USAGE;
+	o.tokio = 1;
 	int rc = EXIT_USAGE;
 	if (ctx->target.loaded) {
 		/* A loaded snapshot: its waits as they were analyzed. */
@@ -172,7 +179,9 @@ const struct cmd_entry cmd_locks_entry = {
 	    "every cycle of the wait-for graph (mutexes, rwlock writers, joins, inferred\n"
 	    "holders; a thread relocking its own mutex). With --count N, takes N snapshots\n"
 	    "--interval apart and lists the threads parked on the same lock in all of them,\n"
-	    "and whether they woke up in between.\n"
+	    "and whether they woke up in between. A Tokio program's tasks follow: each\n"
+	    "tokio::sync lock a task holds (inferred from its state machine) with the tasks\n"
+	    "awaiting it, and deadlocks among tasks.\n"
 	    "Exit status: 0 no deadlock, 3 deadlock found, 1 partial (a thread could not be\n"
 	    "read), 2 failure, 64 usage error, 130 interrupted.",
 	.options = locks_options,

@@ -260,6 +260,60 @@ static void runtime_text(struct strbuf *out, const struct sd_snapshot *s,
 	deadlocks(out, rt, o);
 }
 
+size_t format_tokio_locks_text(struct strbuf *out, const struct sd_snapshot *s,
+			       const struct sd_render_opts *o)
+{
+	size_t cycles = 0;
+	for (size_t i = 0; i < s->ntokio; i++) {
+		const struct sd_tokio_rt *rt = &s->tokio[i];
+		int header = 0;
+		for (size_t k = 0; k < rt->ntasks; k++) {
+			const struct sd_tokio_task *t = &rt->tasks[k];
+			for (size_t h = 0; h < t->nholds; h++) {
+				const struct sd_tokio_hold *hd = &t->holds[h];
+				size_t waiters = 0;
+				for (size_t w = 0; w < rt->ntasks; w++)
+					waiters += rt->tasks[w].wait_addr == hd->addr &&
+						   rt->tasks[w].held_by == t->id;
+				if (!waiters)
+					continue;
+				if (!header++)
+					strbuf_addf(out, "\nTokio runtime 0x%" PRIx64 ": locks among tasks\n",
+						    rt->id);
+				strbuf_addf(out, "\n%s 0x%" PRIx64 ": held (inferred) by task %" PRIu64,
+					    hd->kind, hd->addr, t->id);
+				if (t->future) {
+					strbuf_adds(out, " ");
+					strbuf_add_escaped(out, t->future);
+				}
+				strbuf_adds(out, "\n");
+				if (hd->evidence) {
+					strbuf_adds(out, "  evidence: ");
+					strbuf_add_escaped(out, hd->evidence);
+					strbuf_adds(out, "\n");
+				}
+				strbuf_addf(out, "  awaited by %zu task%s:", waiters, waiters == 1 ? "" : "s");
+				for (size_t w = 0; w < rt->ntasks; w++) {
+					const struct sd_tokio_task *x = &rt->tasks[w];
+					if (x->wait_addr != hd->addr || x->held_by != t->id)
+						continue;
+					const struct sd_tokio_await *lv = own_level(x);
+					strbuf_addf(out, " %" PRIu64, x->id);
+					if (lv && !o->no_source) {
+						strbuf_adds(out, " (");
+						strbuf_add_escaped(out, lv->file);
+						strbuf_addf(out, ":%d)", lv->line);
+					}
+				}
+				strbuf_adds(out, "\n");
+			}
+		}
+		deadlocks(out, rt, o);
+		cycles += rt->ncycles;
+	}
+	return cycles;
+}
+
 uint64_t format_tokio_task_of(const struct sd_snapshot *s, pid_t tid)
 {
 	for (size_t i = 0; i < s->ntokio; i++)

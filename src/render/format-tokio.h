@@ -22,6 +22,13 @@ void format_tokio_text(struct strbuf *out, const struct sd_snapshot *s,
  * W (nothing when S->tokio_read is not set). */
 void format_tokio_json(struct jsonw *w, const struct sd_snapshot *s);
 
+/* The lock view's part for tasks (`stackdump locks`): per runtime, each
+ * tokio::sync lock a task holds (inferred) with the tasks awaiting it,
+ * then the deadlocks among tasks. Nothing when S has no task in the lock
+ * graph. Returns the number of deadlocks. */
+size_t format_tokio_locks_text(struct strbuf *out, const struct sd_snapshot *s,
+			       const struct sd_render_opts *o);
+
 /* The Tokio task thread TID polls in S (its context says), or 0. */
 uint64_t format_tokio_task_of(const struct sd_snapshot *s, pid_t tid);
 

@@ -300,6 +300,36 @@ def test_tasks_born_and_gone_while_read():
           (whole, changed, sorted(states)))
 
 
+def test_locks_names_holders_and_the_async_deadlock():
+    with Tokio() as tk:
+        want = expected(tk.file)
+        j = sdtest.run("--format", "json", tk.fx.pid)
+        r = sdtest.run("locks", tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    # 3: a deadlock was found (among tasks: the threads are all idle).
+    eq(r.rc, 3, r.err)
+    tasks = by_future(j.json()["runtimes"][0])
+    at = r.out.find(": locks among tasks")
+    ok(at > 0, r.out)
+    for holder, var, waiter, wait_line in (
+            ("holder_task", "g", "mutex_task", want["mutex"][1][-1][1]),
+            ("abba_a", "g1", "abba_b", want["abba_b"][1][0][1]),
+            ("abba_b", "g2", "abba_a", want["abba_a"][1][0][1])):
+        h, w = tasks["fx_tokio::" + holder], tasks["fx_tokio::" + waiter]
+        addr = h["holds"][0]["address"]
+        ok(re.search(r"^tokio::sync::Mutex 0x%x: held \(inferred\) by task %d fx_tokio::%s\n"
+                     r"  evidence: %s in fx_tokio::%s at \S*src/main\.rs:\d+\n"
+                     r"  awaited by 1 task: %d \(\S*src/main\.rs:%d\)$" %
+                     (addr, h["id"], holder, var, holder, w["id"], wait_line), r.out, re.M),
+           (holder, r.out[at:]))
+    contains(r.out[at:], "Found 1 deadlock among tasks:")
+    # Nothing of the kind for a program without Tokio.
+    with start("fx-idle") as fx:
+        plain = sdtest.run("locks", fx.pid)
+    eq(plain.rc, 0, plain.err)
+    ok("Tokio" not in plain.out and "among tasks" not in plain.out, plain.out)
+
+
 def test_threads_only():
     with Tokio() as tk:
         j = sdtest.run("--threads", "--format", "json", tk.fx.pid)
