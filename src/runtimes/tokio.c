@@ -7,6 +7,7 @@
 
 #include <elf.h>
 #include <errno.h>
+#include <gelf.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/user.h>
+#include <unistd.h>
 
 #include "dwtype.h"
 #include "hashmap.h"
@@ -22,6 +24,7 @@
 #include "rtmem.h"
 #include "space.h"
 #include "strpool.h"
+#include "tokio-graph.h"
 #include "tokio-layout.h"
 #include "tokio-tls.h"
 
@@ -201,6 +204,40 @@ static int tokio_threads(const struct sd_snapshot *s)
 	return 0;
 }
 
+/* Does the ELF file open as FD name Tokio's runtime in its symbol table
+ * (legacy and v0 Rust mangling both spell "5tokio7runtime")? -1 when it
+ * has no symbol table (stripped). A scan of names only: the DWARF of a
+ * program that is no Tokio one is never indexed. */
+static int tokio_symbols(int fd)
+{
+	int own = dup(fd), found = -1;
+	if (own < 0)
+		return -1;
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(own, ELF_C_READ_MMAP, NULL);
+	for (Elf_Scn *scn = e ? elf_nextscn(e, NULL) : NULL; scn && found < 1;
+	     scn = elf_nextscn(e, scn)) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize ||
+		    !(data = elf_getdata(scn, NULL)))
+			continue;
+		found = 0;
+		size_t n = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < n && !found; i++) {
+			GElf_Sym sym;
+			const char *nm;
+			found = gelf_getsym(data, (int)i, &sym) &&
+				(nm = elf_strptr(e, sh.sh_link, sym.st_name)) &&
+				strstr(nm, "5tokio7runtime");
+		}
+	}
+	if (e)
+		elf_end(e);
+	close(own);
+	return found;
+}
+
 static struct sd_tokioruntime *runtime_for(struct sd_tokioruntime **rtp, struct sd_tmod *exe,
 					   const struct sd_snapshot *s)
 {
@@ -216,6 +253,10 @@ static struct sd_tokioruntime *runtime_for(struct sd_tokioruntime **rtp, struct 
 	rt->text_start = exe->text_start;
 	rt->text_end = exe->text_end;
 	if (!exe->elf || exe->elf->fd < 0) {
+		rt->state = -1;
+		return rt;
+	}
+	if (tokio_symbols(exe->elf->fd) == 0 && !tokio_threads(s)) {
 		rt->state = -1;
 		return rt;
 	}
@@ -793,79 +834,6 @@ static size_t list_heads(struct tkread *r, uint64_t id, const struct dwt_type *h
 	return n;
 }
 
-struct lockent {
-	uint64_t addr;
-	size_t task; /* index of a task holding it */
-};
-
-static int lockent_eq(const void *e, const void *k)
-{
-	return ((const struct lockent *)e)->addr == *(const uint64_t *)k;
-}
-
-#define TK_MAX_CYCLES 64
-
-/* Holders among OUT's tasks: each task waiting for a lock another task's
- * state machine holds the guard of gets held_by; cycles of such waits are
- * async deadlocks (each task waits for one lock: a walk along held_by
- * that comes back to a task of the same walk has found one). */
-static void lock_graph(struct sd_tokio_rt *out)
-{
-	struct hashmap m;
-	hashmap_init(&m, sizeof(struct lockent));
-	for (size_t i = 0; i < out->ntasks; i++)
-		for (size_t k = 0; k < out->tasks[i].nholds; k++) {
-			uint64_t a = out->tasks[i].holds[k].addr;
-			int found;
-			struct lockent *e = hashmap_put(&m, sd_hash(&a, 8, 0x10c), &a, lockent_eq, &found);
-			if (!found) {
-				e->addr = a;
-				e->task = i;
-			}
-		}
-	size_t n = out->ntasks;
-	size_t *next = sd_xmalloc((n + 1) * sizeof(*next));
-	for (size_t i = 0; i < n; i++) {
-		struct sd_tokio_task *t = &out->tasks[i];
-		const struct lockent *e =
-		    t->wait_addr ? hashmap_find(&m, sd_hash(&t->wait_addr, 8, 0x10c), &t->wait_addr,
-						lockent_eq)
-				 : NULL;
-		next[i] = e && e->task != i ? e->task : SIZE_MAX;
-		if (next[i] != SIZE_MAX)
-			t->held_by = out->tasks[e->task].id;
-	}
-	hashmap_release(&m);
-	/* 0 not seen, 1 on the walk begun at WALK, 2 done. */
-	unsigned char *mark = sd_xcalloc(n + 1, 1);
-	size_t *walk = sd_xcalloc(n + 1, sizeof(*walk));
-	size_t cap = 0, lcap = 0, used = 0;
-	for (size_t i = 0; i < n && out->ncycles < TK_MAX_CYCLES; i++) {
-		size_t len = 0, j = i;
-		while (j != SIZE_MAX && !mark[j]) {
-			mark[j] = 1;
-			walk[len++] = j;
-			j = next[j];
-		}
-		if (j != SIZE_MAX && mark[j] == 1) {
-			/* Back on this walk: the cycle is from J on. */
-			size_t from = 0;
-			while (walk[from] != j)
-				from++;
-			sd_grow(&out->cycle_len, &lcap, out->ncycles + 1, sizeof(*out->cycle_len));
-			sd_grow(&out->cycle_tasks, &cap, used + len - from, sizeof(*out->cycle_tasks));
-			out->cycle_len[out->ncycles++] = len - from;
-			for (size_t k = from; k < len; k++)
-				out->cycle_tasks[used++] = walk[k];
-		}
-		for (size_t k = 0; k < len; k++)
-			mark[walk[k]] = 2;
-	}
-	free(mark);
-	free(walk);
-	free(next);
-}
-
 /* Every task of the runtime whose handle is at RE->id. */
 static void read_tasks(struct tkread *r, const struct rtent *re, struct sd_tokio_rt *out)
 {
@@ -907,7 +875,7 @@ static void read_tasks(struct tkread *r, const struct rtent *re, struct sd_tokio
 			r->changed = 1;
 	hashmap_release(&seen);
 	free(heads);
-	lock_graph(out);
+	tokio_lock_graph(out);
 	if (r->cut) {
 		char msg[200];
 		snprintf(msg, sizeof(msg), "runtime 0x%" PRIx64 ": only the first %u tasks are read",
