@@ -281,6 +281,7 @@ struct sd_tokio_rt {
 	pid_t *workers;
 	uint64_t *worker_tasks; /* per worker: the task it polls, 0 none */
 	size_t nworkers;
+	int64_t injected;	/* tasks in its global (inject) queue, -1 not known */
 	struct sd_tokio_task *tasks;
 	size_t ntasks;
 	/* Cycles among tasks, each waiting for a lock the next holds: indexes

@@ -212,6 +212,8 @@ static void runtime_text(struct strbuf *out, const struct sd_snapshot *s,
 	strbuf_add_escaped(out, s->comm ? s->comm : "?");
 	strbuf_addf(out, ") Tokio runtime 0x%" PRIx64 " (%s), %zu task%s", rt->id,
 		    rt->flavor ? rt->flavor : "?", rt->ntasks, rt->ntasks == 1 ? "" : "s");
+	if (rt->injected >= 0)
+		strbuf_addf(out, ", %lld in its global queue", (long long)rt->injected);
 	if (rt->nworkers) {
 		strbuf_adds(out, ", threads");
 		for (size_t i = 0; i < rt->nworkers; i++)
@@ -361,6 +363,10 @@ void format_tokio_json(struct jsonw *w, const struct sd_snapshot *s)
 		jsonw_object_begin(w);
 		jsonw_ku64(w, "id", rt->id);
 		jsonw_kstr(w, "flavor", rt->flavor);
+		if (rt->injected >= 0)
+			jsonw_kint(w, "injected", rt->injected);
+		else
+			jsonw_knull(w, "injected");
 		jsonw_karray(w, "workers");
 		for (size_t k = 0; k < rt->nworkers; k++)
 			jsonw_int(w, rt->workers[k]);

@@ -854,6 +854,18 @@ static void read_tasks(struct tkread *r, const struct rtent *re, struct sd_tokio
 			out->worker_tasks[out->nworkers] = r->thr[i].task_id;
 			out->workers[out->nworkers++] = r->thr[i].tid;
 		}
+	/* The global queue's depth, where its counter is found. */
+	static const char *const inject[] = {"shared.inject.len", "shared.inject.shared.len", NULL};
+	out->injected = -1;
+	for (size_t i = 0; inject[i] && out->injected < 0 && dwt_type(rt->d, name, &ht, NULL) == 0;
+	     i++) {
+		uint64_t off, n;
+		struct dwt_type lt;
+		if (dwt_member(rt->d, &ht, inject[i], &off, &lt, NULL) == 0 && lt.size == 8 &&
+		    rtmem_uint(&r->mem, re->id + off, 8, &n, "the inject queue", NULL) == 0 &&
+		    n <= TK_MAX_TASKS * 4u)
+			out->injected = (int64_t)n;
+	}
 	uint64_t *heads = NULL;
 	size_t nheads = 0;
 	int64_t tail_delta = 0;

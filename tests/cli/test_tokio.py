@@ -93,6 +93,8 @@ def every_chain(fx_name, src):
     rt = rts[0]
     eq(rt["flavor"], "multi_thread")
     ok(rt["id"], rt)
+    # Every task parked: nothing waits in the global queue.
+    eq(rt["injected"], 0, rt)
     tids = {t["tid"] for t in doc["threads"]}
     ok(rt["workers"] and set(rt["workers"]) <= tids, rt["workers"])
     eq(len(rt["tasks"]), TASKS, [t["future"] for t in rt["tasks"]])
@@ -176,7 +178,7 @@ def text_after_the_threads(fx_name):
     at = r.out.find("Tokio runtime 0x")
     ok(at > 0, r.out)
     ok(r.out.find("Thread ") < at, "the threads come first")
-    contains(r.out, "(multi_thread), %d tasks" % TASKS)
+    contains(r.out, "(multi_thread), %d tasks, 0 in its global queue, threads " % TASKS)
     for name, (kind, levels) in want.items():
         m = re.search(r"^task (\d+) \[idle\] %s\n((?:    .*\n)+)" % re.escape(levels[0][0]),
                       r.out, re.M)
