@@ -31,7 +31,7 @@ static const struct cmd_option dump_options[] = {
 				"merge threads with identical stacks (a count, names, TIDs)"),
 	[DUMP_NO_GROUP] = OPT_FLAG("no-group", 0, "one stack per thread, even at a terminal"),
 	[DUMP_THREADS] = OPT_FLAG("threads", 0,
-				  "a Go program: only its threads, not its goroutines"),
+				  "a Go or Tokio program: only its threads, not its goroutines or tasks"),
 	[DUMP_FULL_NAMES] = OPT_FLAG("full-names", 0,
 				     "function names with their generic and template arguments"),
 	[DUMP_ALL_FRAMES] = OPT_FLAG("all-frames", 0,
@@ -317,7 +317,9 @@ const struct cmd_entry cmd_dump_entry = {
 	    "A Go program is shown as its goroutines, in the form of Go's own traceback\n"
 	    "(read from the runtime's structures without stopping them), then its threads,\n"
 	    "each with the goroutine it runs; at a terminal, 4 or more identical goroutines\n"
-	    "are one entry (--group: any; --no-group: none). --threads: the threads only.\n"
+	    "are one entry (--group: any; --no-group: none). A Tokio program's tasks follow\n"
+	    "its threads, each with its await chain (the file:line of each .await), grouped\n"
+	    "alike. --threads: the threads only.\n"
 	    "Findings come first at a terminal, last in a pipe: deadlocks, the lock most\n"
 	    "waited for and its holder, threads in D state (JSON: \"findings\").\n"
 	    "Exit status: 0 all threads shown, 3 a deadlock was found (as in 'locks'),\n"

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "format-tokio.h"
 #include "format.h"
 #include "format-go.h"
 #include "locks.h"
@@ -79,11 +80,16 @@ static int report(struct cmd_ctx *ctx, struct sd_snapshot **snaps, size_t n, int
 		struct strbuf sb;
 		strbuf_init(&sb);
 		format_text_locks(&sb, s, g, parked, nparked, n, span, &ro);
+		/* A Tokio program: the locks its tasks hold and await. */
+		format_tokio_locks_text(&sb, s, &ro);
 		format_fit_width(&sb, 0, ro.width);
 		cmd_write(ctx, sb.buf, sb.len);
 		strbuf_release(&sb);
 	}
-	int rc = g->ndeadlocks || format_go_deadlock_count(s) ? EXIT_DEADLOCK
+	size_t task_cycles = 0; /* async deadlocks among Tokio tasks */
+	for (size_t i = 0; i < s->ntokio; i++)
+		task_cycles += s->tokio[i].ncycles;
+	int rc = g->ndeadlocks || format_go_deadlock_count(s) || task_cycles ? EXIT_DEADLOCK
 				: (s->partial || partial_series) ? EXIT_PARTIAL : EXIT_OK;
 	free(parked);
 	locks_graph_free(g);
@@ -156,6 +162,7 @@ static int locks_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	if (cmd_snap_opts(ctx, &o, &tids) < 0)
 		return EXIT_USAGE;
 	o.goroutines = 1; /* a Go program: what its goroutines wait on too */
+	o.tokio = 1;
 	int rc = EXIT_USAGE;
 	if (ctx->target.loaded) {
 		/* A loaded snapshot: its waits as they were analyzed. */
@@ -192,6 +199,8 @@ const struct cmd_entry cmd_locks_entry = {
 	    "and whether they woke up in between.\n"
 	    "A Go program: the channels, mutexes and WaitGroups its goroutines wait on,\n"
 	    "mutex holders inferred from the stacks, and deadlocks among goroutines.\n"
+	    "A Tokio program's tasks follow: each tokio::sync lock a task holds (inferred\n"
+	    "from its state machine) with the tasks awaiting it, and deadlocks among tasks.\n"
 	    "Exit status: 0 no deadlock, 3 deadlock found, 1 partial (a thread could not be\n"
 	    "read), 2 failure, 64 usage error, 130 interrupted.",
 	.options = locks_options,

@@ -102,6 +102,18 @@ void snapshot_free(struct sd_snapshot *s)
 		free(s->goobjects[i].candidate_frames);
 	}
 	free(s->goobjects);
+	for (size_t i = 0; i < s->ntokio; i++) {
+		for (size_t k = 0; k < s->tokio[i].ntasks; k++) {
+			free(s->tokio[i].tasks[k].awaits);
+			free(s->tokio[i].tasks[k].holds);
+		}
+		free(s->tokio[i].cycle_tasks);
+		free(s->tokio[i].cycle_len);
+		free(s->tokio[i].tasks);
+		free(s->tokio[i].workers);
+		free(s->tokio[i].worker_tasks);
+	}
+	free(s->tokio);
 	free(s->outside);
 	free(s->modules);
 	strpool_free(s->pool);

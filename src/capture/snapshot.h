@@ -267,6 +267,63 @@ struct sd_goobject {
 	const char *note;         /* why no holder, or what else is known */
 };
 
+/* One level of a Tokio task's await chain, outermost first: the async fn
+ * or block suspended at FILE:LINE (its `.await`), or the leaf it awaits
+ * (a future that is no state machine: KIND "timer", "channel", "notify",
+ * "mutex", "semaphore", "join", "io", "future"; DETAIL what it names: a
+ * lock's address, the task joined, a deadline). Pool strings, NULL none. */
+struct sd_tokio_await {
+	const char *function;
+	const char *file;
+	int line;
+	const char *kind;
+	const char *detail;
+};
+
+/* A tokio::sync lock a suspended task holds: its state machine keeps the
+ * guard or permit (a MutexGuard, an OwnedMutexGuard, a SemaphorePermit)
+ * across the .await it is suspended at. Inferred from the layout: EVIDENCE
+ * names the variable and the level ("g in fx::run at src/main.rs:66"). */
+struct sd_tokio_hold {
+	const char *kind;     /* "tokio::sync::Mutex", "tokio::sync::Semaphore" */
+	uint64_t addr;	      /* the lock's address */
+	const char *evidence; /* pool string */
+};
+
+/* A task of a Tokio runtime (runtimes/tokio.c). STATE is "idle",
+ * "scheduled", "running", "complete" or "cancelled"; WORKER the thread
+ * polling it (0 none or not known). AWAITS is the task's own array. */
+struct sd_tokio_task {
+	uint64_t id;
+	const char *state;
+	pid_t worker;
+	const char *future;	/* the future's name, NULL: not known */
+	struct sd_tokio_await *awaits;
+	size_t nawaits;
+	const char *note;	/* why its chain stops early, or NULL */
+	struct sd_tokio_hold *holds; /* the task's own array */
+	size_t nholds;
+	uint64_t wait_addr;	/* the lock its leaf waits for, 0 none */
+	uint64_t held_by;	/* the task holding it (inferred), 0 none */
+};
+
+/* A Tokio runtime found in the process: its scheduler handle's address
+ * (ID), "multi_thread" or "current_thread", the threads seen driving it. */
+struct sd_tokio_rt {
+	uint64_t id;
+	const char *flavor;
+	pid_t *workers;
+	uint64_t *worker_tasks; /* per worker: the task it polls, 0 none */
+	size_t nworkers;
+	int64_t injected;	/* tasks in its global (inject) queue, -1 not known */
+	struct sd_tokio_task *tasks;
+	size_t ntasks;
+	/* Cycles among tasks, each waiting for a lock the next holds: indexes
+	 * into TASKS, one cycle after another (CYCLE_LEN[i] of them each). */
+	size_t *cycle_tasks, *cycle_len;
+	size_t ncycles;
+};
+
 /* A loaded module as the snapshot saw it. */
 struct sd_module {
 	const char *name;     /* basename */
@@ -325,6 +382,13 @@ struct sd_snapshot {
 	struct sd_goobject *goobjects; /* what the waiting goroutines wait on */
 	size_t ngoobjects;
 	const char *golocks_note; /* what could not be learnt of wait objects */
+	/* Tokio programs: runtimes and tasks (tokio_read set, even when none
+	 * could be read: tokio_note says why). */
+	int tokio_read;
+	const char *tokio_note;
+	struct sd_tokio_rt *tokio;
+	size_t ntokio;
+	uint64_t tokio_us;
 	/* A snapshot read from a core file (NULL core: a live process).
 	 * Then wchan, the scheduler counters (context switches, CPU times)
 	 * and the pause are not known: the JSON has them null. */

@@ -5,6 +5,7 @@
 
 #include "format.h"
 #include "format-go.h"
+#include "format-tokio.h"
 #include "locks.h"
 #include "procfs.h"
 
@@ -186,5 +187,6 @@ void format_json_snapshot(struct jsonw *w, const struct sd_snapshot *s)
 	struct sd_lockgraph *g = locks_graph(s);
 	format_json_findings(w, s, g);
 	locks_graph_free(g);
+	format_tokio_json(w, s);
 	jsonw_object_end(w);
 }

@@ -7,6 +7,7 @@
 #include "analyze.h"
 #include "format.h"
 #include "format-go.h"
+#include "format-tokio.h"
 #include "group.h"
 #include "locks.h"
 
@@ -421,6 +422,9 @@ void format_text_thread_header(struct strbuf *out, const struct sd_snapshot *s,
 	thread_state(out, s, th, o);
 	if (th->goid)
 		strbuf_addf(out, " [goroutine %" PRIu64 "]", th->goid);
+	uint64_t task = format_tokio_task_of(s, th->tid);
+	if (task)
+		strbuf_addf(out, " [task %" PRIu64 "]", task);
 }
 
 static void thread_state(struct strbuf *out, const struct sd_snapshot *s,
@@ -589,6 +593,7 @@ void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
 	}
 	if (o->group) {
 		format_text_grouped(out, s, o);
+		format_tokio_text(out, s, o);
 		return;
 	}
 	process_header(out, s, o, 0);
@@ -597,6 +602,8 @@ void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
 		if (i + 1 < s->nthreads)
 			strbuf_adds(out, "\n");
 	}
+	/* A Tokio program: its tasks after its threads. */
+	format_tokio_text(out, s, o);
 }
 
 /* Names and TIDs of a group are cut after this many bytes: the header of

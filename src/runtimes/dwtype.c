@@ -306,6 +306,16 @@ static int type_of(struct dwt *d, uint64_t off, struct dwt_type *out)
 	return type_at(d, dwarf_dieoffset(&t), out);
 }
 
+int dwt_type_die(struct dwt *d, uint64_t die, struct dwt_type *out)
+{
+	return type_at(d, die, out);
+}
+
+void *dwt_dwarf(struct dwt *d)
+{
+	return d->dw;
+}
+
 int dwt_global(struct dwt *d, const char *name, uint64_t *vaddr, struct dwt_type *type,
 	       struct sd_error *err)
 {

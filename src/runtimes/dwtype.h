@@ -94,6 +94,12 @@ int dwt_array(struct dwt *d, const struct dwt_type *arr, struct dwt_type *elem, 
 int dwt_enumerator(struct dwt *d, const struct dwt_type *t, const char *name, int64_t *value,
 		   struct sd_error *err);
 
+/* The type whose DIE is at offset DIE (typedefs peeled), for readers that
+ * walk DIEs themselves (Rust enums' variant parts, template parameters). */
+int dwt_type_die(struct dwt *d, uint64_t die, struct dwt_type *out);
+/* The session's libdw handle (a Dwarf *), valid as long as the session. */
+void *dwt_dwarf(struct dwt *d);
+
 /* Counts of what the index holds (tests, -v). */
 void dwt_stats(const struct dwt *d, size_t *vars, size_t *types, size_t *consts);
 

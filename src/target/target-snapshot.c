@@ -19,6 +19,7 @@
 #include "goroutines.h"
 #include "holders.h"
 #include "locks.h"
+#include "tokio.h"
 #include "ptrace.h"
 #include "snapctx.h"
 #include "symbols.h"
@@ -761,6 +762,10 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 		/* A Go program: its goroutines, beside the threads. */
 		struct go_read_opts go = {o->max_frames, o->max_stack, o->no_inline, o->no_source};
 		goroutines_read(&t->goruntime, &t->space, t->unw, t->sym, s, &go);
+	}
+	if ((o->goroutines || o->tokio) && !o->no_symbols) {
+		/* A Tokio program: its runtimes' tasks, after the threads. */
+		tokio_read(&t->tokioruntime, &t->space, s);
 	}
 	finish_stage(&cx);
 	if (cx.taskdir >= 0)

@@ -19,6 +19,7 @@
 #include "capture.h"
 #include "core.h"
 #include "goroutines.h"
+#include "tokio.h"
 #include "ptrace.h"
 #include "saferead.h"
 #include "symbols.h"
@@ -145,6 +146,7 @@ void target_free(struct sd_target *t)
 	strpool_free(t->reuse_pool);
 	free(t->last_tids);
 	goruntime_free(t->goruntime);
+	tokioruntime_free(t->tokioruntime);
 	if (t->spare_arena)
 		munmap(t->spare_arena, t->spare_arena_size);
 	free(t);

@@ -61,6 +61,7 @@ struct sd_target {
 	size_t nlast_tids;
 	uint64_t tids_ns;         /* when it was read */
 	struct sd_goruntime *goruntime; /* a Go program's runtime layout (goroutines.h) */
+	struct sd_tokioruntime *tokioruntime; /* a Tokio program's layout (tokio.h) */
 };
 
 /* How threads are captured (see DESIGN.md, capture kinds). */
@@ -114,7 +115,10 @@ struct sd_snap_opts {
 				* (the only ones it is shown for) and no
 				* context switch counts (never shown) */
 	enum sd_capture_mode capture; /* default AUTO */
-	int goroutines;        /* a Go program: read its goroutines too */
+	int goroutines;        /* a Go program: read its goroutines too (and a
+				* Tokio program's tasks) */
+	int tokio;             /* a Tokio program: read its tasks (without
+				* goroutines) */
 	int reuse;             /* samples: a thread that did not run since
 				* the last snapshot is not read again */
 	/* The registers TID went to sleep with, from the caller's own ring of

@@ -1,0 +1,441 @@
+// SPDX-License-Identifier: MIT
+// Tokio tasks rendered (format-tokio.h): text after the threads, grouped
+// by chain, and the dump schema's "runtimes".
+#include "format-tokio.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hashmap.h"
+
+static int same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+/* Two tasks are one group when their state, future and chain agree
+ * level by level (function, file:line, kind; not the detail: deadlines
+ * and addresses differ task by task). */
+static int same(const struct sd_tokio_task *a, const struct sd_tokio_task *b)
+{
+	if (!same_str(a->state, b->state) || !same_str(a->future, b->future) ||
+	    a->nawaits != b->nawaits || !same_str(a->note, b->note))
+		return 0;
+	/* A task in the lock graph is shown on its own. */
+	if (a->nholds || b->nholds || a->held_by || b->held_by)
+		return 0;
+	for (size_t k = 0; k < a->nawaits; k++) {
+		const struct sd_tokio_await *x = &a->awaits[k], *y = &b->awaits[k];
+		if (!same_str(x->function, y->function) || !same_str(x->file, y->file) ||
+		    x->line != y->line || !same_str(x->kind, y->kind))
+			return 0;
+	}
+	return 1;
+}
+
+static uint64_t hstr(const char *s, uint64_t h)
+{
+	return s ? sd_hash(s, strlen(s), h) : sd_hash("", 1, h);
+}
+
+static uint64_t tkey(const struct sd_tokio_task *t)
+{
+	uint64_t h = hstr(t->state, 0x70c);
+	h = hstr(t->future, h);
+	for (size_t k = 0; k < t->nawaits; k++) {
+		h = hstr(t->awaits[k].function, h);
+		h = sd_hash(&t->awaits[k].line, sizeof(t->awaits[k].line), h);
+	}
+	return h ? h : 1;
+}
+
+struct gent {
+	uint64_t key;
+	size_t first, group;
+};
+
+struct garg {
+	uint64_t key;
+	const struct sd_tokio_rt *rt;
+	size_t idx;
+};
+
+static int gent_eq(const void *e, const void *k)
+{
+	const struct gent *x = e;
+	const struct garg *a = k;
+	return x->key == a->key && same(&a->rt->tasks[x->first], &a->rt->tasks[a->idx]);
+}
+
+static size_t group(const struct sd_tokio_rt *rt, size_t *of, size_t *count)
+{
+	struct hashmap m;
+	hashmap_init(&m, sizeof(struct gent));
+	size_t n = 0;
+	for (size_t i = 0; i < rt->ntasks; i++) {
+		struct garg a = {tkey(&rt->tasks[i]), rt, i};
+		int found;
+		struct gent *e = hashmap_put(&m, a.key, &a, gent_eq, &found);
+		if (!found) {
+			e->key = a.key;
+			e->first = i;
+			e->group = n++;
+			count[e->group] = 0;
+		}
+		of[i] = e->group;
+		count[e->group]++;
+	}
+	hashmap_release(&m);
+	return n;
+}
+
+static void chain(struct strbuf *out, const struct sd_tokio_task *t, const struct sd_render_opts *o)
+{
+	for (size_t k = 0; k < t->nawaits; k++) {
+		const struct sd_tokio_await *a = &t->awaits[k];
+		strbuf_adds(out, a->kind ? "    -> " : "    ");
+		if (a->kind) {
+			strbuf_add_escaped(out, a->kind);
+			strbuf_adds(out, " ");
+		}
+		strbuf_add_escaped(out, a->function ? a->function : "?");
+		if (a->file && !o->no_source) {
+			strbuf_adds(out, " at ");
+			strbuf_add_escaped(out, a->file);
+			strbuf_addf(out, ":%d", a->line);
+		}
+		if (a->detail) {
+			strbuf_adds(out, " (");
+			strbuf_add_escaped(out, a->detail);
+			strbuf_adds(out, ")");
+		}
+		if (a->kind && t->held_by)
+			strbuf_addf(out, " held by task %" PRIu64, t->held_by);
+		strbuf_adds(out, "\n");
+	}
+	for (size_t k = 0; k < t->nholds; k++) {
+		const struct sd_tokio_hold *h = &t->holds[k];
+		strbuf_addf(out, "    - holds (inferred) %s 0x%" PRIx64, h->kind, h->addr);
+		if (h->evidence) {
+			strbuf_adds(out, ": ");
+			strbuf_add_escaped(out, h->evidence);
+		}
+		strbuf_adds(out, "\n");
+	}
+	if (t->note) {
+		strbuf_adds(out, "    -- ");
+		strbuf_add_escaped(out, t->note);
+		strbuf_adds(out, "\n");
+	}
+}
+
+static void task_head(struct strbuf *out, const struct sd_tokio_task *t)
+{
+	strbuf_adds(out, "[");
+	strbuf_add_escaped(out, t->state ? t->state : "?");
+	strbuf_adds(out, "]");
+	if (t->future) {
+		strbuf_adds(out, " ");
+		strbuf_add_escaped(out, t->future);
+	}
+}
+
+#define ID_LIST_MAX 72
+
+/* The level of T's chain a person wrote the .await of: the deepest with a
+ * file outside tokio's own code, else the deepest with a file. */
+static const struct sd_tokio_await *own_level(const struct sd_tokio_task *t)
+{
+	const struct sd_tokio_await *any = NULL;
+	for (size_t k = t->nawaits; k-- > 0;) {
+		const struct sd_tokio_await *a = &t->awaits[k];
+		if (!a->file)
+			continue;
+		if (!a->function || strncmp(a->function, "tokio::", 7))
+			return a;
+		if (!any)
+			any = a;
+	}
+	return any;
+}
+
+static const char *hold_kind(const struct sd_tokio_task *t, uint64_t addr)
+{
+	for (size_t k = 0; k < t->nholds; k++)
+		if (t->holds[k].addr == addr)
+			return t->holds[k].kind;
+	return "lock";
+}
+
+/* "Found 1 deadlock among tasks: task 17 holds tokio::sync::Mutex 0x..
+ * and awaits tokio::sync::Mutex 0x.. at a.rs:40; task 23 ..." */
+static void deadlocks(struct strbuf *out, const struct sd_tokio_rt *rt,
+		      const struct sd_render_opts *o)
+{
+	if (!rt->ncycles)
+		return;
+	strbuf_addf(out, "\n%sFound %zu deadlock%s among tasks:%s\n", o->color ? "\033[1;31m" : "",
+		    rt->ncycles, rt->ncycles == 1 ? "" : "s", o->color ? "\033[0m" : "");
+	size_t at = 0;
+	for (size_t c = 0; c < rt->ncycles; c++) {
+		strbuf_adds(out, " ");
+		for (size_t k = 0; k < rt->cycle_len[c]; k++) {
+			const struct sd_tokio_task *t = &rt->tasks[rt->cycle_tasks[at + k]];
+			const struct sd_tokio_task *h =
+			    &rt->tasks[rt->cycle_tasks[at + (k + 1) % rt->cycle_len[c]]];
+			const struct sd_tokio_await *lv = own_level(t);
+			strbuf_addf(out, "%s task %" PRIu64, k ? ";" : "", t->id);
+			/* What it holds that the one before it in the cycle awaits. */
+			const struct sd_tokio_task *p =
+			    &rt->tasks[rt->cycle_tasks[at + (k + rt->cycle_len[c] - 1) % rt->cycle_len[c]]];
+			if (p->wait_addr)
+				strbuf_addf(out, " holds %s 0x%" PRIx64 " and", hold_kind(t, p->wait_addr),
+					    p->wait_addr);
+			strbuf_addf(out, " awaits %s 0x%" PRIx64, hold_kind(h, t->wait_addr),
+				    t->wait_addr);
+			if (lv && !o->no_source) {
+				strbuf_adds(out, " at ");
+				strbuf_add_escaped(out, lv->file);
+				strbuf_addf(out, ":%d", lv->line);
+			}
+		}
+		strbuf_adds(out, "\n");
+		at += rt->cycle_len[c];
+	}
+}
+
+static void runtime_text(struct strbuf *out, const struct sd_snapshot *s,
+			 const struct sd_tokio_rt *rt, const struct sd_render_opts *o)
+{
+	strbuf_addf(out, "%sPID %d (", o->color ? "\033[1m" : "", (int)s->pid);
+	strbuf_add_escaped(out, s->comm ? s->comm : "?");
+	strbuf_addf(out, ") Tokio runtime 0x%" PRIx64 " (%s), %zu task%s", rt->id,
+		    rt->flavor ? rt->flavor : "?", rt->ntasks, rt->ntasks == 1 ? "" : "s");
+	if (rt->injected >= 0)
+		strbuf_addf(out, ", %lld in its global queue", (long long)rt->injected);
+	if (rt->nworkers) {
+		strbuf_adds(out, ", threads");
+		for (size_t i = 0; i < rt->nworkers; i++)
+			strbuf_addf(out, " %d", (int)rt->workers[i]);
+	}
+	strbuf_addf(out, "%s\n", o->color ? "\033[0m" : "");
+	size_t n = rt->ntasks;
+	size_t *of = sd_xcalloc(n + 1, sizeof(*of)), *count = sd_xcalloc(n + 1, sizeof(*count));
+	size_t ngroups = o->go_group ? group(rt, of, count) : 0;
+	unsigned char *shown = sd_xcalloc(ngroups + 1, 1);
+	for (size_t i = 0; i < n; i++) {
+		const struct sd_tokio_task *t = &rt->tasks[i];
+		size_t c = o->go_group ? count[of[i]] : 1;
+		int merge = o->go_group == 1 ? c > 1 : o->go_group == 2 ? c >= 4 : 0;
+		if (!merge) {
+			strbuf_addf(out, "\ntask %" PRIu64 " ", t->id);
+			task_head(out, t);
+			if (t->worker)
+				strbuf_addf(out, " on thread %d", (int)t->worker);
+			strbuf_adds(out, "\n");
+			chain(out, t, o);
+			continue;
+		}
+		if (shown[of[i]])
+			continue;
+		shown[of[i]] = 1;
+		struct strbuf ids;
+		strbuf_init(&ids);
+		for (size_t k = i; k < n; k++) {
+			if (of[k] != of[i])
+				continue;
+			if (ids.len < ID_LIST_MAX)
+				strbuf_addf(&ids, "%s%" PRIu64, ids.len ? " " : "", rt->tasks[k].id);
+			else if (ids.buf[ids.len - 1] != '.')
+				strbuf_adds(&ids, " ...");
+		}
+		strbuf_addf(out, "\n%zu tasks ", c);
+		task_head(out, t);
+		strbuf_addf(out, ": %s\n", ids.buf);
+		strbuf_release(&ids);
+		chain(out, t, o);
+	}
+	free(shown);
+	free(of);
+	free(count);
+	deadlocks(out, rt, o);
+}
+
+size_t format_tokio_locks_text(struct strbuf *out, const struct sd_snapshot *s,
+			       const struct sd_render_opts *o)
+{
+	size_t cycles = 0;
+	for (size_t i = 0; i < s->ntokio; i++) {
+		const struct sd_tokio_rt *rt = &s->tokio[i];
+		int header = 0;
+		for (size_t k = 0; k < rt->ntasks; k++) {
+			const struct sd_tokio_task *t = &rt->tasks[k];
+			for (size_t h = 0; h < t->nholds; h++) {
+				const struct sd_tokio_hold *hd = &t->holds[h];
+				size_t waiters = 0;
+				for (size_t w = 0; w < rt->ntasks; w++)
+					waiters += rt->tasks[w].wait_addr == hd->addr &&
+						   rt->tasks[w].held_by == t->id;
+				if (!waiters)
+					continue;
+				if (!header++)
+					strbuf_addf(out, "\nTokio runtime 0x%" PRIx64 ": locks among tasks\n",
+						    rt->id);
+				strbuf_addf(out, "\n%s 0x%" PRIx64 ": held (inferred) by task %" PRIu64,
+					    hd->kind, hd->addr, t->id);
+				if (t->future) {
+					strbuf_adds(out, " ");
+					strbuf_add_escaped(out, t->future);
+				}
+				strbuf_adds(out, "\n");
+				if (hd->evidence) {
+					strbuf_adds(out, "  evidence: ");
+					strbuf_add_escaped(out, hd->evidence);
+					strbuf_adds(out, "\n");
+				}
+				strbuf_addf(out, "  awaited by %zu task%s:", waiters, waiters == 1 ? "" : "s");
+				for (size_t w = 0; w < rt->ntasks; w++) {
+					const struct sd_tokio_task *x = &rt->tasks[w];
+					if (x->wait_addr != hd->addr || x->held_by != t->id)
+						continue;
+					const struct sd_tokio_await *lv = own_level(x);
+					strbuf_addf(out, " %" PRIu64, x->id);
+					if (lv && !o->no_source) {
+						strbuf_adds(out, " (");
+						strbuf_add_escaped(out, lv->file);
+						strbuf_addf(out, ":%d)", lv->line);
+					}
+				}
+				strbuf_adds(out, "\n");
+			}
+		}
+		deadlocks(out, rt, o);
+		cycles += rt->ncycles;
+	}
+	return cycles;
+}
+
+uint64_t format_tokio_task_of(const struct sd_snapshot *s, pid_t tid)
+{
+	for (size_t i = 0; i < s->ntokio; i++)
+		for (size_t k = 0; k < s->tokio[i].nworkers; k++)
+			if (s->tokio[i].workers[k] == tid && s->tokio[i].worker_tasks)
+				return s->tokio[i].worker_tasks[k];
+	return 0;
+}
+
+void format_tokio_text(struct strbuf *out, const struct sd_snapshot *s,
+		       const struct sd_render_opts *o)
+{
+	if (!s->tokio_read)
+		return;
+	strbuf_adds(out, "\n");
+	if (!s->ntokio) {
+		strbuf_addf(out, "%sPID %d (", o->color ? "\033[1m" : "", (int)s->pid);
+		strbuf_add_escaped(out, s->comm ? s->comm : "?");
+		strbuf_addf(out, ") Tokio: no tasks shown%s\n", o->color ? "\033[0m" : "");
+	}
+	if (s->tokio_note) {
+		strbuf_adds(out, "  note: ");
+		strbuf_add_escaped(out, s->tokio_note);
+		strbuf_adds(out, "\n");
+	}
+	if (o->verbose)
+		strbuf_addf(out, "  tasks read in %.2f ms\n", (double)s->tokio_us / 1000.0);
+	for (size_t i = 0; i < s->ntokio; i++) {
+		if (i)
+			strbuf_adds(out, "\n");
+		runtime_text(out, s, &s->tokio[i], o);
+	}
+}
+
+void format_tokio_json(struct jsonw *w, const struct sd_snapshot *s)
+{
+	if (!s->tokio_read)
+		return;
+	jsonw_kobject(w, "tokio");
+	jsonw_kstr(w, "note", s->tokio_note);
+	jsonw_object_end(w);
+	jsonw_karray(w, "runtimes");
+	for (size_t i = 0; i < s->ntokio; i++) {
+		const struct sd_tokio_rt *rt = &s->tokio[i];
+		jsonw_object_begin(w);
+		jsonw_ku64(w, "id", rt->id);
+		jsonw_kstr(w, "flavor", rt->flavor);
+		if (rt->injected >= 0)
+			jsonw_kint(w, "injected", rt->injected);
+		else
+			jsonw_knull(w, "injected");
+		jsonw_karray(w, "workers");
+		for (size_t k = 0; k < rt->nworkers; k++)
+			jsonw_int(w, rt->workers[k]);
+		jsonw_array_end(w);
+		/* What each thread polls now (the std-mutex stall: the task of
+		 * each parked worker, and of the holder). */
+		jsonw_karray(w, "polling");
+		for (size_t k = 0; k < rt->nworkers; k++) {
+			if (!rt->worker_tasks || !rt->worker_tasks[k])
+				continue;
+			jsonw_object_begin(w);
+			jsonw_kint(w, "thread", rt->workers[k]);
+			jsonw_ku64(w, "task", rt->worker_tasks[k]);
+			jsonw_object_end(w);
+		}
+		jsonw_array_end(w);
+		jsonw_karray(w, "tasks");
+		for (size_t k = 0; k < rt->ntasks; k++) {
+			const struct sd_tokio_task *t = &rt->tasks[k];
+			jsonw_object_begin(w);
+			jsonw_ku64(w, "id", t->id);
+			jsonw_kstr(w, "state", t->state);
+			if (t->worker)
+				jsonw_kint(w, "worker", t->worker);
+			else
+				jsonw_knull(w, "worker");
+			jsonw_kstr(w, "future", t->future);
+			jsonw_karray(w, "awaits");
+			for (size_t a = 0; a < t->nawaits; a++) {
+				const struct sd_tokio_await *x = &t->awaits[a];
+				jsonw_object_begin(w);
+				jsonw_kstr(w, "function", x->function);
+				jsonw_kstr(w, "file", x->file);
+				if (x->file)
+					jsonw_kint(w, "line", x->line);
+				else
+					jsonw_knull(w, "line");
+				jsonw_kstr(w, "kind", x->kind);
+				jsonw_kstr(w, "detail", x->detail);
+				jsonw_object_end(w);
+			}
+			jsonw_array_end(w);
+			jsonw_karray(w, "holds");
+			for (size_t a = 0; a < t->nholds; a++) {
+				jsonw_object_begin(w);
+				jsonw_kstr(w, "kind", t->holds[a].kind);
+				jsonw_ku64(w, "address", t->holds[a].addr);
+				jsonw_kstr(w, "evidence", t->holds[a].evidence);
+				jsonw_kbool(w, "inferred", 1);
+				jsonw_object_end(w);
+			}
+			jsonw_array_end(w);
+			if (t->held_by)
+				jsonw_ku64(w, "held_by", t->held_by);
+			else
+				jsonw_knull(w, "held_by");
+			jsonw_kstr(w, "note", t->note);
+			jsonw_object_end(w);
+		}
+		jsonw_array_end(w);
+		jsonw_karray(w, "deadlocks");
+		for (size_t c = 0, at = 0; c < rt->ncycles; at += rt->cycle_len[c], c++) {
+			jsonw_array_begin(w);
+			for (size_t k = 0; k < rt->cycle_len[c]; k++)
+				jsonw_u64(w, rt->tasks[rt->cycle_tasks[at + k]].id);
+			jsonw_array_end(w);
+		}
+		jsonw_array_end(w);
+		jsonw_object_end(w);
+	}
+	jsonw_array_end(w);
+}

@@ -1,0 +1,393 @@
+# SPDX-License-Identifier: MIT
+# Tokio tasks, against the fixture's own knowledge: fx-tokio (Tokio 1.24,
+# Debian's librust-tokio-dev) parks each task at an `.await` whose
+# function and line (line!()) it writes to a file, outermost first, with
+# the kind of thing the task waits for. Every task's await chain in the
+# dump must start with those levels, in order, and end at a leaf of that
+# kind; the lock holders inferred among tasks (holder_task keeps the guard
+# mutex_task waits for) and the ABBA between abba_a and abba_b, named as a
+# deadlock. Built against Tokio 1.24 (Debian 12) and 1.43 (Debian 13's, unpacked
+# by .ci/deps). Also: the text form, a task being polled and its worker,
+# grouping, --threads, a stripped copy and one with limited debug info (a
+# note that says what to rebuild with, the threads intact) and a program
+# without Tokio.
+import os
+import re
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import sdtest  # noqa: E402
+from fixture import available, start  # noqa: E402
+from sdtest import contains, eq, ok  # noqa: E402
+
+TASKS = 9
+
+
+def need(name):
+    # CI builds it (.ci/deps installs librust-tokio-dev): a fixture that
+    # was not built is a failure, not a skip.
+    ok(available(name), "%s was not built (cargo and librust-tokio-dev installed?)" % name)
+
+
+def expected(path):
+    """{task: (kind, [(function, line)])} as the fixture wrote it."""
+    with open(path) as f:
+        lines = f.read().split("\n")
+    ok("ready" in lines, lines)
+    out = {}
+    for line in lines:
+        if not line or line == "ready" or line.startswith("spin-tid "):
+            continue
+        parts = line.split()
+        levels = []
+        for p in parts[2:]:
+            fn, _, ln = p.rpartition(":")
+            levels.append(("fx_tokio::" + fn, int(ln)))
+        out[parts[0]] = (parts[1], levels)
+    return out
+
+
+class Tokio:
+    def __init__(self, name="fx-tokio", idle=0, spin=False, mode=None):
+        need(name)
+        self.tmp = tempfile.TemporaryDirectory()
+        self.file = os.path.join(self.tmp.name, "awaits")
+        mode = "spin" if spin else mode
+        self.cm = start(name, self.file, *([idle, mode] if mode else [idle] if idle else []))
+
+    def __enter__(self):
+        self.fx = self.cm.__enter__()
+        return self
+
+    def __exit__(self, *a):
+        self.cm.__exit__(*a)
+        self.tmp.cleanup()
+
+
+def by_future(rt):
+    return {t["future"]: t for t in rt["tasks"] if t["future"]}
+
+
+# The fixture as built against each Tokio: its name and the folder of the
+# crate's sources its DWARF names.
+VERSIONS = (("fx-tokio", "/tokio-1.24"), ("fx-tokio-143", "/tokio-1.43"))
+
+
+def test_every_chain_as_the_fixture_wrote_it():
+    for name, src in VERSIONS:
+        every_chain(name, src)
+
+
+def every_chain(fx_name, src):
+    with Tokio(fx_name) as tk:
+        want = expected(tk.file)
+        r = sdtest.run("--format", "json", tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    eq(r.rc, 0, r.err)
+    doc = r.json()
+    ok(doc["threads"], "the threads are shown too")
+    eq(doc["tokio"]["note"], None)
+    rts = doc["runtimes"]
+    eq(len(rts), 1, rts)
+    rt = rts[0]
+    eq(rt["flavor"], "multi_thread")
+    ok(rt["id"], rt)
+    # Every task parked: nothing waits in the global queue.
+    eq(rt["injected"], 0, rt)
+    tids = {t["tid"] for t in doc["threads"]}
+    ok(rt["workers"] and set(rt["workers"]) <= tids, rt["workers"])
+    eq(len(rt["tasks"]), TASKS, [t["future"] for t in rt["tasks"]])
+    eq(len({t["id"] for t in rt["tasks"]}), TASKS, "task ids are distinct")
+    eq(len(want), TASKS, want)
+    tasks = by_future(rt)
+    for name, (kind, levels) in want.items():
+        fut = levels[0][0]
+        ok(fut in tasks, "no task runs %s: %r" % (fut, sorted(tasks)))
+        t = tasks[fut]
+        eq(t["state"], "idle", (name, t))
+        eq(t["worker"], None, (name, t))
+        eq(t["note"], None, (name, t))
+        aw = t["awaits"]
+        ok(len(aw) > len(levels), (name, aw))
+        for i, (fn, line) in enumerate(levels):
+            eq(aw[i]["function"], fn, (name, i, aw))
+            eq(aw[i]["line"], line, (name, i, aw))
+            ok(aw[i]["file"].endswith("src/main.rs"), (name, aw[i]))
+            eq(aw[i]["kind"], None, (name, i, aw))
+        # Below the fixture's own levels, Tokio's async fns (Mutex::lock,
+        # Receiver::recv ...) with their own lines, then the leaf.
+        for a in aw[len(levels):-1]:
+            ok(a["function"].startswith("tokio::") and a["line"] > 0 and
+               src in a["file"], (name, a))
+        eq(aw[-1]["kind"], kind, (name, aw[-1]))
+        eq(aw[-1]["file"], None, (name, aw[-1]))
+    join = tasks["fx_tokio::join_task"]["awaits"][-1]
+    eq(join["detail"], "task %d" % tasks["fx_tokio::timer_task"]["id"], join)
+    timer = tasks["fx_tokio::timer_task"]["awaits"][-1]
+    ok(timer["function"].startswith("tokio::time::sleep::Sleep"), timer)
+    # A sleep of a day, begun a moment ago.
+    m = re.match(r"deadline in (\d+\.\d+) s$", timer["detail"] or "")
+    ok(m and 80000 < float(m.group(1)) <= 86400, timer)
+    mutex = tasks["fx_tokio::mutex_task"]["awaits"][-1]
+    ok(re.match(r"tokio::sync::Mutex 0x[0-9a-f]+$", mutex["detail"] or ""), mutex)
+    sem = tasks["fx_tokio::sem_task"]["awaits"][-1]
+    ok(re.match(r"tokio::sync::Semaphore 0x[0-9a-f]+$", sem["detail"] or ""), sem)
+    # Lock holders inferred from the state machines: holder_task keeps the
+    # guard of the Mutex mutex_task awaits; abba_a and abba_b each keep
+    # the guard of the Mutex the other awaits: one deadlock.
+    holder, waiter = tasks["fx_tokio::holder_task"], tasks["fx_tokio::mutex_task"]
+    addr = int(mutex["detail"].split()[-1], 16)
+    eq([(h["kind"], h["address"], h["inferred"]) for h in holder["holds"]],
+       [("tokio::sync::Mutex", addr, True)], holder)
+    ok(re.match(r"g in fx_tokio::holder_task at \S*src/main\.rs:%d$" % want["holder"][1][0][1],
+                holder["holds"][0]["evidence"]), holder["holds"])
+    eq(waiter["held_by"], holder["id"], waiter)
+    a, b = tasks["fx_tokio::abba_a"], tasks["fx_tokio::abba_b"]
+    eq(a["held_by"], b["id"])
+    eq(b["held_by"], a["id"])
+    eq(len(a["holds"]), 1, a)
+    eq(len(b["holds"]), 1, b)
+    eq(int(a["awaits"][-1]["detail"].split()[-1], 16), b["holds"][0]["address"])
+    eq(int(b["awaits"][-1]["detail"].split()[-1], 16), a["holds"][0]["address"])
+    eq([sorted(c) for c in rt["deadlocks"]], [sorted([a["id"], b["id"]])])
+    for other in rt["tasks"]:
+        if other["future"] not in ("fx_tokio::holder_task", "fx_tokio::abba_a",
+                                   "fx_tokio::abba_b"):
+            eq(other["holds"], [], other)
+        if other["future"] not in ("fx_tokio::mutex_task", "fx_tokio::abba_a",
+                                   "fx_tokio::abba_b"):
+            eq(other["held_by"], None, other)
+    # The two Notify waits are on two Notify objects.
+    n1 = tasks["fx_tokio::notify_task"]["awaits"][-1]["detail"]
+    n2 = tasks["fx_tokio::holder_task"]["awaits"][-1]["detail"]
+    ok(n1 and n2 and n1 != n2, (n1, n2))
+
+
+def test_text_after_the_threads():
+    for name, _ in VERSIONS:
+        text_after_the_threads(name)
+
+
+def text_after_the_threads(fx_name):
+    with Tokio(fx_name) as tk:
+        want = expected(tk.file)
+        r = sdtest.run(tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    eq(r.rc, 0, r.err)
+    at = r.out.find("Tokio runtime 0x")
+    ok(at > 0, r.out)
+    ok(r.out.find("Thread ") < at, "the threads come first")
+    contains(r.out, "(multi_thread), %d tasks, 0 in its global queue, threads " % TASKS)
+    for name, (kind, levels) in want.items():
+        m = re.search(r"^task (\d+) \[idle\] %s\n((?:    .*\n)+)" % re.escape(levels[0][0]),
+                      r.out, re.M)
+        ok(m, "%s not shown: %s" % (name, r.out[at:]))
+        body = m.group(2).split("\n")
+        for i, (fn, line) in enumerate(levels):
+            ok(re.match(r"    %s at \S*src/main\.rs:%d$" % (re.escape(fn), line), body[i]),
+               (name, body))
+        ok(any(b.startswith("    -> %s " % kind) for b in body), (name, body))
+    ids = {}
+    for fut in ("abba_a", "abba_b", "holder_task", "mutex_task"):
+        ids[fut] = int(re.search(r"^task (\d+) \[idle\] fx_tokio::%s$" % fut, r.out, re.M).group(1))
+    a_line, b_line = want["abba_a"][1][0][1], want["abba_b"][1][0][1]
+    m = re.search(r"^Found 1 deadlock among tasks:\n  (.*)$", r.out, re.M)
+    ok(m, r.out[at:])
+    parts = sorted(m.group(1).split("; "))
+    eq(len(parts), 2, parts)
+    ok(re.match(r"task %d holds tokio::sync::Mutex 0x[0-9a-f]+ and awaits tokio::sync::Mutex "
+                r"0x[0-9a-f]+ at \S*src/main\.rs:%d$" % (ids["abba_a"], a_line), parts[0]), parts)
+    ok(re.match(r"task %d holds tokio::sync::Mutex 0x[0-9a-f]+ and awaits tokio::sync::Mutex "
+                r"0x[0-9a-f]+ at \S*src/main\.rs:%d$" % (ids["abba_b"], b_line), parts[1]), parts)
+    contains(r.out, "held by task %d" % ids["holder_task"])
+    ok(re.search(r"^    - holds \(inferred\) tokio::sync::Mutex 0x[0-9a-f]+: g in "
+                 r"fx_tokio::holder_task at \S*src/main\.rs:\d+$", r.out, re.M), r.out[at:])
+
+
+def test_identical_chains_grouped():
+    idle = 40
+    with Tokio(idle=idle) as tk:
+        g = sdtest.run("--group", tk.fx.pid)
+        n = sdtest.run("--no-group", "--format", "json", tk.fx.pid)
+    eq(g.rc, 0, g.err)
+    eq(n.rc, 0, n.err)
+    rt = n.json()["runtimes"][0]
+    eq(len(rt["tasks"]), TASKS + idle)
+    ids = sorted(t["id"] for t in rt["tasks"] if t["future"] == "fx_tokio::idle_task")
+    eq(len(ids), idle)
+    m = re.search(r"^%d tasks \[idle\] fx_tokio::idle_task: ([\d .]+)\n"
+                  r"    fx_tokio::idle_task at \S*src/main\.rs:\d+\n"
+                  r"    -> notify tokio::sync::notify::Notified" % idle, g.out, re.M)
+    ok(m, g.out[g.out.find("Tokio runtime"):])
+    shown = [int(x) for x in m.group(1).replace("...", "").split()]
+    ok(shown and set(shown) <= set(ids), (shown, ids))
+    # The others differ from each other: one entry each.
+    for fut in ("timer_task", "chan_task", "notify_task", "holder_task", "mutex_task",
+                "sem_task", "join_task", "abba_a", "abba_b"):
+        eq(len(re.findall(r"^task \d+ \[idle\] fx_tokio::%s$" % fut, g.out, re.M)), 1, fut)
+
+
+def test_running_task_and_its_worker():
+    for name, _ in VERSIONS:
+        running_task(name)
+
+
+def running_task(fx_name):
+    with Tokio(fx_name, spin=True) as tk:
+        with open(tk.file) as f:
+            tid = int(re.search(r"^spin-tid (\d+)$", f.read(), re.M).group(1))
+        r = sdtest.run("--format", "json", tk.fx.pid)
+        t = sdtest.run(tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    eq(r.rc, 0, r.err)
+    rt = r.json()["runtimes"][0]
+    eq(len(rt["tasks"]), TASKS + 1)
+    ok(tid in rt["workers"], (tid, rt["workers"]))
+    spin = by_future(rt)["fx_tokio::spin_task"]
+    eq(spin["state"], "running", spin)
+    eq(spin["worker"], tid, spin)
+    eq(spin["awaits"], [], spin)
+    contains(spin["note"] or "", "its worker's stack")
+    # The others stay idle, their chains read.
+    for task in rt["tasks"]:
+        if task is not spin:
+            eq(task["state"], "idle", task)
+            ok(task["awaits"], task)
+    ok(re.search(r"^task %d \[running\] fx_tokio::spin_task on thread %d$" % (spin["id"], tid),
+                 t.out, re.M), t.out[t.out.find("Tokio runtime"):])
+    # The thread view says which task the worker polls, and JSON too.
+    ok(re.search(r"^Thread %d \"tokio-runtime-w\".* \[task %d\]$" % (tid, spin["id"]), t.out,
+                 re.M), t.out)
+    eq([p for p in rt["polling"] if p["thread"] == tid], [{"thread": tid, "task": spin["id"]}])
+    eq(len(re.findall(r"\[task \d+\]$", t.out, re.M)), len(rt["polling"]), rt["polling"])
+
+
+def test_tasks_born_and_gone_while_read():
+    """Short-lived tasks spawned and finished without end on both workers,
+    dumped again and again: the list changes while it is walked. Each dump
+    succeeds, the known tasks are all there with their chains, every task
+    has a state; what could not be read is said, never garbage."""
+    states = set()
+    whole = changed = 0
+    with Tokio(mode="churn") as tk:
+        want = expected(tk.file)
+        for _ in range(15):
+            r = sdtest.run("--format", "json", tk.fx.pid)
+            eq(r.rc, 0, r.err)
+            doc = r.json()
+            rt = doc["runtimes"][0]
+            note = doc["tokio"]["note"]
+            for t in rt["tasks"]:
+                ok(t["state"] in ("idle", "scheduled", "running", "complete", "cancelled"), t)
+                states.add(t["state"])
+                ok(t["awaits"] or t["note"] or t["future"] or t["state"] != "idle", t)
+            if note:
+                # The only excuse: the list kept changing under the walk.
+                contains(note, "changed while it was read")
+                changed += 1
+                continue
+            tasks = by_future(rt)
+            for name, (kind, levels) in want.items():
+                t = tasks.get(levels[0][0])
+                ok(t, "%s missing while others churn: %r" % (name, sorted(tasks)))
+                eq([(a["function"], a["line"]) for a in t["awaits"][:len(levels)]], levels)
+            whole += 1
+        sdtest.assert_running(tk.fx.pid)
+    # Walks mend themselves from the task before a freed one: giving up is
+    # the exception.
+    ok(whole >= 12, "only %d of 15 dumps read the whole list (%d said it changed)" %
+       (whole, changed))
+    print("churn: %d whole, %d said the list changed; states seen %s" %
+          (whole, changed, sorted(states)))
+
+
+def test_locks_names_holders_and_the_async_deadlock():
+    with Tokio() as tk:
+        want = expected(tk.file)
+        j = sdtest.run("--format", "json", tk.fx.pid)
+        r = sdtest.run("locks", tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    # 3: a deadlock was found (among tasks: the threads are all idle).
+    eq(r.rc, 3, r.err)
+    tasks = by_future(j.json()["runtimes"][0])
+    at = r.out.find(": locks among tasks")
+    ok(at > 0, r.out)
+    for holder, var, waiter, wait_line in (
+            ("holder_task", "g", "mutex_task", want["mutex"][1][-1][1]),
+            ("abba_a", "g1", "abba_b", want["abba_b"][1][0][1]),
+            ("abba_b", "g2", "abba_a", want["abba_a"][1][0][1])):
+        h, w = tasks["fx_tokio::" + holder], tasks["fx_tokio::" + waiter]
+        addr = h["holds"][0]["address"]
+        ok(re.search(r"^tokio::sync::Mutex 0x%x: held \(inferred\) by task %d fx_tokio::%s\n"
+                     r"  evidence: %s in fx_tokio::%s at \S*src/main\.rs:\d+\n"
+                     r"  awaited by 1 task: %d \(\S*src/main\.rs:%d\)$" %
+                     (addr, h["id"], holder, var, holder, w["id"], wait_line), r.out, re.M),
+           (holder, r.out[at:]))
+    contains(r.out[at:], "Found 1 deadlock among tasks:")
+    # Nothing of the kind for a program without Tokio.
+    with start("fx-idle") as fx:
+        plain = sdtest.run("locks", fx.pid)
+    eq(plain.rc, 0, plain.err)
+    ok("Tokio" not in plain.out and "among tasks" not in plain.out, plain.out)
+
+
+def test_threads_only():
+    with Tokio() as tk:
+        j = sdtest.run("--threads", "--format", "json", tk.fx.pid)
+        t = sdtest.run("--threads", tk.fx.pid)
+    eq(j.rc, 0, j.err)
+    doc = j.json()
+    ok("runtimes" not in doc and "tokio" not in doc, list(doc))
+    ok(doc["threads"], doc)
+    ok("Tokio" not in t.out, t.out)
+    contains(t.out, "Thread ")
+
+
+def test_stripped_binary_says_what_to_rebuild_with():
+    with Tokio("fx-tokio-stripped") as tk:
+        r = sdtest.run("--format", "json", tk.fx.pid)
+        t = sdtest.run(tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    eq(r.rc, 0, r.err)
+    doc = r.json()
+    note = doc["tokio"]["note"]
+    ok(note and "no DWARF" in note and "debug = 2" in note, note)
+    eq(doc["runtimes"], [])
+    ok(len(doc["threads"]) >= 3, "every thread is still shown")
+    eq(t.rc, 0, t.err)
+    contains(t.out, "note: tasks not shown")
+    contains(t.out, "Thread ")
+
+
+def test_limited_debug_info_says_what_to_rebuild_with():
+    with Tokio("fx-tokio-limited") as tk:
+        r = sdtest.run("--format", "json", tk.fx.pid)
+        t = sdtest.run(tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    eq(r.rc, 0, r.err)
+    doc = r.json()
+    note = doc["tokio"]["note"]
+    ok(note and "no DWARF type tokio::runtime::task::core::Header" in note and
+       "limited debug info" in note and "debug = 2" in note, note)
+    eq(doc["runtimes"], [])
+    ok(len(doc["threads"]) >= 3, "every thread is still shown")
+    # The threads' frames are still symbolized from the line tables.
+    fns = [f["function"] for th in doc["threads"] for f in th["frames"] if f["function"]]
+    ok(any("tokio::runtime" in f for f in fns), fns)
+    eq(t.rc, 0, t.err)
+    contains(t.out, "note: tasks not shown")
+
+
+def test_other_programs_have_no_tasks():
+    with start("fx-idle") as fx:
+        r = sdtest.run("--format", "json", fx.pid)
+        t = sdtest.run(fx.pid)
+    eq(r.rc, 0, r.err)
+    doc = r.json()
+    ok("runtimes" not in doc and "tokio" not in doc, list(doc))
+    ok("Tokio" not in t.out, t.out)
+
+
+if __name__ == "__main__":
+    sdtest.main(globals())
