@@ -273,6 +273,11 @@ static void put_snapshot(struct jsonw *w, const struct sd_snapshot *s,
 	}
 	jsonw_array_end(w);
 	put_locks(w, s);
+	/* The findings the dump gives (derived, as "locks" is: a loader
+	 * finds them again from the threads). */
+	struct sd_lockgraph *g = locks_graph(s);
+	format_json_findings(w, s, g);
+	locks_graph_free(g);
 
 	jsonw_karray(w, "threads");
 	for (size_t i = 0; i < s->nthreads; i++)

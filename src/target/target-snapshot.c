@@ -577,6 +577,21 @@ static int core_capture_stage(struct snapctx *cx, struct sd_error *err)
 	return 0;
 }
 
+/* Is NAME a function of Rust's standard library or its panic runtime
+ * (std, core, alloc, panic_abort, panic_unwind, the __rust entry points)? */
+static int rust_runtime_frame(const char *name)
+{
+	static const char *const pre[] = {"std::", "core::", "alloc::", "panic_abort::",
+					  "panic_unwind::", "__rust", "rust_begin_unwind",
+					  "<std::", "<core::", "<alloc::"};
+	if (!name)
+		return 0;
+	for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
+		if (!strncmp(name, pre[i], strlen(pre[i])))
+			return 1;
+	return 0;
+}
+
 /* The crash a core records (the first thread with a core-dumping signal
  * in its NT_SIGINFO, else in its NT_PRSTATUS), its thread moved first and
  * a line naming it from the first frame outside the C library's raise
@@ -618,14 +633,36 @@ static void core_crash_stage(struct sd_target *t, struct sd_snapshot *s)
 		strbuf_addf(&sb, " at 0x%llx", (unsigned long long)cr->addr);
 	if (at < s->nthreads) {
 		struct sd_thread *th = &s->threads[at];
-		const struct sd_frame *f = NULL;
+		/* The first frame past the signal's and, for an abort, past
+		 * libc's raise and abort; for an abort from a Rust panic, past
+		 * std's and core's panic machinery too, to where the program
+		 * panicked. */
+		const struct sd_frame *f = NULL, *panic = NULL, *first = NULL;
 		for (size_t k = 0; k < th->nframes && !f; k++) {
 			const struct sd_frame *g = &th->frames[k];
 			int libc = g->module && (!strncmp(g->module, "libc.so", 7) ||
 						 !strncmp(g->module, "libc-", 5));
-			if (!(g->flags & SD_FRAME_SIGNAL) && !(libc && !fault))
+			if (g->flags & SD_FRAME_SIGNAL)
+				continue;
+			if (fault) {
 				f = g;
+				break;
+			}
+			if (libc)
+				continue;
+			if (!first)
+				first = g;
+			if (rust_runtime_frame(g->function)) {
+				if (strstr(g->function, "panicking::"))
+					panic = g;
+				continue;
+			}
+			f = g;
 		}
+		if (!panic && !fault)
+			f = first;
+		if (panic)
+			strbuf_adds(&sb, ", a Rust panic,");
 		if (f && f->function)
 			strbuf_addf(&sb, " in %s", f->function);
 		else if (f && f->module)
@@ -634,6 +671,8 @@ static void core_crash_stage(struct sd_target *t, struct sd_snapshot *s)
 			const char *b = strrchr(f->file, '/');
 			strbuf_addf(&sb, " at %s:%d", b ? b + 1 : f->file, f->line);
 		}
+		if (panic)
+			strbuf_addf(&sb, " (through %s)", panic->function);
 		strbuf_addf(&sb, ", thread %d", (int)th->tid);
 		if (th->name && *th->name)
 			strbuf_addf(&sb, " \"%s\"", th->name);

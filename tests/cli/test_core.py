@@ -266,6 +266,29 @@ def test_abort_names_the_caller():
     ok("check_header" in fns and "handle_request" in fns, fns)
 
 
+def test_rust_panic_names_where_it_panicked():
+    # fx-rustpanic (panic=abort): the panic ends in abort(3). The crash
+    # line names the program's frame that panicked, past libc's abort and
+    # std's and core's panic machinery, and says it was a panic.
+    core = os.path.join(TMP, "rustpanic.core")
+    p = subprocess.run(["gdb", "-batch", "-nx", "-ex", "run", "-ex", "gcore " + core,
+                        "-ex", "kill", "--args", path_of("fx-rustpanic")],
+                       input="go\n", capture_output=True, text=True, timeout=300)
+    ok(os.path.exists(core), "gdb wrote no core: %s %s" % (p.stdout[-1000:], p.stderr[-1000:]))
+    doc = compare_core(path_of("fx-rustpanic"), core, {"fx-rustpanic.rs"}, 3)
+    cr = doc["crash"]
+    eq(cr["signal"], 6, cr)
+    eq(doc["threads"][0]["tid"], cr["tid"])
+    src = open(os.path.join(os.path.dirname(__file__), "..", "fixtures", "fx-rustpanic.rs")).read()
+    line = [i + 1 for i, l in enumerate(src.splitlines()) if "// PANIC" in l][0]
+    contains(cr["text"], "SIGABRT (SI_TKILL), a Rust panic, in fx_rustpanic::parse_header at "
+             "fx-rustpanic.rs:%d (through core::panicking::panic_fmt" % line)
+    contains(cr["text"], ", thread %d" % cr["tid"])
+    # The text dump leads with it too.
+    r = sdtest.run("core", core)
+    contains(r.out.splitlines()[0] + r.out, "a Rust panic, in fx_rustpanic::parse_header")
+
+
 def test_kernel_core():
     # The kernel's own core (all of the process's private memory, its
     # NT_SIGINFO, NT_FILE and the modules' first pages), read as gdb reads it.

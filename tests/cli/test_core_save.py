@@ -82,11 +82,12 @@ def same_as_gdb(exe, core, live, sources, min_frames):
                                                                   len(theirs), matched))
 
 
-def read_back(core, live):
+def read_back(core, live, rc=0):
     """stackdump core FILE gives LIVE's frames (pc, function, file:line),
-    thread names and lock view. Returns that dump."""
+    thread names and lock view, with exit status RC (3: a deadlock).
+    Returns that dump."""
     r = sdtest.run("core", "-f", "json", core)
-    eq(r.rc, 0, r)
+    eq(r.rc, rc, r)
     doc = r.json()
     eq(doc["core"]["file"], core)
     eq(doc["core"]["notes"], [], "every module matched by build-id")
@@ -152,7 +153,7 @@ def test_deadlock_read_back():
         core, _, _ = save_core(fx, "deadlock.core")
     eq(live_locks.rc, 3, live_locks)
     same_as_gdb(path_of("fx-deadlock"), core, live, C_SOURCES, 4)
-    read_back(core, live)
+    read_back(core, live, rc=3)
     r = sdtest.run("locks", "-f", "json", core)
     eq(r.rc, 3, r)
     cyc = lambda d: sorted(sorted((e["tid"], e["address"], e["owner"]) for e in c)
