@@ -3,15 +3,17 @@
 // compressed ones): the same stacks, locks and findings as a live dump,
 // the crash first. `stackdump ./core` and `stackdump locks ./core` read
 // cores too (CMD_TARGET_CORE); this command adds --sysroot.
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "format.h"
 #include "locks.h"
 #include "terminal.h"
 #include "cmd.h"
 
-enum { CORE_FORMAT = SNAP_OPT__COUNT, CORE_GROUP, CORE_SYSROOT };
+enum { CORE_FORMAT = SNAP_OPT__COUNT, CORE_GROUP, CORE_SYSROOT, CORE_THREADS };
 
 static const struct cmd_option core_options[] = {
 	CMD_SNAPSHOT_OPTIONS,
@@ -22,6 +24,8 @@ static const struct cmd_option core_options[] = {
 				    "look for the core's files under DIR first (a copy of the "
 				    "crashed host's)",
 				    CMPL_DIR),
+	[CORE_THREADS] = OPT_FLAG("threads", 0,
+				  "a Go or Tokio program: only its threads, not its goroutines or tasks"),
 	{0},
 };
 
@@ -33,6 +37,8 @@ static int core_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	pid_t *tids;
 	if (cmd_snap_opts(ctx, &o, &tids) < 0)
 		return EXIT_USAGE;
+	/* A Go or Tokio program's goroutines and tasks, from the core's memory. */
+	o.goroutines = !cmd_has(ctx, CORE_THREADS);
 	struct sd_target *t = ctx->target.t;
 	struct sd_error err = {0};
 	struct sd_snapshot *s = target_snapshot(t, &o, &err);
@@ -52,6 +58,7 @@ static int core_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		ro.no_source = cmd_has(ctx, SNAP_OPT_NO_SOURCE);
 		ro.color = ctx->color;
 		ro.group = cmd_has(ctx, CORE_GROUP);
+		ro.go_group = ro.group ? 1 : isatty(fileno(ctx->out)) ? 2 : 0;
 		ro.width = terminal_width(ctx->out);
 		struct strbuf sb;
 		strbuf_init(&sb);

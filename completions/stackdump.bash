@@ -84,7 +84,7 @@ _stackdump()
 			return ;;
 		esac
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --format --group --sysroot --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--tid --name --per-thread --max-frames --no-inline --no-source --stack-bytes --stack-total --timeout --format --group --sysroot --threads --help" -- "$cur"))
 		else
 			compopt -o filenames 2>/dev/null
 			COMPREPLY=($(compgen -f -- "$cur"))

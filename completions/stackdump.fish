@@ -82,6 +82,7 @@ complete -c stackdump -n '__fish_seen_subcommand_from core' -l timeout -x -d 'ho
 complete -c stackdump -n '__fish_seen_subcommand_from core' -s f -l format -x -a 'text json' -d 'output format: text or json'
 complete -c stackdump -n '__fish_seen_subcommand_from core' -s g -l group -d 'merge threads with identical stacks (a count, names, TIDs)'
 complete -c stackdump -n '__fish_seen_subcommand_from core' -l sysroot -r -F -d 'look for the core\'s files under DIR first (a copy of the crashed host\'s)'
+complete -c stackdump -n '__fish_seen_subcommand_from core' -l threads -d 'a Go or Tokio program: only its threads, not its goroutines or tasks'
 complete -c stackdump -n '__fish_seen_subcommand_from core' -s h -l help -d 'show how to use the command'
 complete -c stackdump -n '__fish_seen_subcommand_from core' -F
 complete -c stackdump -n '__fish_seen_subcommand_from diff' -s f -l format -x -a 'text svg folded json' -d 'text, svg, folded or json (default text)'

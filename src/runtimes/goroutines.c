@@ -580,7 +580,7 @@ void goroutines_read(struct sd_goruntime **rtp, struct sd_space *sp, struct sd_u
 		return;
 	}
 	struct goread r = {.rt = rt, .sp = sp, .u = u, .sym = sym, .s = s, .o = o};
-	rtmem_pid_init(&r.mem, sp->pid, &sp->maps);
+	rtmem_space_init(&r.mem, sp);
 	struct sd_error err = {0};
 	if (rt->version_va) {
 		char *v = NULL;

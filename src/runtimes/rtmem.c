@@ -4,6 +4,8 @@
 // strings, slices) its DWARF types describe.
 #include "rtmem.h"
 
+#include "space.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,15 @@ void rtmem_pid_init(struct rtmem *m, pid_t pid, const struct sd_maps *maps)
 	m->arg = m;
 	m->pid = pid;
 	m->maps = maps;
+}
+
+void rtmem_space_init(struct rtmem *m, const struct sd_space *sp)
+{
+	rtmem_pid_init(m, sp->pid, &sp->maps);
+	if (sp->read_mem) { /* a core file: its load segments */
+		m->read = sp->read_mem;
+		m->arg = sp->read_arg;
+	}
 }
 
 void rtmem_buf_init(struct rtmem *m, uint64_t base, const void *copy, size_t len)

@@ -34,6 +34,10 @@ struct rtmem {
 
 /* Read the live process PID (checked against MAPS, which may be NULL). */
 void rtmem_pid_init(struct rtmem *m, pid_t pid, const struct sd_maps *maps);
+struct sd_space;
+/* Read the memory of SP: its core file's when it is one, else the live
+ * process's (checked against SP's maps). */
+void rtmem_space_init(struct rtmem *m, const struct sd_space *sp);
 /* Read LEN bytes copied from address BASE (not owned). */
 void rtmem_buf_init(struct rtmem *m, uint64_t base, const void *copy, size_t len);
 

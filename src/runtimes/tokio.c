@@ -457,7 +457,8 @@ static size_t read_contexts(struct tkread *r, struct rtent *rts, size_t max)
 				tp = gl[k].tp;
 		if (!tp && th->have_regs && !th->regs_partial)
 			tp = th->regs.fs_base;
-		if (!tp && !ngl && (named || th->tid == r->s->pid))
+		/* A core's threads have their registers; its pid is no process's. */
+		if (!tp && !ngl && !r->sp->read_mem && (named || th->tid == r->s->pid))
 			tp = thread_pointer(th, &stops);
 		if (!tp || dwt_tls_address(rt->d, context_names[0], tp, &addr, NULL, NULL) < 0) {
 			/* the name the layout was learnt by */
@@ -914,7 +915,7 @@ void tokio_read(struct sd_tokioruntime **rtp, struct sd_space *sp, struct sd_sna
 		return;
 	}
 	struct tkread r = {.rt = rt, .sp = sp, .s = s};
-	rtmem_pid_init(&r.mem, sp->pid, &sp->maps);
+	rtmem_space_init(&r.mem, sp);
 	struct rtent rts[TK_MAX_RUNTIMES];
 	size_t n = read_contexts(&r, rts, TK_MAX_RUNTIMES);
 	if (!n) {

@@ -592,6 +592,22 @@ static int rust_runtime_frame(const char *name)
 	return 0;
 }
 
+/* What the runtimes schedule, beside the threads: a Go program's
+ * goroutines, a Tokio program's tasks; read from the process's memory,
+ * or a core's. */
+static void runtimes_stage(struct sd_target *t, const struct sd_snap_opts *o,
+			   struct sd_snapshot *s)
+{
+	if (o->no_symbols)
+		return;
+	if (o->goroutines) {
+		struct go_read_opts go = {o->max_frames, o->max_stack, o->no_inline, o->no_source};
+		goroutines_read(&t->goruntime, &t->space, t->unw, t->sym, s, &go);
+	}
+	if (o->goroutines || o->tokio)
+		tokio_read(&t->tokioruntime, &t->space, s);
+}
+
 /* The crash a core records (the first thread with a core-dumping signal
  * in its NT_SIGINFO, else in its NT_PRSTATUS), its thread moved first and
  * a line naming it from the first frame outside the C library's raise
@@ -726,6 +742,7 @@ static struct sd_snapshot *core_snapshot(struct sd_target *t, const struct sd_sn
 	symbolize_stage(&cx);
 	s->symbolize_us = (sd_now_ns() - t2) / 1000;
 	analyze_stage(&cx);
+	runtimes_stage(t, o, s);
 	finish_stage(&cx);
 	core_crash_stage(t, s);
 	t->plans = cx.p;
@@ -797,15 +814,7 @@ struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_op
 	symbolize_stage(&cx);
 	s->symbolize_us = (sd_now_ns() - t2) / 1000;
 	analyze_stage(&cx);
-	if (o->goroutines && !o->no_symbols) {
-		/* A Go program: its goroutines, beside the threads. */
-		struct go_read_opts go = {o->max_frames, o->max_stack, o->no_inline, o->no_source};
-		goroutines_read(&t->goruntime, &t->space, t->unw, t->sym, s, &go);
-	}
-	if ((o->goroutines || o->tokio) && !o->no_symbols) {
-		/* A Tokio program: its runtimes' tasks, after the threads. */
-		tokio_read(&t->tokioruntime, &t->space, s);
-	}
+	runtimes_stage(t, o, s);
 	finish_stage(&cx);
 	if (cx.taskdir >= 0)
 		close(cx.taskdir);

@@ -491,6 +491,36 @@ static const char *core_exe(const struct sd_core *c)
 	return c->nfiles ? c->files[0].path : NULL;
 }
 
+/* Memory of a core's process: what the core holds, else, for read-only
+ * data a core leaves out (gcore dumps what is writable: the strings and
+ * tables of .rodata are not there), the bytes of the module file mapped
+ * there, as gdb reads them. Writable segments are never taken from the
+ * file: their content then was the process's, not the file's. */
+static ssize_t core_space_read(void *arg, uint64_t addr, void *buf, size_t len)
+{
+	struct sd_target *t = arg;
+	size_t got = core_read(t->core, addr, buf, len);
+	while (got < len) {
+		uint64_t a = addr + got;
+		struct sd_tmod *m = space_module_at(&t->space, a);
+		if (!m || !m->elf)
+			break;
+		const struct sd_load *l = elfcache_load_at(m->elf, a - m->bias);
+		if (!l || (l->flags & PF_W))
+			break;
+		uint64_t end = l->vaddr + l->filesz, at = a - m->bias;
+		size_t n = len - got;
+		if (at >= end)
+			break;
+		if (n > end - at)
+			n = (size_t)(end - at);
+		if (elfcache_read(m->elf, at, (uint8_t *)buf + got, n) < 0)
+			break;
+		got += n;
+	}
+	return (ssize_t)got;
+}
+
 struct sd_target *target_open_core(const char *path, const char *sysroot, struct sd_error *err)
 {
 	struct sd_core *c = core_open(path, err);
@@ -500,8 +530,8 @@ struct sd_target *target_open_core(const char *path, const char *sysroot, struct
 	t->core = c;
 	t->pid = c->pid;
 	t->space.pid = 0; /* no /proc look-up may reach a host process */
-	t->space.read_mem = core_read_cb;
-	t->space.read_arg = c;
+	t->space.read_mem = core_space_read;
+	t->space.read_arg = t;
 	t->sysroot = sysroot && *sysroot ? sd_xstrdup(sysroot) : NULL;
 	t->info.pid = c->pid;
 	snprintf(t->info.comm, sizeof(t->info.comm), "%s", c->comm);

@@ -380,5 +380,60 @@ def test_other_programs_have_no_goroutines():
     ok(not re.search(r"^goroutine |\[goroutine ", t.out, re.M), t.out)
 
 
+def core_of(fx):
+    """A core of FX by gdb's gcore (the process runs on)."""
+    d = tempfile.mkdtemp(prefix="sd-gocore-")
+    path = os.path.join(d, "go")
+    p = subprocess.run(["gcore", "-o", path, str(fx.pid)], capture_output=True, text=True,
+                       timeout=300)
+    core = "%s.%d" % (path, fx.pid)
+    ok(os.path.exists(core), "gcore wrote no core: %s" % p.stderr[-2000:])
+    sdtest.assert_running(fx.pid)
+    return core, d
+
+
+def goroutines_from_core(name):
+    # The same typed reader over the core's memory: every goroutine of the
+    # live dump taken just before, with its status and frames (those that
+    # run on may have moved: only their set is compared).
+    need(name)
+    with start(name, POOL, stdin=True) as fx:
+        live = sdtest.run("--format", "json", fx.pid)
+        eq(live.rc, 0, live.err)
+        core, d = core_of(fx)
+    try:
+        r = sdtest.run("core", "--format", "json", core)
+        eq(r.rc, 0, r.err)
+        doc = r.json()
+        eq(doc["go"]["note"], None, doc["go"])
+        eq(doc["go"]["version"], live.json()["go"]["version"])
+        ours = {g["id"]: g for g in doc["goroutines"]}
+        want = {g["id"]: g for g in live.json()["goroutines"]}
+        eq(sorted(ours), sorted(want), "goroutine ids")
+        same = 0
+        for gid, w in want.items():
+            if w["status"] in ("running", "runnable", "syscall"):
+                continue
+            g = ours[gid]
+            eq((g["status"], g["wait_reason"]), (w["status"], w["wait_reason"]), gid)
+            eq([(f["function"], f["line"]) for f in g["frames"]],
+               [(f["function"], f["line"]) for f in w["frames"]], gid)
+            same += 1
+        ok(same >= POOL, "only %d parked goroutines compared" % same)
+        # --threads: the thread view only.
+        r = sdtest.run("core", "--threads", "--format", "json", core)
+        eq(r.rc, 0, r.err)
+        ok(not r.json().get("goroutines"), "goroutines with --threads")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_goroutines_from_a_core():
+    goroutines_from_core("fx-goroutines")
+
+
+def test_goroutines_from_a_core_go124():
+    goroutines_from_core("fx-goroutines-go124")
+
 if __name__ == "__main__":
     sdtest.main(globals())
