@@ -5,6 +5,7 @@
 #include "core.h"
 #include "saferead.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,39 @@ static struct sd_elf *open_image(const char *sysroot, const char *path, const ch
 	return elfcache_open_fd(fd, name, err);
 }
 
+/* The executable or library with build-id WANT (hex) from debuginfod,
+ * when asked for (STACKDUMP_DEBUGINFOD=1 and DEBUGINFOD_URLS set, as for
+ * debug info): the path of the copy in its client's cache, or NULL.
+ * libdebuginfod (elfutils' client, which libdw itself loads) is loaded
+ * only then. */
+static char *debuginfod_executable(const char *want)
+{
+	const char *ask = getenv("STACKDUMP_DEBUGINFOD"), *urls = getenv("DEBUGINFOD_URLS");
+	if (!ask || strcmp(ask, "1") || !urls || !*urls)
+		return NULL;
+	void *lib = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		return NULL;
+	void *(*begin)(void) = (void *(*)(void))dlsym(lib, "debuginfod_begin");
+	int (*find)(void *, const unsigned char *, int, char **) =
+	    (int (*)(void *, const unsigned char *, int, char **))dlsym(lib,
+								       "debuginfod_find_executable");
+	void (*end)(void *) = (void (*)(void *))dlsym(lib, "debuginfod_end");
+	char *path = NULL;
+	void *client = begin && find && end ? begin() : NULL;
+	if (client) {
+		/* A build-id given as text: length 0. */
+		int fd = find(client, (const unsigned char *)want, 0, &path);
+		if (fd >= 0)
+			close(fd);
+		else
+			path = NULL;
+		end(client);
+	}
+	dlclose(lib);
+	return path;
+}
+
 struct sd_elf *core_open_module(const struct sd_core *c, const char *sysroot, const char *path,
 				uint64_t start, char **why)
 {
@@ -43,8 +77,8 @@ struct sd_elf *core_open_module(const struct sd_core *c, const char *sysroot, co
 	/* The candidates, in order: the crashed host's copy, this host's
 	 * file at the same path, the file by build-id in the debug tree
 	 * (Fedora links the binary there; Debian only the .debug). */
-	char cand[3][4096];
-	const char *root[3] = {NULL, NULL, NULL}, *rel[3];
+	char cand[4][4096];
+	const char *root[4] = {NULL, NULL, NULL, NULL}, *rel[4];
 	int n = 0;
 	if (sysroot && *sysroot) {
 		snprintf(cand[n], sizeof(cand[0]), "%s%s", sysroot, path);
@@ -59,6 +93,7 @@ struct sd_elf *core_open_module(const struct sd_core *c, const char *sysroot, co
 		rel[n] = cand[n];
 		n++;
 	}
+	int asked = 0; /* debuginfod was asked (below) */
 	struct strbuf tried;
 	strbuf_init(&tried);
 	for (int i = 0; i < n; i++) {
@@ -86,6 +121,26 @@ struct sd_elf *core_open_module(const struct sd_core *c, const char *sysroot, co
 			    e->build_id[0] ? " (" : "", e->build_id, e->build_id[0] ? "...)" : " (none)");
 		elfcache_put(e);
 	}
+	/* Nothing here matched: debuginfod, when asked for. */
+	char *got = have_id ? debuginfod_executable(want) : NULL;
+	if (got) {
+		asked = 1;
+		struct sd_error err = {0};
+		struct sd_elf *e = open_image(NULL, got, got, &err);
+		if (e && !strcmp(e->build_id, want)) {
+			free(got);
+			strbuf_release(&tried);
+			return e;
+		}
+		if (e)
+			elfcache_put(e);
+		strbuf_addf(&tried, "%sdebuginfod's copy %s does not match", tried.len ? "; " : "",
+			    got);
+		free(got);
+	} else if (have_id) {
+		const char *ask = getenv("STACKDUMP_DEBUGINFOD"), *urls = getenv("DEBUGINFOD_URLS");
+		asked = ask && !strcmp(ask, "1") && urls && *urls;
+	}
 	struct strbuf sb;
 	strbuf_init(&sb);
 	if (!have_id)
@@ -94,8 +149,9 @@ struct sd_elf *core_open_module(const struct sd_core *c, const char *sysroot, co
 		strbuf_addf(&sb, "module %s: build-id %.12s... %s, not symbolized", base, want,
 			    tried.buf);
 	else
-		strbuf_addf(&sb, "module %s: build-id %.12s... not found (%s, the debug tree%s), not "
-			    "symbolized", base, want, path, sysroot ? ", the sysroot" : "");
+		strbuf_addf(&sb, "module %s: build-id %.12s... not found (%s, the debug tree%s%s), "
+			    "not symbolized", base, want, path, sysroot ? ", the sysroot" : "",
+			    asked ? ", debuginfod" : "");
 	strbuf_release(&tried);
 	*why = strbuf_detach(&sb);
 	return NULL;

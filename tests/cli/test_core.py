@@ -18,6 +18,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import sdtest  # noqa: E402
@@ -381,6 +382,63 @@ def test_module_mismatch_not_symbolized():
     eq(r.rc, 0, r)
     eq(r.json()["core"]["notes"], [])
     eq(r.json()["threads"][0]["frames"][0]["function"], "parse_header")
+
+
+def free_port():
+    import socket
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]
+
+
+def test_debuginfod_when_asked():
+    # The executable gone from this host since the crash: found by its
+    # build-id through debuginfod (a server of our own on loopback, serving
+    # a folder holding it) only when asked (STACKDUMP_DEBUGINFOD=1), and
+    # kept because its build-id is the core's.
+    d = tempfile.mkdtemp(dir=TMP)
+    exe = os.path.join(d, "fx-crash")
+    shutil.copy(path_of("fx-crash"), exe)
+    core = os.path.join(d, "gone.core")
+    subprocess.run(["gdb", "-batch", "-nx", "-ex", "run", "-ex", "gcore " + core, "-ex", "kill",
+                    "--args", exe, "segv"], input="go\n", capture_output=True, text=True,
+                   timeout=300)
+    ok(os.path.exists(core))
+    served = os.path.join(d, "served")
+    os.makedirs(served)
+    shutil.move(exe, os.path.join(served, "fx-crash"))
+    # Not asked: named as not found, never symbolized.
+    doc = ours(core)
+    ok(any(n.startswith("module fx-crash: build-id ") and "not found" in n
+           for n in doc["core"]["notes"]), doc["core"]["notes"])
+    eq(doc["threads"][0]["frames"][0]["function"], None)
+    port = free_port()
+    srv = subprocess.Popen(["debuginfod", "-F", served, "-p", str(port), "-d",
+                            os.path.join(d, "db.sqlite"), "-t", "0", "-g", "0"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        env = {"STACKDUMP_DEBUGINFOD": "1", "DEBUGINFOD_URLS": "http://127.0.0.1:%d" % port,
+               "DEBUGINFOD_CACHE_PATH": os.path.join(d, "cache"), "DEBUGINFOD_TIMEOUT": "30"}
+        # The server scans its folder once it starts: asked until it
+        # answers (bounded by the number of tries, not by a clock).
+        for i in range(600):
+            # A cache of its own at each try: the client remembers a miss.
+            env["DEBUGINFOD_CACHE_PATH"] = os.path.join(d, "cache%d" % i)
+            r = sdtest.run("core", "-f", "json", core, env=env)
+            if r.rc == 0 and not r.json()["core"]["notes"]:
+                break
+            time.sleep(0.1)
+        eq(r.rc, 0, r.err)
+        eq(r.json()["core"]["notes"], [], "fx-crash not had from debuginfod")
+        eq(r.json()["threads"][0]["frames"][0]["function"], "parse_header")
+        # Asked with any other value: not contacted.
+        env["STACKDUMP_DEBUGINFOD"] = "yes"
+        env["DEBUGINFOD_CACHE_PATH"] = os.path.join(d, "cache2")
+        r = sdtest.run("core", "-f", "json", core, env=env)
+        ok(r.json()["core"]["notes"], "debuginfod contacted without STACKDUMP_DEBUGINFOD=1")
+    finally:
+        srv.kill()
+        srv.wait()
 
 
 def test_shell_load_core():
