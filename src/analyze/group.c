@@ -267,3 +267,45 @@ void group_tids(struct strbuf *out, const struct sd_snapshot *s, const struct sd
 	}
 	free(t);
 }
+
+struct item_ent {
+	uint64_t key;
+	size_t first, group;
+};
+
+struct item_arg {
+	uint64_t key;
+	size_t idx;
+	const void *arg;
+	int (*same)(const void *arg, size_t i, size_t j);
+};
+
+static int item_eq(const void *e, const void *k)
+{
+	const struct item_ent *x = e;
+	const struct item_arg *a = k;
+	return x->key == a->key && a->same(a->arg, x->first, a->idx);
+}
+
+size_t group_items(size_t n, const void *arg, uint64_t (*key)(const void *arg, size_t i),
+		   int (*same)(const void *arg, size_t i, size_t j), size_t *of, size_t *count)
+{
+	struct hashmap m;
+	hashmap_init(&m, sizeof(struct item_ent));
+	size_t ng = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct item_arg a = {key(arg, i), i, arg, same};
+		int found;
+		struct item_ent *e = hashmap_put(&m, a.key, &a, item_eq, &found);
+		if (!found) {
+			e->key = a.key;
+			e->first = i;
+			e->group = ng++;
+			count[e->group] = 0;
+		}
+		of[i] = e->group;
+		count[e->group]++;
+	}
+	hashmap_release(&m);
+	return ng;
+}

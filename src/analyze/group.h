@@ -40,4 +40,11 @@ void group_names(struct strbuf *out, const struct sd_snapshot *s, const struct s
 void group_tids(struct strbuf *out, const struct sd_snapshot *s, const struct sd_group *gr,
 		size_t limit);
 
+/* Group N items of ARG: item I's key is KEY(ARG, I) and two items with
+ * the same key are one group when SAME(ARG, I, J). OF[I] gets item I's
+ * group, COUNT[G] each group's size (both N long); groups are numbered
+ * in the order of their first item. Returns the number of groups. */
+size_t group_items(size_t n, const void *arg, uint64_t (*key)(const void *arg, size_t i),
+		   int (*same)(const void *arg, size_t i, size_t j), size_t *of, size_t *count);
+
 #endif

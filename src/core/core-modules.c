@@ -43,7 +43,11 @@ static char *debuginfod_executable(const char *want)
 	const char *ask = getenv("STACKDUMP_DEBUGINFOD"), *urls = getenv("DEBUGINFOD_URLS");
 	if (!ask || strcmp(ask, "1") || !urls || !*urls)
 		return NULL;
-	void *lib = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+	/* Loaded once and kept: the client library keeps state of its own
+	 * (libcurl's) that an unload would leave behind unreachable. */
+	static void *lib;
+	if (!lib)
+		lib = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!lib)
 		return NULL;
 	void *(*begin)(void) = (void *(*)(void))dlsym(lib, "debuginfod_begin");
@@ -62,7 +66,6 @@ static char *debuginfod_executable(const char *want)
 			path = NULL;
 		end(client);
 	}
-	dlclose(lib);
 	return path;
 }
 

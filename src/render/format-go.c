@@ -9,7 +9,7 @@
 
 #include "golocks.h"
 #include "goroutines.h"
-#include "hashmap.h"
+#include "group.h"
 
 const char *format_go_status(const struct sd_goroutine *g)
 {
@@ -189,47 +189,21 @@ static int same(const struct sd_goroutine *a, const struct sd_goroutine *b)
 	return 1;
 }
 
-struct gent {
-	uint64_t key;
-	size_t first; /* index of the group's first goroutine */
-	size_t group;
-};
-
-struct gkeyarg {
-	uint64_t key;
-	const struct sd_snapshot *s;
-	size_t idx;
-};
-
-static int gent_eq(const void *e, const void *k)
+static uint64_t go_key(const void *arg, size_t i)
 {
-	const struct gent *x = e;
-	const struct gkeyarg *a = k;
-	return x->key == a->key &&
-	       same(&a->s->goroutines[x->first], &a->s->goroutines[a->idx]);
+	return gkey(&((const struct sd_snapshot *)arg)->goroutines[i]);
+}
+
+static int go_same(const void *arg, size_t i, size_t j)
+{
+	const struct sd_snapshot *s = arg;
+	return same(&s->goroutines[i], &s->goroutines[j]);
 }
 
 /* Group index of each goroutine (*OF), groups in order of their first. */
 static size_t group(const struct sd_snapshot *s, size_t *of, size_t *count)
 {
-	struct hashmap m;
-	hashmap_init(&m, sizeof(struct gent));
-	size_t n = 0;
-	for (size_t i = 0; i < s->ngoroutines; i++) {
-		struct gkeyarg a = {gkey(&s->goroutines[i]), s, i};
-		int found;
-		struct gent *e = hashmap_put(&m, a.key, &a, gent_eq, &found);
-		if (!found) {
-			e->key = a.key;
-			e->first = i;
-			e->group = n++;
-			count[e->group] = 0;
-		}
-		of[i] = e->group;
-		count[e->group]++;
-	}
-	hashmap_release(&m);
-	return n;
+	return group_items(s->ngoroutines, s, go_key, go_same, of, count);
 }
 
 #define ID_LIST_MAX 72

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hashmap.h"
+#include "group.h"
 
 static int same_str(const char *a, const char *b)
 {
@@ -50,44 +50,20 @@ static uint64_t tkey(const struct sd_tokio_task *t)
 	return h ? h : 1;
 }
 
-struct gent {
-	uint64_t key;
-	size_t first, group;
-};
-
-struct garg {
-	uint64_t key;
-	const struct sd_tokio_rt *rt;
-	size_t idx;
-};
-
-static int gent_eq(const void *e, const void *k)
+static uint64_t task_key(const void *arg, size_t i)
 {
-	const struct gent *x = e;
-	const struct garg *a = k;
-	return x->key == a->key && same(&a->rt->tasks[x->first], &a->rt->tasks[a->idx]);
+	return tkey(&((const struct sd_tokio_rt *)arg)->tasks[i]);
+}
+
+static int task_same(const void *arg, size_t i, size_t j)
+{
+	const struct sd_tokio_rt *rt = arg;
+	return same(&rt->tasks[i], &rt->tasks[j]);
 }
 
 static size_t group(const struct sd_tokio_rt *rt, size_t *of, size_t *count)
 {
-	struct hashmap m;
-	hashmap_init(&m, sizeof(struct gent));
-	size_t n = 0;
-	for (size_t i = 0; i < rt->ntasks; i++) {
-		struct garg a = {tkey(&rt->tasks[i]), rt, i};
-		int found;
-		struct gent *e = hashmap_put(&m, a.key, &a, gent_eq, &found);
-		if (!found) {
-			e->key = a.key;
-			e->first = i;
-			e->group = n++;
-			count[e->group] = 0;
-		}
-		of[i] = e->group;
-		count[e->group]++;
-	}
-	hashmap_release(&m);
-	return n;
+	return group_items(rt->ntasks, rt, task_key, task_same, of, count);
 }
 
 static void chain(struct strbuf *out, const struct sd_tokio_task *t, const struct sd_render_opts *o)
