@@ -138,6 +138,10 @@ def compare_with_runtime(name, version):
                 # Scheduled again after the freeze, on a thread not frozen
                 # on its stack: said, not guessed.
                 contains(g["unwind_stop"] or "", "stack unavailable")
+            elif not frames:
+                # Read without a stop while it went from a CPU to the run
+                # queue (its saved registers not yet written): said too.
+                ok(g["unwind_stop"], "goroutine %d: no frames and no reason: %r" % (gid, g))
             else:
                 eq([(f[0], f[1]) for f in frames][:1], [(f[0], f[1]) for f in w["frames"]][:1])
         else:
