@@ -35,13 +35,15 @@ static struct sd_elf *open_image(const char *sysroot, const char *path, const ch
 
 /* The executable or library with build-id WANT (hex) from debuginfod,
  * when asked for (STACKDUMP_DEBUGINFOD=1 and DEBUGINFOD_URLS set, as for
- * debug info): the path of the copy in its client's cache, or NULL.
+ * debug info; *ASKED says whether it was): the path of the copy in its
+ * client's cache, or NULL.
  * libdebuginfod (elfutils' client, which libdw itself loads) is loaded
  * only then. */
-static char *debuginfod_executable(const char *want)
+static char *debuginfod_executable(const char *want, int *asked)
 {
 	const char *ask = getenv("STACKDUMP_DEBUGINFOD"), *urls = getenv("DEBUGINFOD_URLS");
-	if (!ask || strcmp(ask, "1") || !urls || !*urls)
+	*asked = ask && !strcmp(ask, "1") && urls && *urls;
+	if (!*asked)
 		return NULL;
 	/* Loaded once and kept: the client library keeps state of its own
 	 * (libcurl's) that an unload would leave behind unreachable. */
@@ -96,7 +98,7 @@ struct sd_elf *core_open_module(const struct sd_core *c, const char *sysroot, co
 		rel[n] = cand[n];
 		n++;
 	}
-	int asked = 0; /* debuginfod was asked (below) */
+	int asked = 0; /* debuginfod may be asked (below) */
 	struct strbuf tried;
 	strbuf_init(&tried);
 	for (int i = 0; i < n; i++) {
@@ -125,9 +127,8 @@ struct sd_elf *core_open_module(const struct sd_core *c, const char *sysroot, co
 		elfcache_put(e);
 	}
 	/* Nothing here matched: debuginfod, when asked for. */
-	char *got = have_id ? debuginfod_executable(want) : NULL;
+	char *got = have_id ? debuginfod_executable(want, &asked) : NULL;
 	if (got) {
-		asked = 1;
 		struct sd_error err = {0};
 		struct sd_elf *e = open_image(NULL, got, got, &err);
 		if (e && !strcmp(e->build_id, want)) {
@@ -140,9 +141,6 @@ struct sd_elf *core_open_module(const struct sd_core *c, const char *sysroot, co
 		strbuf_addf(&tried, "%sdebuginfod's copy %s does not match", tried.len ? "; " : "",
 			    got);
 		free(got);
-	} else if (have_id) {
-		const char *ask = getenv("STACKDUMP_DEBUGINFOD"), *urls = getenv("DEBUGINFOD_URLS");
-		asked = ask && !strcmp(ask, "1") && urls && *urls;
 	}
 	struct strbuf sb;
 	strbuf_init(&sb);
