@@ -60,7 +60,7 @@ static const struct cmd_option profile_options[] = {
 			     "a number of samples, at least 1"),
     [PROF_PID_OF] = OPT_PID_OF(0, "every process named NAME, aggregated"),
     [PROF_ENGINE] = OPT_CHOICE("engine", 'e', "ENGINE",
-			       "auto (perf events where permitted, else ptrace), perf or ptrace "
+			       "auto (perf events where permitted, unless the threads wait 2000 times a second or more; else ptrace), perf or ptrace "
 			       "(default auto)",
 			       "auto perf ptrace", "auto"),
     [PROF_PERF_BUFFER] = OPT_SIZE("perf-buffer", 0,
@@ -253,6 +253,8 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 				  sampler_fallback(tv[i].smp));
 			said_fallback = 1;
 		}
+		if (sampler_choice(tv[i].smp) && !prof->engine_why)
+			prof->engine_why = strpool_intern(prof->pool, sampler_choice(tv[i].smp));
 		if (sampler_engine(tv[i].smp) == SD_ENGINE_PERF)
 			nperf++;
 		else

@@ -39,7 +39,7 @@ static const struct cmd_option top_options[] = {
     [TOP_RATE] = OPT_REAL("rate", 'r', "HZ", "samples per second (default 10)", 0.1, 10000, "10",
 			  "samples per second, 0.1 to 10000"),
     [TOP_ENGINE] = OPT_CHOICE("engine", 'e', "ENGINE",
-			      "auto (perf events where permitted, else ptrace), perf or ptrace "
+			      "auto (perf events where permitted, unless the threads wait 2000 times a second or more; else ptrace), perf or ptrace "
 			      "(default auto)",
 			      "auto perf ptrace", "auto"),
     [TOP_CPU_BUDGET] = OPT_CPU_BUDGET,
@@ -199,6 +199,8 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			cmd_error(ctx, "perf engine not available, sampling with ptrace: %s",
 				  sampler_fallback(smp));
 		p->engine = strpool_intern(p->pool, sd_engine_name(sampler_engine(smp)));
+		if (sampler_choice(smp))
+			p->engine_why = strpool_intern(p->pool, sampler_choice(smp));
 	}
 	int tty = isatty(fileno(ctx->out));
 	uint64_t start = sd_now_ns(), next = start, next_screen = start + refresh_us * 1000;

@@ -137,6 +137,7 @@ struct sd_profile {
 	uint64_t lost;          /* threads that could not be read */
 	const char *engine;     /* capture engine ("perf", "ptrace"), pool
 				 * string; NULL when not known (old files) */
+	const char *engine_why;  /* what auto chose and why (pool), or NULL */
 	uint64_t lost_samples;  /* perf: samples the kernel dropped (ring full) */
 	uint64_t throttled;     /* perf: times the kernel throttled sampling */
 	uint64_t interval_us;   /* planned interval between samples */

@@ -5,11 +5,13 @@
 #include "sampler.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "procfs.h"
 #include "target.h"
 
 struct sd_sampler {
@@ -18,7 +20,61 @@ struct sd_sampler {
 	enum sd_engine engine;
 	struct sd_perf *perf;
 	char fallback[512];
+	char choice[256];
 };
+
+/* Waits a second (voluntary context switches, summed over a process's
+ * threads) above which auto samples with ptrace: perf events are switched
+ * out and in with their thread, so a server whose threads go in and out of
+ * their waits pays for them at every switch, in its own time, while
+ * ptrace's cost follows the threads that run at a tick (bench/realserver.sh:
+ * MariaDB under sysbench switches about 25,000 times a second). */
+#define AUTO_SWITCHES_PER_S 2000
+/* How long auto watches the switches before it chooses. */
+#define AUTO_WATCH_NS 100000000ull
+
+/* The threads' voluntary switches in all (the waits they went into; a
+ * thread preempted on a busy host is not one that waits), or -1 when the
+ * process cannot be read. */
+static long long switches_now(pid_t pid)
+{
+	pid_t *tids = NULL;
+	size_t n = 0;
+	if (procfs_list_tids(pid, &tids, &n, NULL) < 0)
+		return -1;
+	long long sum = 0;
+	for (size_t i = 0; i < n; i++) {
+		char path[80], *text;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tids[i]);
+		if (sd_read_file(path, &text, 1 << 16) < 0)
+			continue; /* exited */
+		const char *v = strstr(text, "\nvoluntary_ctxt_switches:");
+		if (v)
+			sum += strtoll(v + 25, NULL, 10);
+		free(text);
+	}
+	free(tids);
+	return sum;
+}
+
+/* Auto's choice for PID: the waits a second over a short watch, or -1
+ * when they cannot be read (then perf, as before). */
+static double switch_rate(pid_t pid)
+{
+	uint64_t t0 = sd_now_ns();
+	long long a = switches_now(pid);
+	if (a < 0)
+		return -1;
+	struct timespec ts = {0, (long)AUTO_WATCH_NS};
+	nanosleep(&ts, NULL);
+	long long b = switches_now(pid);
+	uint64_t t1 = sd_now_ns();
+	if (b < 0 || t1 <= t0)
+		return -1;
+	/* A thread that exited in between takes its switches with it: a
+	 * negative difference is no switching at all. */
+	return b > a ? (double)(b - a) * 1e9 / (double)(t1 - t0) : 0;
+}
 
 const char *sd_engine_name(enum sd_engine e)
 {
@@ -52,6 +108,20 @@ struct sd_sampler *sampler_new(struct sd_target *t, const struct sd_snap_opts *s
 	s->t = t;
 	s->so = *so;
 	s->engine = o->engine == SD_ENGINE_AUTO ? SD_ENGINE_PERF : o->engine;
+	if (o->engine == SD_ENGINE_AUTO && t->pid > 0) {
+		double rate = switch_rate(t->pid);
+		if (rate >= AUTO_SWITCHES_PER_S) {
+			s->engine = SD_ENGINE_PTRACE;
+			snprintf(s->choice, sizeof(s->choice),
+				 "the threads go into a wait %.0f times a second; over %d, perf "
+				 "events would cost them at every switch",
+				 rate, AUTO_SWITCHES_PER_S);
+		} else if (rate >= 0) {
+			snprintf(s->choice, sizeof(s->choice),
+				 "the threads go into a wait %.0f times a second, under %d", rate,
+				 AUTO_SWITCHES_PER_S);
+		}
+	}
 	if (s->engine == SD_ENGINE_PERF) {
 		struct sd_perf_opts po = {
 		    /* A quarter of the tick: a thread that wakes and runs
@@ -103,6 +173,11 @@ enum sd_engine sampler_engine(const struct sd_sampler *s)
 const char *sampler_fallback(const struct sd_sampler *s)
 {
 	return s->fallback[0] ? s->fallback : NULL;
+}
+
+const char *sampler_choice(const struct sd_sampler *s)
+{
+	return s->choice[0] ? s->choice : NULL;
 }
 
 struct sd_snapshot *sampler_take(struct sd_sampler *s, struct sd_error *err)

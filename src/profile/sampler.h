@@ -16,7 +16,9 @@ struct sd_target;
 struct sd_snap_opts;
 
 enum sd_engine {
-	SD_ENGINE_AUTO = 0, /* perf where perf_event_open is permitted, else ptrace */
+	SD_ENGINE_AUTO = 0, /* perf where perf_event_open is permitted and the
+			     * threads switch less than 2000 times a second,
+			     * else ptrace */
 	SD_ENGINE_PTRACE,
 	SD_ENGINE_PERF,
 };
@@ -53,6 +55,9 @@ void sampler_stop(struct sd_sampler *s);
 enum sd_engine sampler_engine(const struct sd_sampler *s);
 /* Why auto fell back to ptrace (static to the sampler), or NULL. */
 const char *sampler_fallback(const struct sd_sampler *s);
+/* What auto chose and why (the threads' switches a second, watched for
+ * 0.1 s before the first tick), or NULL when no choice was made. */
+const char *sampler_choice(const struct sd_sampler *s);
 
 /* One tick: a snapshot of every thread (unwound, not symbolized) owned by
  * the caller, or NULL and ERR (ESRCH when the process exited). */

@@ -47,7 +47,10 @@ void format_profile_costs(struct strbuf *sb, const struct sd_profile *p,
 	for (size_t i = 0; i < p->nprocs; i++)
 		snaps += p->procs[i].samples;
 	double per = snaps ? 1.0 / (double)snaps : 0;
-	strbuf_addf(sb, "engine: %s\n", p->engine ? p->engine : "ptrace");
+	strbuf_addf(sb, "engine: %s", p->engine ? p->engine : "ptrace");
+	if (p->engine_why)
+		strbuf_addf(sb, " (auto: %s)", p->engine_why);
+	strbuf_adds(sb, "\n");
 	if (ps && p->engine && strstr(p->engine, "perf"))
 		strbuf_addf(sb,
 			    "perf: %llu task-clock and %llu context-switch samples, %llu lost, "

@@ -262,6 +262,39 @@ def test_switching_threads_have_no_events():
              "that switch too often for them")
 
 
+def auto_engine(name, blocked=0):
+    """The engine auto picks for fixture NAME, and its -v line."""
+    with start(name, blocked=blocked) as fx:
+        r = sdtest.run("profile", fx.pid, "--format", "json", "-q", "-v", "--count", "5",
+                       "--rate", "20")
+        sdtest.assert_running(fx.pid)
+    eq(r.rc, 0, r)
+    lines = [l for l in r.err.splitlines() if l.startswith("engine: ")]
+    eq(len(lines), 1, r.err)
+    return json.loads(r.out)["engine"], lines[0]
+
+
+def test_auto_takes_ptrace_for_busy_switchers():
+    # A server's threads in and out of their waits pay for perf events at
+    # every switch: auto counts their waits (voluntary switches) for 0.1 s
+    # and takes ptrace over 2000 a second (fx-pingpong's threads wait tens
+    # of thousands of times a second, as MariaDB's under sysbench do), perf
+    # for a target that computes (fx-busy: one thread spins, preempted
+    # however often the host's load makes it, the other sleeps). -v says
+    # why.
+    engine, line = auto_engine("fx-pingpong", blocked=1)
+    eq(engine, "ptrace", line)
+    m = re.fullmatch(r"engine: ptrace \(auto: the threads go into a wait (\d+) times a second; "
+                     r"over 2000, perf events would cost them at every switch\)", line)
+    ok(m, line)
+    ok(int(m.group(1)) >= 2000, line)
+    engine, line = auto_engine("fx-busy", blocked=1)
+    eq(engine, "perf", line)
+    m = re.fullmatch(r"engine: perf \(auto: the threads go into a wait (\d+) times a second, "
+                     r"under 2000\)", line)
+    ok(m, line)
+
+
 def test_thread_born_and_exiting():
     # fx-phases starts "late" on SIGUSR1; it spins a second and exits. Sent
     # once the profile runs, the new thread must be followed (its own
@@ -475,7 +508,7 @@ def test_engine_usage():
         r = sdtest.run("profile", fx.pid, "-c", "3", "-q", "-v")
         eq(r.rc, 0, r.err)
         contains(r.out.splitlines()[0], ", engine perf")
-        contains(r.err, "engine: perf\n")
+        contains(r.err, "engine: perf (auto: the threads go into a wait ")
         r = sdtest.run("top", fx.pid, "--count", "1", "--refresh", "100ms")
         eq(r.rc, 0, r.err)
         contains(r.out, "engine perf")
