@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The CPU budget of a sampling run (budget.h): judged over windows of a
 // second or more, the interval stretched by how far the cost went over
-// and brought back by halves when the cost is well under.
+// and brought back (by halves at most) when the cost at the faster rate
+// would still fit.
 #include "budget.h"
 
 #include <string.h>
@@ -45,19 +46,26 @@ int budget_tick(struct sd_budget *b, uint64_t now_ns, double cpu_s)
 		return BUDGET_SAME;
 	if (b->last_percent > b->percent && b->interval_ns < b->max_interval_ns) {
 		/* The cost per sample is what it is: fewer samples, by the
-		 * ratio it went over (at least 1.25, at most 4 times). */
-		double f = b->last_percent / b->percent;
+		 * ratio it went over, to a twentieth under the budget (at
+		 * least 1.25, at most 4 times). */
+		double f = b->last_percent / (b->percent * 0.95);
 		f = f < 1.25 ? 1.25 : f > 4 ? 4 : f;
 		uint64_t next = (uint64_t)((double)b->interval_ns * f);
 		b->interval_ns = next > b->max_interval_ns ? b->max_interval_ns : next;
 		b->slowed++;
 		return BUDGET_SLOWER;
 	}
-	if (b->last_percent < b->percent / 2 && b->interval_ns > b->asked_ns) {
-		uint64_t next = b->interval_ns / 2;
-		b->interval_ns = next < b->asked_ns ? b->asked_ns : next;
-		b->restored++;
-		return BUDGET_FASTER;
+	if (b->interval_ns > b->asked_ns) {
+		/* Back towards the rate asked, at most twice as fast at a
+		 * time, when the cost at that rate would still fit with a
+		 * tenth to spare (the cost of a sample taken as it is). */
+		uint64_t next = b->interval_ns / 2 < b->asked_ns ? b->asked_ns : b->interval_ns / 2;
+		double predicted = b->last_percent * (double)b->interval_ns / (double)next;
+		if (predicted <= b->percent * 0.9) {
+			b->interval_ns = next;
+			b->restored++;
+			return BUDGET_FASTER;
+		}
 	}
 	return BUDGET_SAME;
 }

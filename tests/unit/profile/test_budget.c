@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+// Unit tests of the CPU budget's decisions (budget.c) over a made-up cost
+// per sample: a cost over the budget slows sampling by the ratio it went
+// over; it comes back to the rate asked as soon as the cost at that rate
+// would fit (not only once it is under half the budget), and stays slowed
+// while it would not; the warm-up is not judged; no budget, no change.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "budget.h"
+
+#define MS 1000000ull
+#define S (1000 * MS)
+
+/* Sampling run: every tick costs COST_S seconds of CPU; ticks follow the
+ * budget's interval from T (ns) for WALL ns. Returns the CPU used. */
+static double run(struct sd_budget *b, uint64_t *t, double *cpu, double cost_s, uint64_t wall,
+		  int *slower, int *faster)
+{
+	uint64_t end = *t + wall;
+	while (*t < end) {
+		*t += b->interval_ns;
+		*cpu += cost_s;
+		int r = budget_tick(b, *t, *cpu);
+		if (r == BUDGET_SLOWER)
+			(*slower)++;
+		else if (r == BUDGET_FASTER)
+			(*faster)++;
+	}
+	return *cpu;
+}
+
+static void test_cost_within_budget_keeps_rate(void **state)
+{
+	(void)state;
+	struct sd_budget b;
+	uint64_t t = 0;
+	double cpu = 0;
+	int slower = 0, faster = 0;
+	budget_init(&b, 2, 50 * MS, 0); /* 20 Hz, 2% of a core */
+	/* 0.6 ms a sample at 20 Hz: 1.2% of a core. */
+	run(&b, &t, &cpu, 0.0006, 20 * S, &slower, &faster);
+	assert_int_equal(slower, 0);
+	assert_int_equal(b.interval_ns, 50 * MS);
+	assert_true(b.last_percent > 1.1 && b.last_percent < 1.3);
+}
+
+static void test_over_budget_slows_by_the_ratio(void **state)
+{
+	(void)state;
+	struct sd_budget b;
+	uint64_t t = 0;
+	double cpu = 0;
+	int slower = 0, faster = 0;
+	budget_init(&b, 2, 50 * MS, 0);
+	/* 2 ms a sample: 4% at 20 Hz, twice the budget. */
+	run(&b, &t, &cpu, 0.002, 5 * S, &slower, &faster);
+	assert_int_equal(slower, 1);
+	/* To a twentieth under the budget: 9.5 Hz, 1.9%. */
+	assert_true(b.interval_ns > 105 * MS && b.interval_ns < 106 * MS);
+	run(&b, &t, &cpu, 0.002, 10 * S, &slower, &faster);
+	assert_int_equal(slower, 1); /* within the budget now: stays */
+	assert_int_equal(faster, 0);
+}
+
+static void test_comes_back_when_the_rate_asked_fits(void **state)
+{
+	(void)state;
+	struct sd_budget b;
+	uint64_t t = 0;
+	double cpu = 0;
+	int slower = 0, faster = 0;
+	budget_init(&b, 2, 50 * MS, 0);
+	/* A busy spell: 1.1 ms a sample, 2.2% at 20 Hz: slowed by 1.25. */
+	run(&b, &t, &cpu, 0.0011, 5 * S, &slower, &faster);
+	assert_int_equal(slower, 1);
+	assert_int_equal(b.interval_ns, 62500000ull);
+	/* At 16 Hz the spell's cost is 1.76%: 20 Hz would be 2.2%, over the
+	 * budget, so the rate stays. */
+	run(&b, &t, &cpu, 0.0011, 6 * S, &slower, &faster);
+	assert_int_equal(faster, 0);
+	assert_int_equal(b.interval_ns, 62500000ull);
+	/* The spell is over: 0.8 ms a sample is 1.6% at 20 Hz, within the
+	 * budget though not under half of it: back to the rate asked. */
+	run(&b, &t, &cpu, 0.0008, 6 * S, &slower, &faster);
+	assert_int_equal(faster, 1);
+	assert_int_equal(b.interval_ns, 50 * MS);
+	assert_int_equal(slower, 1);
+}
+
+static void test_warm_up_and_no_budget(void **state)
+{
+	(void)state;
+	struct sd_budget b;
+	uint64_t t = 0;
+	double cpu = 0;
+	int slower = 0, faster = 0;
+	budget_init(&b, 2, 50 * MS, 0);
+	/* The first two seconds cost what they cost (the first capture and
+	 * symbolization): not judged. */
+	run(&b, &t, &cpu, 0.01, 2 * S - 50 * MS, &slower, &faster);
+	assert_int_equal(slower, 0);
+	assert_true(budget_steady_percent(&b) < 0);
+	budget_init(&b, 0, 50 * MS, 0);
+	t = 0;
+	cpu = 0;
+	run(&b, &t, &cpu, 0.01, 20 * S, &slower, &faster);
+	assert_int_equal(slower, 0);
+	assert_int_equal(b.interval_ns, 50 * MS);
+	assert_true(budget_steady_percent(&b) > 19);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_cost_within_budget_keeps_rate),
+	    cmocka_unit_test(test_over_budget_slows_by_the_ratio),
+	    cmocka_unit_test(test_comes_back_when_the_rate_asked_fits),
+	    cmocka_unit_test(test_warm_up_and_no_budget),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
