@@ -254,7 +254,7 @@ def window(srv, secs, tool, args, rate=None):
         m = re.search(r"wrote \S+ \(\w+\): (\d+) samples in ([\d.]+) s \(([\d.]+) Hz", err)
         rate_got = float(m.group(3)) if m else None
         res["samples"] = int(m.group(1)) if m else None
-        m = re.search(r"used ([\d.]+)% of a core after the first two seconds", err)
+        m = re.search(r"used ([\d.]+)% of a core after the first second", err)
         res["steady_cpu_percent"] = float(m.group(1)) if m else None
         res["slowed"] = "over the budget" in err
         # The engine's own counters (-v): what the sampling cost where.

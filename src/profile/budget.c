@@ -10,10 +10,11 @@
 void budget_init(struct sd_budget *b, double percent, uint64_t interval_ns, uint64_t start_ns)
 {
 	*b = (struct sd_budget){.percent = percent, .asked_ns = interval_ns, .interval_ns = interval_ns};
-	/* A window holds at least two seconds and four ticks: a cost is
-	 * judged on more than one sample. */
-	b->window_ns = interval_ns * 4 > 2000000000ull ? interval_ns * 4 : 2000000000ull;
-	b->warm_until = start_ns + 2000000000ull;
+	/* A window holds at least a second and four ticks: a cost is judged
+	 * on more than one sample, and a rate too dear for the target is
+	 * cut within two seconds of the start. */
+	b->window_ns = interval_ns * 4 > 1000000000ull ? interval_ns * 4 : 1000000000ull;
+	b->warm_until = start_ns + 1000000000ull;
 	/* At most 16 times slower and never below one sample every 5 s (or
 	 * the interval asked, when it is longer): a profile keeps samples. */
 	uint64_t cap = interval_ns * 16;
@@ -32,7 +33,7 @@ int budget_tick(struct sd_budget *b, uint64_t now_ns, double cpu_s)
 		b->win_cpu = cpu_s;
 		return BUDGET_SAME;
 	}
-	/* A window holds two seconds and four ticks at the interval in use. */
+	/* A window holds a second and four ticks at the interval in use. */
 	uint64_t win = b->interval_ns * 4 > b->window_ns ? b->interval_ns * 4 : b->window_ns;
 	if (now_ns - b->win_start < win)
 		return BUDGET_SAME;

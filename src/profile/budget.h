@@ -26,8 +26,8 @@ struct sd_budget {
 };
 
 /* A budget of PERCENT of one core for sampling every INTERVAL_NS from
- * START_NS. The first two seconds (the first capture of every thread,
- * the debug info read for the first stacks) are not judged. */
+ * START_NS. The first second (the first capture of every thread, the
+ * debug info read for the first stacks) is not judged. */
 void budget_init(struct sd_budget *b, double percent, uint64_t interval_ns, uint64_t start_ns);
 
 enum {

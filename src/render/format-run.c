@@ -128,7 +128,7 @@ void format_budget_costs(struct strbuf *sb, const struct sd_budget *b,
 			strbuf_adds(sb, "none (--cpu-budget 0)");
 		if (steady >= 0)
 			strbuf_addf(sb,
-				    "; used %.2f%% of a core after the first two seconds (the first "
+				    "; used %.2f%% of a core after the first second (the first "
 				    "symbolization of each new stack, %.0f ms of CPU in all, not "
 				    "counted)",
 				    steady, (double)p->symbolize_cpu_ns / 1e6);

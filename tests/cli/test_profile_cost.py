@@ -68,7 +68,7 @@ def test_tiny_budget_slows_and_says_so():
         eq(r.rc, 0, r.err)
         contains(r.err, "over the budget of 0.01% (--cpu-budget)")
         sdtest.matches(r.err, r"^cpu budget: 0\.01% of a core \(--cpu-budget\); used [\d.]+% "
-                       r"of a core after the first two seconds .*sampling slowed [1-9]\d* times")
+                       r"of a core after the first second .*sampling slowed [1-9]\d* times")
         with open(path) as f:
             doc = json.load(f)
         eq(doc["rate_asked"], 50.0)
