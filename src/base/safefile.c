@@ -44,7 +44,7 @@ static int write_all(int fd, const char *p, size_t n)
 static const char *errno_hint(int e)
 {
 	switch (e) {
-	case ENOSPC: return " (free some space, or bound the recording with --max-disk)";
+	case ENOSPC: return " (the disk is full: free some space; a recording can be bounded with --max-disk)";
 	case EDQUOT: return " (disk quota exceeded: free some space)";
 	case EROFS: return " (the file system is read-only)";
 	case EACCES:

@@ -282,6 +282,8 @@ def test_full_disk_leaves_nothing():
         sdtest.assert_running(fx.pid)
     contains(p.stdout, "rc=2", p)
     contains(p.stderr, "cannot write %s/x.core: no space left on device" % mnt, p)
+    contains(p.stderr, "(the disk is full: free some space; a recording can be bounded with "
+             "--max-disk)", p)
     eq(p.stdout.split("rc=2\n", 1)[1], "x.core\nold", p)
     # /dev/full, written through: the same clear error.
     with start("fx-mutex", "normal", "1", parked=1) as fx:
