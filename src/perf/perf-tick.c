@@ -94,44 +94,6 @@ static void thr_unwind(struct sd_perf *p, struct sd_snapshot *s, struct sd_threa
 	st->nframes = 0;
 	st->unwind_stop = NULL;
 	unwind_thread(p->t->unw, s, st, max_frames);
-	if (st->unwind_stop && st->nframes >= 1 && st->nframes <= 2 &&
-	    (st->nframes == 1 || (st->frames[1].flags & SD_FRAME_FP)) && th->stack_len >= 8) {
-		/* No unwind info at the sampled pc, and the frame pointer led
-		 * nowhere (or was refused). A switch sample catches this often where ptrace
-		 * rarely does: glibc's clone3 ends its FDE before the syscall,
-		 * and the parent is preempted right after it, one `ret` from
-		 * its caller. Try the pc as a leaf (return address at the
-		 * stack pointer); keep that only when it unwinds cleanly. */
-		struct sd_frame f0 = st->frames[0];
-		uint64_t ret;
-		memcpy(&ret, th->stack, 8);
-		st->regs.rip = ret;
-		st->regs.rsp = th->regs.rsp + 8;
-		st->stack = th->stack + 8;
-		st->stack_base = th->regs.rsp + 8;
-		st->stack_len = th->stack_len - 8;
-		struct sd_frame *keep = st->frames;
-		size_t nkeep = st->nframes;
-		const char *keep_stop = st->unwind_stop;
-		st->frames = NULL;
-		st->nframes = 0;
-		st->unwind_stop = NULL;
-		unwind_thread(p->t->unw, s, st, max_frames ? max_frames - 1 : 0);
-		if (!st->unwind_stop && st->nframes >= 2) {
-			*snapshot_add_frame(st) = f0; /* then move it first */
-			memmove(st->frames + 1, st->frames,
-				(st->nframes - 1) * sizeof(*st->frames));
-			st->frames[0] = f0;
-			st->frames[1].flags &= ~(unsigned)SD_FRAME_EXACT;
-			free(keep);
-		} else {
-			free(st->frames);
-			st->frames = keep;
-			st->nframes = nkeep;
-			st->unwind_stop = keep_stop;
-		}
-		st->regs = th->regs;
-	}
 	st->stack = NULL;
 	st->stack_len = 0;
 	st->stack_in_arena = 0;
