@@ -43,6 +43,7 @@ struct pthr {
 	uint64_t sw_since, sw_count, sw_cpu; /* when it was last measured
 					      * (perf_switch_mode), the switch
 					      * count and the task clock then */
+	uint64_t sw_wait; /* schedstat's time waiting for a CPU then */
 	int hot; /* switches too often for events: captured at each tick */
 	struct psample *pend; /* samples newer than the last tick, by time */
 	size_t npend;

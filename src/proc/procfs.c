@@ -582,7 +582,8 @@ int procfs_parse_schedstat(const char *text, struct sd_counters *out)
 	if (end == text || errno)
 		return -EINVAL;
 	const char *p = end;
-	strtoull(p, &end, 10); /* time waiting on a run queue: not a sign of running */
+	/* Time waiting on a run queue: not a sign of running. */
+	unsigned long long wait = strtoull(p, &end, 10);
 	if (end == p)
 		return -EINVAL;
 	p = end;
@@ -590,6 +591,7 @@ int procfs_parse_schedstat(const char *text, struct sd_counters *out)
 	if (end == p || errno)
 		return -EINVAL;
 	out->ran_ns = run;
+	out->wait_ns = wait;
 	out->switches = cnt;
 	out->from_status = 0;
 	return 0;

@@ -105,6 +105,7 @@ int procfs_taskinfo_cached(struct procfs_taskcache *c, int taskdir, pid_t pid, p
  * open in the cache (then ran_ns is that clock and switches 0). */
 struct sd_counters {
 	uint64_t ran_ns;   /* schedstat: sum of run time; task clock */
+	uint64_t wait_ns;  /* schedstat: time runnable, waiting for a CPU */
 	uint64_t switches; /* schedstat: times scheduled in; else vol + nonvol */
 	int from_status;   /* read from status (no schedstat) */
 	int from_clock;    /* read from the task clock event */
