@@ -259,7 +259,7 @@ def window(srv, secs, tool, args, rate=None):
         res["slowed"] = "over the budget" in err
         # The engine's own counters (-v): what the sampling cost where.
         res["engine_counters"] = [l for l in err.splitlines()
-                                  if l.startswith(("perf: ", "sampling: ", "per snapshot: "))]
+                                  if l.startswith(("engine: ", "perf: ", "sampling: ", "per snapshot: "))]
     else:
         out = os.path.join(args.dir, "perf.data")
         err, cpu, took = run_tool(["perf", "record", "-F", str(rate), "--call-graph", "dwarf",
@@ -341,7 +341,11 @@ def summarize(res):
     for (tool, rate), rs in groups.items():
         losses = [r["loss_percent"] for r in rs]
         got = [r["rate_got"] or 0 for r in rs]
-        label = "stackdump profile --rate %d (%s engine)" % (rate, ENGINE) \
+        # The engine the profiles used (auto's choice), from their -v.
+        used = sorted({l.split(" (")[0][len("engine: "):] for r in rs
+                       for l in r.get("engine_counters", []) if l.startswith("engine: ")})
+        label = "stackdump profile --rate %d (%s engine%s)" % (
+            rate, ENGINE, ": " + "+".join(used) if ENGINE == "auto" and used else "") \
             if tool == "stackdump" else \
             "perf record -F %d --call-graph dwarf" % rate
         unit = "Hz" if tool == "stackdump" else "samples/s (on-CPU only)"
