@@ -370,6 +370,73 @@ void sd_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const v
 		qsort(base, n, size, cmp);
 }
 
+void sd_sort_u64(void *base, size_t n, size_t size, size_t key_off,
+		 int (*cmp)(const void *, const void *))
+{
+	char *b = base;
+	if (n < 512 || n > UINT32_MAX) {
+		sd_sort(base, n, size, cmp);
+		return;
+	}
+	uint64_t *key = sd_xmalloc(n * sizeof(*key)), *key2 = sd_xmalloc(n * sizeof(*key2));
+	uint32_t *idx = sd_xmalloc(n * sizeof(*idx)), *idx2 = sd_xmalloc(n * sizeof(*idx2));
+	uint64_t differ = 0;
+	int sorted = 1;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(&key[i], b + i * size + key_off, sizeof(*key));
+		idx[i] = (uint32_t)i;
+		differ |= key[i] ^ key[0];
+		sorted &= i == 0 || key[i - 1] <= key[i];
+	}
+	if (!sorted) {
+		/* Least significant byte first, each pass stable; bytes where
+		 * every key agrees are skipped. */
+		for (unsigned shift = 0; shift < 64; shift += 8) {
+			if (!((differ >> shift) & 0xff))
+				continue;
+			size_t count[257] = {0};
+			for (size_t i = 0; i < n; i++)
+				count[((key[i] >> shift) & 0xff) + 1]++;
+			for (size_t d = 1; d < 257; d++)
+				count[d] += count[d - 1];
+			for (size_t i = 0; i < n; i++) {
+				size_t at = count[(key[i] >> shift) & 0xff]++;
+				key2[at] = key[i];
+				idx2[at] = idx[i];
+			}
+			uint64_t *tk = key;
+			key = key2;
+			key2 = tk;
+			uint32_t *ti = idx;
+			idx = idx2;
+			idx2 = ti;
+		}
+		char *tmp = sd_xmalloc(n * size);
+		for (size_t i = 0; i < n; i++)
+			memcpy(tmp + i * size, b + (size_t)idx[i] * size, size);
+		memcpy(b, tmp, n * size);
+		free(tmp);
+	}
+	/* Equal keys: in their order by CMP, stably (runs are short). */
+	char *one = sd_xmalloc(size);
+	for (size_t i = 1; i < n; i++) {
+		if (key[i] != key[i - 1] || cmp(b + (i - 1) * size, b + i * size) <= 0)
+			continue;
+		memcpy(one, b + i * size, size);
+		size_t j = i;
+		while (j > 0 && key[j - 1] == key[i] && cmp(b + (j - 1) * size, one) > 0) {
+			memcpy(b + j * size, b + (j - 1) * size, size);
+			j--;
+		}
+		memcpy(b + j * size, one, size);
+	}
+	free(one);
+	free(key);
+	free(key2);
+	free(idx);
+	free(idx2);
+}
+
 void *sd_bsearch_hint(const void *key, const void *base, size_t n, size_t size,
 		      int (*cmp)(const void *, const void *), size_t *hint)
 {

@@ -399,7 +399,7 @@ static void index_symbols(struct modindex *x)
 			.start = addr, .size = sym.st_size, .name = name,
 			.rank = bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0};
 	}
-	sd_sort(x->syms, x->nsyms, sizeof(*x->syms), cmp_modsym);
+	sd_sort_u64(x->syms, x->nsyms, sizeof(*x->syms), offsetof(struct modsym, start), cmp_modsym);
 	/* One entry per address: the preferred one. */
 	size_t k = 0;
 	for (size_t i = 0; i < x->nsyms; i++)

@@ -75,7 +75,7 @@ struct sd_datasyms *datasyms_new(struct Dwfl_Module *dm)
 					     .global = i >= first_global,
 					     .type = type};
 	}
-	sd_sort(d->v, d->n, sizeof(*d->v), cmp_dsym);
+	sd_sort_u64(d->v, d->n, sizeof(*d->v), offsetof(struct dsym, value), cmp_dsym);
 	d->maxend = sd_xcalloc(d->n + 1, sizeof(*d->maxend));
 	d->sizeless = sd_xcalloc(d->n + 1, sizeof(*d->sizeless));
 	uint64_t hi = 0;

@@ -243,6 +243,67 @@ static void test_bsearch_hint(void **state)
 	assert_null(sd_bsearch_hint(&k, v, 0, sizeof(int), cmp_int, &hint));
 }
 
+struct sortel {
+	uint64_t key;
+	int tie;  /* ordered by cmp_sortel among equal keys */
+	int orig; /* the element's first place: not looked at by cmp_sortel */
+};
+
+static int cmp_sortel(const void *a, const void *b)
+{
+	const struct sortel *x = a, *y = b;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return (x->tie > y->tie) - (x->tie < y->tie);
+}
+
+/* The stable order: equal by cmp_sortel, first place first. */
+static int cmp_sortel_stable(const void *a, const void *b)
+{
+	int c = cmp_sortel(a, b);
+	if (c)
+		return c;
+	const struct sortel *x = a, *y = b;
+	return (x->orig > y->orig) - (x->orig < y->orig);
+}
+
+static void test_sort_u64(void **state)
+{
+	(void)state;
+	/* Sizes on both sides of the radix threshold; keys spread over every
+	 * byte, keys sharing high bytes (a module's addresses), many equal
+	 * keys, and an array already in order. */
+	size_t sizes[] = {0, 1, 7, 511, 512, 3000, 30000};
+	unsigned seed = 12345;
+	for (size_t si = 0; si < sizeof(sizes) / sizeof(*sizes); si++) {
+		for (int shape = 0; shape < 4; shape++) {
+			size_t n = sizes[si];
+			struct sortel *a = calloc(n ? n : 1, sizeof(*a)),
+				      *b = calloc(n ? n : 1, sizeof(*b));
+			for (size_t i = 0; i < n; i++) {
+				seed = seed * 1103515245u + 12345u;
+				uint64_t r = ((uint64_t)seed << 32) ^ (seed * 2654435761u);
+				a[i].key = shape == 0   ? r
+					   : shape == 1 ? 0x7f0000400000ull + (r % 0x200000)
+					   : shape == 2 ? 0x55e0000000ull + (r % 64) * 16
+							: 0x1000 + i * 8;
+				a[i].tie = (int)(r >> 40) % 3;
+				a[i].orig = (int)i;
+			}
+			memcpy(b, a, n * sizeof(*a));
+			sd_sort_u64(a, n, sizeof(*a), offsetof(struct sortel, key), cmp_sortel);
+			qsort(b, n, sizeof(*b), cmp_sortel_stable);
+			for (size_t i = 0; i < n; i++) {
+				assert_int_equal(a[i].key, b[i].key);
+				assert_int_equal(a[i].tie, b[i].tie);
+				assert_int_equal(a[i].orig, b[i].orig);
+			}
+			free(a);
+			free(b);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -257,6 +318,7 @@ int main(void)
 	    cmocka_unit_test(test_maps_long_line),
 	    cmocka_unit_test(test_bsearch_hint),
 	    cmocka_unit_test(test_hex),
+	    cmocka_unit_test(test_sort_u64),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
