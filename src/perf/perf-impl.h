@@ -40,10 +40,11 @@ struct pthr {
 	size_t sw_ring_len;
 	uint64_t sw_head;     /* its data_head when last read */
 	uint64_t sw_time;     /* time of the newest switch sample taken */
-	uint64_t sw_since, sw_count, sw_cpu; /* when it was last measured
-					      * (perf_switch_mode), the switch
-					      * count and the task clock then */
-	uint64_t sw_wait; /* schedstat's time waiting for a CPU then */
+	uint64_t sw_since, sw_cpu; /* when it was last measured
+				    * (perf_switch_mode), and its task
+				    * clock then */
+	uint64_t sw_waits; /* the waits it had gone into then (voluntary
+			    * switches) */
 	int hot; /* switches too often for events: captured at each tick */
 	struct psample *pend; /* samples newer than the last tick, by time */
 	size_t npend;

@@ -322,15 +322,14 @@ static void thr_close(struct sd_perf *p, struct pthr *th)
 
 /* The task-clock count of TH (its CPU time, ns): read from the event,
  * which brings a running thread's count up to date. 0 or -1. */
-/* TH's time runnable but waiting for a CPU so far (schedstat), 0 when
+/* The waits TH's thread went into so far (voluntary switches), 0 when
  * unknown. */
-static uint64_t thr_waited(const struct sd_perf *p, const struct pthr *th)
+static uint64_t thr_waits(const struct sd_perf *p, const struct pthr *th)
 {
-	struct sd_counters c;
-	if (procfs_task_counters(NULL, AT_FDCWD, p->t->pid, th->tid, PROCFS_CNT_SCHEDSTAT, &c) < 0 ||
-	    c.from_status)
+	uint64_t v = 0;
+	if (procfs_task_waits(p->t->pid, th->tid, &v) < 0)
 		return 0;
-	return c.wait_ns;
+	return v;
 }
 
 static int thr_clock(const struct sd_perf *p, const struct pthr *th, uint64_t *v)
@@ -367,10 +366,9 @@ static int sw_open(struct sd_perf *p, struct pthr *th)
 	th->sw_ring = r;
 	th->sw_ring_len = len;
 	th->sw_head = 0; /* a new ring: nothing read of it */
-	th->sw_count = 0; /* a new event counts from 0 */
 	if (thr_clock(p, th, &th->sw_cpu) < 0)
 		th->sw_cpu = 0;
-	th->sw_wait = thr_waited(p, th);
+	th->sw_waits = thr_waits(p, th);
 	th->sw_since = sd_now_ns();
 	return 0;
 }
@@ -382,9 +380,9 @@ static int sw_open(struct sd_perf *p, struct pthr *th)
  * a CPU less than half the time, it has none (it is "hot"), and each tick
  * captures it as a sleeper is captured, read without a stop and proven by
  * schedstat (stopped only when found on a CPU). Decided each second from
- * the two events' counts, and schedstat's time waiting for a CPU: a thread
- * that computes on a saturated host is preempted as often, and runs as
- * little, but it wants a CPU all the time; it keeps its events. */
+ * its task clock and the waits it went into (voluntary switches, from
+ * /proc): a thread that computes on a saturated host is preempted as
+ * often, and runs as little, but goes into no wait; it keeps its events. */
 #define HOT_SWITCHES_PER_S 1000
 
 static void drain_one(struct sd_perf *p, struct pthr *th);
@@ -393,20 +391,16 @@ void perf_switch_mode(struct sd_perf *p, struct pthr *th, uint64_t now)
 {
 	if (th->fd_sw < 0 || now < th->sw_since + 1000000000ull)
 		return;
-	uint64_t count = 0, cpu = 0;
-	if (read(th->fd_sw, &count, sizeof(count)) != (ssize_t)sizeof(count) ||
-	    thr_clock(p, th, &cpu) < 0)
+	uint64_t cpu = 0;
+	if (thr_clock(p, th, &cpu) < 0)
 		return;
+	uint64_t waits = thr_waits(p, th);
 	double secs = (double)(now - th->sw_since) / 1e9;
-	double rate = (double)(count - th->sw_count) / secs;
-	uint64_t wait = thr_waited(p, th);
-	/* The share of the time it ran or wanted to. */
-	double busy = (double)(cpu - th->sw_cpu + (wait > th->sw_wait ? wait - th->sw_wait : 0)) /
-		      1e9 / secs;
+	double rate = (double)(waits > th->sw_waits ? waits - th->sw_waits : 0) / secs;
+	double busy = (double)(cpu - th->sw_cpu) / 1e9 / secs; /* share of a CPU */
 	th->sw_since = now;
-	th->sw_count = count;
 	th->sw_cpu = cpu;
-	th->sw_wait = wait;
+	th->sw_waits = waits;
 	if (rate < HOT_SWITCHES_PER_S || busy >= 0.5)
 		return;
 	perf_read_switch(p, th); /* what its rings hold first */

@@ -582,8 +582,7 @@ int procfs_parse_schedstat(const char *text, struct sd_counters *out)
 	if (end == text || errno)
 		return -EINVAL;
 	const char *p = end;
-	/* Time waiting on a run queue: not a sign of running. */
-	unsigned long long wait = strtoull(p, &end, 10);
+	strtoull(p, &end, 10); /* time waiting on a run queue: not a sign of running */
 	if (end == p)
 		return -EINVAL;
 	p = end;
@@ -591,7 +590,6 @@ int procfs_parse_schedstat(const char *text, struct sd_counters *out)
 	if (end == p || errno)
 		return -EINVAL;
 	out->ran_ns = run;
-	out->wait_ns = wait;
 	out->switches = cnt;
 	out->from_status = 0;
 	return 0;
@@ -744,6 +742,20 @@ int procfs_task_counters(struct procfs_taskcache *c, int taskdir, pid_t pid, pid
 			status_field(buf, "nonvoluntary_ctxt_switches:");
 	out->from_status = 1;
 	return 0;
+}
+
+int procfs_task_waits(pid_t pid, pid_t tid, uint64_t *out)
+{
+	char path[80], *buf;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	ssize_t n = sd_read_file(path, &buf, 1 << 16);
+	if (n < 0)
+		return (int)n;
+	int ok = strstr(buf, "\nvoluntary_ctxt_switches:") != NULL;
+	if (ok)
+		*out = status_field(buf, "\nvoluntary_ctxt_switches:");
+	free(buf);
+	return ok ? 0 : -ENODATA;
 }
 
 int procfs_task_comm(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid, char *out,

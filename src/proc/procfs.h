@@ -105,7 +105,6 @@ int procfs_taskinfo_cached(struct procfs_taskcache *c, int taskdir, pid_t pid, p
  * open in the cache (then ran_ns is that clock and switches 0). */
 struct sd_counters {
 	uint64_t ran_ns;   /* schedstat: sum of run time; task clock */
-	uint64_t wait_ns;  /* schedstat: time runnable, waiting for a CPU */
 	uint64_t switches; /* schedstat: times scheduled in; else vol + nonvol */
 	int from_status;   /* read from status (no schedstat) */
 	int from_clock;    /* read from the task clock event */
@@ -152,6 +151,9 @@ int procfs_task_switch_regs(struct procfs_taskcache *c, pid_t tid, uint64_t head
  * and pc fields; the rest untouched). Returns 0 or a negative errno. */
 int procfs_task_syscall(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,
 			struct sd_taskinfo *ti);
+/* The waits TID went into so far (its voluntary context switches, from
+ * task/TID/status; a preemption is not one). 0 or a negative errno. */
+int procfs_task_waits(pid_t pid, pid_t tid, uint64_t *out);
 /* Read task/TID/comm of TID into OUT (SIZE bytes, no newline). */
 int procfs_task_comm(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid, char *out,
 		     size_t size);

@@ -44,14 +44,9 @@ static long long switches_now(pid_t pid)
 		return -1;
 	long long sum = 0;
 	for (size_t i = 0; i < n; i++) {
-		char path[80], *text;
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tids[i]);
-		if (sd_read_file(path, &text, 1 << 16) < 0)
-			continue; /* exited */
-		const char *v = strstr(text, "\nvoluntary_ctxt_switches:");
-		if (v)
-			sum += strtoll(v + 25, NULL, 10);
-		free(text);
+		uint64_t w;
+		if (procfs_task_waits(pid, tids[i], &w) == 0)
+			sum += (long long)w; /* else exited */
 	}
 	free(tids);
 	return sum;
