@@ -35,6 +35,11 @@ struct sd_frame {
 	uint64_t symoff;      /* offset from the function's start, if known */
 	const char *file;
 	int line;
+	/* The callee-saved registers rbx, rbp, r12..r15 as this frame sees
+	 * them (the unwinder's values for it; 0 where not known, e.g. a loaded
+	 * snapshot): a lock's address in one of them is a variable of this
+	 * frame, or of an inner one that merely preserved the register. */
+	uint64_t csr[6];
 };
 
 /* Frames shared read-only by the snapshots that count a stack again (a

@@ -404,6 +404,71 @@ def test_diff_says_what_is_within_noise():
         shutil.rmtree(d, True)
 
 
+GDB_LIVE = r"""
+import gdb
+addr = int(gdb.parse_and_eval("&g_journal_lock"))
+for th in gdb.selected_inferior().threads():
+    if th.ptid[1] != %d:
+        continue
+    th.switch()
+    f, i = gdb.newest_frame(), 0
+    while f is not None:
+        live = False
+        for r in ("rbx", "rbp", "r12", "r13", "r14", "r15"):
+            try:
+                live |= (int(f.read_register(r)) & (2**64 - 1)) == addr
+            except gdb.error:
+                pass
+        print("FRAME %%d %%s %%d" %% (i, f.name(), live))
+        f, i = f.older(), i + 1
+"""
+
+
+def gdb_live_frames(pid, tid):
+    """[(function, the address of g_journal_lock is in one of its
+    callee-saved registers)] of thread TID, innermost first, from gdb."""
+    gdb = sdtest.tool("gdb", "gdb")
+    script = os.path.join(TMP, "live.py")
+    with open(script, "w") as fh:
+        fh.write(GDB_LIVE % tid)
+    p = subprocess.run([gdb, "-q", "-nx", "-batch", "-p", str(pid), "-ex", "source " + script],
+                       capture_output=True, text=True, timeout=300)
+    out = [(m.group(1), m.group(2) == "1")
+           for m in re.finditer(r"(?m)^FRAME \d+ (\S+) ([01])$", p.stdout)]
+    ok(out, "gdb listed no frame of %d: %s" % (tid, p.stderr[-2000:]))
+    return out
+
+
+def test_holds_sits_under_the_frame_that_took_the_lock():
+    # journal_sync loads &g_journal_lock into a callee-saved register,
+    # locks, then calls slow_disk_write, which saves that register in its
+    # own frame: the reference found there is journal_sync's, and the
+    # lock was taken there. gdb's frames and their registers are the
+    # oracle: the outermost of the consecutive frames that see the address.
+    with pool() as fx:
+        syncer = syncer_of(fx)
+        frames = gdb_live_frames(fx.pid, syncer)
+        live = [i for i, (_, v) in enumerate(frames) if v]
+        ok(live, "gdb: no frame of the syncer sees the lock: %r" % frames)
+        eq(live, list(range(live[0], live[-1] + 1)), "one run of frames: %r" % frames)
+        taker = frames[live[-1]][0]
+        eq(taker, "journal_sync", frames)
+        for args in (["--all-frames", "--full-names", fx.pid], ["--tid", str(syncer), fx.pid]):
+            r = sdtest.run(*args)
+            eq(r.rc, 0, r.err)
+            block = r.out[r.out.index('Thread %d "syncer"' % syncer):]
+            block = block[:block.index("\n\n")] if "\n\n" in block else block
+            m = re.search(r"(?m)^  #\d+(?:-#\d+)? .*?(\S+) \(fx-culprit-pool\).*\n"
+                          r"(?:\s+at .*\n)?\s+- holds mutex 0x[0-9a-f]+ <g_journal_lock>", block)
+            ok(m, "%r: no holds line: %s" % (args, block))
+            eq(m.group(1), taker, "%r: %s" % (args, block))
+        # JSON names the same frame.
+        doc = sdtest.run("--format", "json", fx.pid).json()
+        th = [t for t in doc["threads"] if t["tid"] == syncer][0]
+        eq(len(th["holds"]), 1, th["holds"])
+        eq(th["frames"][th["holds"][0]["frame"]]["function"], taker, th["holds"])
+
+
 def test_runtime_frames_fold_program_frames_stay():
     with start("fx-rust", blocked=4) as fx:
         r = sdtest.run(fx.pid)
