@@ -21,6 +21,7 @@
 #include "format-top.h"
 #include "topview.h"
 #include "cmd.h"
+#include "terminal.h"
 
 enum {
 	TOP_RATE = SNAP_OPT__COUNT,
@@ -310,7 +311,8 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			struct strbuf sb;
 			strbuf_init(&sb);
 			top_screen(&sb, p, t->pid, t->info.comm, th, nth, (double)(now - start) / 1e9,
-			       tty ? terminal_rows(ctx->out) : 0, (int)limit, tty, &view, idle, nidle);
+			       tty ? terminal_rows(ctx->out) : 0, tty ? terminal_width(ctx->out) : 0,
+			       (int)limit, tty, &view, idle, nidle);
 			cmd_write(ctx, sb.buf, sb.len);
 			fflush(ctx->out);
 			strbuf_release(&sb);
