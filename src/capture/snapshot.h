@@ -195,6 +195,9 @@ struct sd_thread {
 				       * snapshot_thread_own_frames() */
 	const char *unwind_stop; /* why unwinding ended early, or NULL */
 	unsigned live_reads;  /* stack words read after the thaw (outside the copy) */
+	int live_reads_proven; /* ... and the thread's scheduler counters, read
+				* again after them, show it did not run since
+				* before its copy: they are as good as the copy */
 	uint64_t frames_token; /* nonzero: the raw frames are those of every
 				* thread of this target with the same tid and
 				* token (a sample reused, a perf sample
@@ -204,6 +207,11 @@ struct sd_thread {
 	uint64_t goid;        /* Go: the goroutine this thread (an M) runs, 0 none */
 
 	/* analyze */
+	char stack_state;     /* the state the stack's instant shows when the
+			       * letter read before the freeze says otherwise
+			       * ('R': asleep then, in user space when frozen;
+			       * the letter, syscall and wchan are then /proc's
+			       * of that earlier moment), else 0 */
 	struct sd_wait wait;
 	struct sd_hold *holds; /* heap; locks others wait for that this one holds */
 	size_t nholds;
