@@ -238,6 +238,7 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			struct sd_perf_stats ps = {0};
 			sampler_stats_add(smp, &ps);
 			p->lost_samples = ps.lost;
+			p->stale_stacks = ps.stale;
 			p->throttled = ps.throttled;
 		}
 		for (size_t i = 0; i < nth; i++)

@@ -359,6 +359,10 @@ struct sd_snapshot {
 	uint64_t infer_us;    /* lock holders inferred from the stacks (part of analyze) */
 	uint64_t seize_us, stop_us, detach_us; /* the pause, phase by phase */
 	uint64_t memcopy_us;  /* part of detach_us: the batched memory copy */
+	uint64_t freeze_us;   /* the main freeze: seize + stop + detach */
+	uint64_t later_us;    /* the longest of the stops after it (a retry, a
+			       * stop for registers); pause_us is the longer
+			       * of the two */
 	uint64_t stack_bytes; /* bytes copied */
 	/* Threads by capture kind: stopped, read without a stop, reused
 	 * from the last sample, read again because they ran between the

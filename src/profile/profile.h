@@ -142,6 +142,10 @@ struct sd_profile {
 	const char *engine;     /* capture engine ("perf", "ptrace"), pool
 				 * string; NULL when not known (old files) */
 	uint64_t lost_samples;  /* perf: samples the kernel dropped (ring full) */
+	uint64_t stale_stacks;  /* perf: thread stacks a tick counted again from
+				 * an earlier tick for want of a sample (what
+				 * the drops cost: often nothing, the task
+				 * clock samples 4 times a tick) */
 	uint64_t throttled;     /* perf: times the kernel throttled sampling */
 	uint64_t interval_us;   /* planned interval between samples */
 	uint64_t duration_us;   /* wall time sampled */

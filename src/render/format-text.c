@@ -535,19 +535,23 @@ static void process_header(struct strbuf *out, const struct sd_snapshot *s,
 			    s->stack_total % (1u << 20) ? s->stack_total >> 10 : s->stack_total >> 20,
 			    s->stack_total % (1u << 20) ? "KiB" : "MiB");
 	if (o && o->verbose && !s->per_thread) {
-		strbuf_addf(out,
-			    "  pause: seize %.2f ms, stop %.2f ms, memory copy %.2f ms, detach %.2f ms",
-			    (double)s->seize_us / 1000.0, (double)s->stop_us / 1000.0,
-			    (double)s->memcopy_us / 1000.0,
-			    (double)(s->detach_us - s->memcopy_us) / 1000.0);
-		/* The parts add up to the pause: what the freeze did not
-		 * spend, stops of single threads did (for their registers,
-		 * retries). */
-		uint64_t parts = s->seize_us + s->stop_us + s->detach_us;
-		if (s->pause_us > parts + 10)
-			strbuf_addf(out, ", %s %.2f ms",
-				    s->nregstops ? "stops for registers and retries" : "other",
-				    (double)(s->pause_us - parts) / 1000.0);
+		/* The freeze's phases add up to it; stops after it (for
+		 * registers, retries) are pauses of their own threads, not
+		 * added to it: the pause is the longest of them all. */
+		strbuf_addf(out, "  pause %.2f ms: ", (double)s->pause_us / 1000.0);
+		if (s->freeze_us || s->seize_us || s->stop_us)
+			strbuf_addf(out,
+				    "the freeze %.2f ms (seize %.2f, stop %.2f, memory copy %.2f, "
+				    "detach %.2f)",
+				    (double)s->freeze_us / 1000.0, (double)s->seize_us / 1000.0,
+				    (double)s->stop_us / 1000.0, (double)s->memcopy_us / 1000.0,
+				    (double)(s->detach_us - s->memcopy_us) / 1000.0);
+		else
+			strbuf_adds(out, "no freeze (no thread was running)");
+		if (s->later_us)
+			strbuf_addf(out, ", then %s of single threads, the longest %.2f ms",
+				    s->nregstops ? "stops for registers or retries" : "retries",
+				    (double)s->later_us / 1000.0);
 		strbuf_adds(out, "\n");
 	}
 	if (o && o->verbose && !s->per_thread) {

@@ -145,8 +145,9 @@ void top_screen(struct strbuf *sb, struct sd_profile *p, pid_t pid, const char *
 	strbuf_addf(&c, "engine %s", p->engine ? p->engine : "ptrace");
 	strbuf_addf(&d, "longest pause %.2f ms", (double)p->max_pause_us / 1000.0);
 	char lost[64] = "";
-	if (p->lost_samples)
-		snprintf(lost, sizeof(lost), "%llu samples lost", (unsigned long long)p->lost_samples);
+	if (p->stale_stacks)
+		snprintf(lost, sizeof(lost), "%llu stacks from an earlier tick (samples lost)",
+			 (unsigned long long)p->stale_stacks);
 	const char *seg[] = {a.buf, b.buf, c.buf, d.buf, lost};
 	pack(&line, seg, sizeof(seg) / sizeof(seg[0]), cols);
 	used += emit(sb, &line, cols, tty);

@@ -364,13 +364,19 @@ int snap_freeze_stage(struct snapctx *cx, const pid_t *known, size_t nknown, uns
 	ptrace_boost_end(&boost);
 	uint64_t pause = (fz.end_ns - fz.start_ns) / 1000;
 	if (cx->stage == STAGE_MAIN) {
-		s->pause_us = pause;
+		s->freeze_us = pause;
+		if (pause > s->pause_us)
+			s->pause_us = pause;
 		s->seize_us = (fz.seized_ns - fz.start_ns) / 1000;
 		s->stop_us = (fz.stopped_ns - fz.seized_ns) / 1000;
-		s->detach_us = (fz.end_ns - fz.stopped_ns) / 1000;
-		s->memcopy_us = memcopy;
-	} else if (pause > s->pause_us) {
-		s->pause_us = pause;
+		/* The rest, so that the phases add up to the freeze. */
+		s->detach_us = pause > s->seize_us + s->stop_us ? pause - s->seize_us - s->stop_us : 0;
+		s->memcopy_us = memcopy < s->detach_us ? memcopy : s->detach_us;
+	} else {
+		if (pause > s->later_us)
+			s->later_us = pause;
+		if (pause > s->pause_us)
+			s->pause_us = pause;
 	}
 	for (size_t k = 0; k < fz.n; k++) {
 		struct sd_tracee *tr = &fz.v[k];

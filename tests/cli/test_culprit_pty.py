@@ -511,5 +511,68 @@ def test_runtime_frames_fold_program_frames_stay():
         eq(ntext, njson, "--all-frames shows every frame JSON has")
 
 
+PERF_LINE = re.compile(r"(?m)^perf: \d+ task-clock and \d+ context-switch samples, (\d+) lost "
+                       r"\((\d+) thread stacks counted again for want of one\)")
+
+
+def test_samples_lost_said_only_when_the_profile_lost_some():
+    # A one-thread CPU burner sampled 200 times with the perf engine: the
+    # kernel may drop some of its samples (the task clock samples 4 times
+    # a tick), which costs the profile nothing unless a tick went without
+    # one. The summary says "lost" only then, with both counts; -v always
+    # gives them.
+    with start("fx-busy") as fx:
+        for _ in range(3):
+            r = sdtest.run("profile", fx.pid, "-c", "200", "-r", "99", "-e", "perf", "-v")
+            eq(r.rc, 0, r.err)
+            m = PERF_LINE.search(r.err)
+            ok(m, r.err[-1500:])
+            lost, stale = int(m.group(1)), int(m.group(2))
+            ok(stale == 0 or lost > 0, "stacks counted again without a drop: %s" % m.group(0))
+            head = r.out.split("\n\n")[0]
+            contains(head, ": 200 samples in ")
+            if stale:
+                contains(head, "; %d thread stack%s counted again from an earlier tick for "
+                         "want of a sample (%d lost by the kernel: ring buffer full)"
+                         % (stale, "" if stale == 1 else "s", lost))
+            else:
+                ok("lost" not in head, "%d dropped, none missed, yet: %s" % (lost, head))
+        doc = sdtest.run("profile", fx.pid, "-c", "20", "-e", "perf", "-f", "json").json()
+        ok("lost_samples" in doc and "stale_stacks" in doc, sorted(doc))
+        sdtest.assert_running(fx.pid)
+
+
+PAUSE_LINE = re.compile(r"(?m)^  pause (\d+\.\d\d) ms: (?:the freeze (\d+\.\d\d) ms \(seize "
+                        r"(\d+\.\d\d), stop (\d+\.\d\d), memory copy (\d+\.\d\d), detach "
+                        r"(\d+\.\d\d)\)|no freeze \(no thread was running\))(?:, then stops for "
+                        r"registers or retries of single threads, the longest (\d+\.\d\d) ms"
+                        r"|, then retries of single threads, the longest (\d+\.\d\d) ms)?$")
+
+
+def test_verbose_pause_breakdown_adds_up():
+    # fx-busy has a thread on a CPU (frozen), fx-idle none (all read
+    # asleep, some stopped once for registers). The freeze's phases add up
+    # to the freeze, and the pause is the longest of the freeze and the
+    # later stops, as the header says.
+    for name in ("fx-busy", "fx-idle"):
+        with start(name) as fx:
+            for _ in range(3):
+                r = sdtest.run("-v", fx.pid)
+                eq(r.rc, 0, r.err)
+                head = re.search(r"(?m)^PID \d+ \(.*?\) \d+ threads.*, paused (\d+\.\d\d) ms",
+                                 r.out)
+                ok(head, r.out[:300])
+                m = PAUSE_LINE.search(r.out)
+                ok(m, "%s: %s" % (name, r.out[:600]))
+                pause = float(m.group(1))
+                eq(m.group(1), head.group(1), "%s: the header and -v disagree" % name)
+                freeze = float(m.group(2)) if m.group(2) else 0.0
+                if m.group(2):
+                    parts = sum(float(m.group(i)) for i in (3, 4, 5, 6))
+                    ok(abs(parts - freeze) <= 0.025, "%s: %s" % (name, m.group(0)))
+                later = float(m.group(7) or m.group(8) or 0)
+                eq("%.2f" % max(freeze, later), m.group(1), "%s: %s" % (name, m.group(0)))
+
+
 if __name__ == "__main__":
     sdtest.main(globals())
