@@ -128,6 +128,9 @@ void analyze_snapshot(pid_t pid, struct sd_symbols *sym, struct sd_snapshot *s)
 			continue;
 		struct sd_wait old = th->wait;
 		classify(th);
+		/* A core's state and registers are of one instant. */
+		if (s->core)
+			th->stack_state = 0;
 		if (th->wait.kind == SD_WAIT_FUTEX && !th->nlockmem && locks_is_wait(old.kind) &&
 		    old.kind != SD_WAIT_FUTEX)
 			th->wait = old;
