@@ -395,6 +395,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		for (size_t i = 0; i < nt; i++)
 			sampler_stats_add(tv[i].smp, &ps);
 		prof->lost_samples = ps.lost;
+		prof->stale_stacks = ps.stale;
 		prof->throttled = ps.throttled;
 	}
 	uint64_t stop = sd_now_ns();

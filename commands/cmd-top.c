@@ -21,6 +21,7 @@
 #include "format-top.h"
 #include "topview.h"
 #include "cmd.h"
+#include "terminal.h"
 
 enum {
 	TOP_RATE = SNAP_OPT__COUNT,
@@ -239,6 +240,7 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			struct sd_perf_stats ps = {0};
 			sampler_stats_add(smp, &ps);
 			p->lost_samples = ps.lost;
+			p->stale_stacks = ps.stale;
 			p->throttled = ps.throttled;
 		}
 		for (size_t i = 0; i < nth; i++)
@@ -312,7 +314,8 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			struct strbuf sb;
 			strbuf_init(&sb);
 			top_screen(&sb, p, t->pid, t->info.comm, th, nth, (double)(now - start) / 1e9,
-			       tty ? terminal_rows(ctx->out) : 0, (int)limit, tty, &view, idle, nidle);
+			       tty ? terminal_rows(ctx->out) : 0, tty ? terminal_width(ctx->out) : 0,
+			       (int)limit, tty, &view, idle, nidle);
 			cmd_write(ctx, sb.buf, sb.len);
 			fflush(ctx->out);
 			strbuf_release(&sb);

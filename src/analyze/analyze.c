@@ -55,6 +55,7 @@ static void classify(struct sd_thread *th)
 {
 	struct sd_wait *w = &th->wait;
 	memset(w, 0, sizeof(*w));
+	th->stack_state = 0;
 	if (th->status != SD_THREAD_OK && !th->syscall_known && !th->have_regs)
 		return;
 	switch (th->state) {
@@ -77,6 +78,11 @@ static void classify(struct sd_thread *th)
 	int in_syscall = th->syscall_nr >= 0 && !th->running;
 	if (th->have_regs) {
 		in_syscall = (long)th->regs.orig_rax >= 0 && syscall_pending(th);
+		/* Asleep when /proc was read, out of the system call in the
+		 * registers (read later: frozen, or stopped once for them):
+		 * the stack is of that later instant; the header says so. */
+		if (!th->regs_partial && th->state == 'S' && !in_syscall)
+			th->stack_state = 'R';
 		if ((long)th->regs.orig_rax >= 0 && !in_syscall &&
 		    (th->syscall_nr == SYS_futex || th->syscall_nr == SYS_restart_syscall)) {
 			/* Woken (or timed out) just before the freeze. */
@@ -122,6 +128,9 @@ void analyze_snapshot(pid_t pid, struct sd_symbols *sym, struct sd_snapshot *s)
 			continue;
 		struct sd_wait old = th->wait;
 		classify(th);
+		/* A core's state and registers are of one instant. */
+		if (s->core)
+			th->stack_state = 0;
 		if (th->wait.kind == SD_WAIT_FUTEX && !th->nlockmem && locks_is_wait(old.kind) &&
 		    old.kind != SD_WAIT_FUTEX)
 			th->wait = old;

@@ -7,12 +7,23 @@
 #include <string.h>
 
 #include "hashmap.h"
+#include "locks.h"
 
 static int same_str(const char *a, const char *b)
 {
 	if (a == b)
 		return 1;
 	return a && b && !strcmp(a, b);
+}
+
+/* Waits on an object of each thread's own (a JVM's threads each parked
+ * on its Parker's condvar, a Go M on its note): threads that wait so in
+ * one kind of wait from one call site (their frames are compared too)
+ * wait alike, whatever the object's address (kept in JSON, listed with
+ * -v). A lock's address always counts: it says who contends with whom. */
+int group_wait_per_object(enum sd_wait_kind k)
+{
+	return locks_is_idle(k);
 }
 
 /* Do A and B show the same thing? Everything a dump prints for a thread
@@ -23,9 +34,12 @@ static int same_thread(const struct sd_thread *a, const struct sd_thread *b)
 		return 0;
 	if (a->status != SD_THREAD_OK)
 		return same_str(a->error, b->error);
-	if (a->wait.kind != b->wait.kind || a->wait.address != b->wait.address ||
+	int any_object = group_wait_per_object(a->wait.kind);
+	if (a->wait.kind != b->wait.kind ||
+	    (!any_object && (a->wait.address != b->wait.address ||
+			     !same_str(a->wait.symbol, b->wait.symbol))) ||
 	    a->wait.owner != b->wait.owner || a->wait.owner_known != b->wait.owner_known ||
-	    !same_str(a->wait.note, b->wait.note) || !same_str(a->wait.symbol, b->wait.symbol))
+	    !same_str(a->wait.note, b->wait.note))
 		return 0;
 	if (a->syscall_nr != b->syscall_nr || !same_str(a->unwind_stop, b->unwind_stop))
 		return 0;
@@ -60,7 +74,7 @@ static uint64_t thread_key(const struct sd_thread *th)
 	MIX(th->state);
 	MIX(th->nframes);
 	MIX(th->wait.kind);
-	MIX(th->wait.address);
+	MIX(group_wait_per_object(th->wait.kind) ? 0 : th->wait.address);
 	MIX(th->wait.owner);
 	MIX(th->syscall_nr);
 	MIX(th->nholds);

@@ -15,6 +15,10 @@ struct sd_group {
 	size_t n;
 };
 
+/* Does a wait of kind K merge threads waiting on different objects (each
+ * its own), when all else they show is the same? */
+int group_wait_per_object(enum sd_wait_kind k);
+
 struct sd_grouping {
 	struct sd_group *v;
 	size_t n;

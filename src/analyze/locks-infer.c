@@ -78,34 +78,64 @@ static int runtime_frame(const struct sd_frame *f)
 	return 0;
 }
 
-/* The frame of TH whose stack range holds ADDR: frame k owns
- * [frames[k].sp, frames[k+1].sp). Inline frames share their physical
- * frame's sp: the outermost of them (the physical function) is taken.
- * Then outwards past runtime frames. -1 when TH has no frames. */
-static int frame_of_slot(const struct sd_thread *th, uint64_t addr)
+/* Does frame K of TH see ADDR in one of its callee-saved registers (as
+ * the unwinder recovered them for it)? */
+static int csr_holds(const struct sd_thread *th, size_t k, uint64_t addr)
 {
-	int k = -1;
-	for (size_t i = 0; i < th->nframes; i++) {
-		if (th->frames[i].sp && th->frames[i].sp <= addr)
-			k = (int)i;
-		else if (th->frames[i].sp > addr)
-			break;
-	}
-	if (k < 0)
-		return th->nframes ? 0 : -1;
+	for (size_t i = 0; i < sizeof(th->frames[k].csr) / sizeof(th->frames[k].csr[0]); i++)
+		if (th->frames[k].csr[i] == addr)
+			return 1;
+	return 0;
+}
+
+/* From frame K, where ADDR is live, the outermost of the consecutive
+ * frames in which it still is: a caller keeps the value in a callee-saved
+ * register that its callees preserve (left alone, or saved in their own
+ * frame and restored), so it lives in every frame from the one that
+ * loaded it inwards. That outermost frame is the one whose variable it
+ * is: the one that took the lock. Then outwards past runtime frames, and
+ * from an inline frame to its physical frame (whose variables its inline
+ * frames' are). */
+static int frame_of_live(const struct sd_thread *th, int k, uint64_t addr)
+{
+	while ((size_t)k + 1 < th->nframes && csr_holds(th, (size_t)k + 1, addr))
+		k++;
 	while ((size_t)k + 1 < th->nframes && runtime_frame(&th->frames[k]))
 		k++;
-	/* Landed on an inline frame: its variables are its physical frame's. */
 	while ((size_t)k + 1 < th->nframes && (th->frames[k].flags & SD_FRAME_INLINED))
 		k++;
 	return k;
 }
 
-/* A value in a callee-saved register at the freeze: the innermost
- * physical frame outside the runtime is the best guess at whose variable
- * it is (an inline frame's variables are its physical frame's), or -1. */
-static int frame_of_register(const struct sd_thread *th)
+/* The frame of TH whose stack range holds the slot at SLOT with ADDR in
+ * it: frame k owns [frames[k].sp, frames[k+1].sp); a slot where a callee
+ * saved its caller's register belongs to the caller, which frame_of_live
+ * finds from the registers recovered for it. -1 when TH has no frames. */
+static int frame_of_slot(const struct sd_thread *th, uint64_t slot, uint64_t addr)
 {
+	int k = -1;
+	for (size_t i = 0; i < th->nframes; i++) {
+		if (th->frames[i].sp && th->frames[i].sp <= slot)
+			k = (int)i;
+		else if (th->frames[i].sp > slot)
+			break;
+	}
+	if (k < 0)
+		return th->nframes ? frame_of_live(th, 0, addr) : -1;
+	return frame_of_live(th, k, addr);
+}
+
+/* ADDR in a callee-saved register at the freeze: frame 0 has it, and so
+ * does every frame out to the one that loaded it (frame_of_live). Without
+ * the frames' registers (a loaded snapshot), the innermost physical frame
+ * outside the runtime is the best guess, or -1. */
+static int frame_of_register(const struct sd_thread *th, uint64_t addr)
+{
+	if (th->nframes && csr_holds(th, 0, addr)) {
+		int k = frame_of_live(th, 0, addr);
+		if (!runtime_frame(&th->frames[k]))
+			return k;
+	}
 	for (size_t i = 0; i < th->nframes; i++) {
 		if (runtime_frame(&th->frames[i]))
 			continue;
@@ -248,7 +278,7 @@ static void scan(const struct sd_snapshot *s, struct ilock *locks, const struct 
 				for (; r < refs + nrefs && r->addr == v; r++)
 					if (!waits_on(th, &locks[r->lock]))
 						add_cand(&locks[r->lock], s, t,
-							 frame_of_slot(th, th->stack_base + off));
+							 frame_of_slot(th, th->stack_base + off, v));
 			}
 		}
 		if (!th->have_regs)
@@ -260,7 +290,7 @@ static void scan(const struct sd_snapshot *s, struct ilock *locks, const struct 
 				continue;
 			for (size_t r = 0; r < nrefs; r++)
 				if (refs[r].addr == saved[i] && !waits_on(th, &locks[refs[r].lock]))
-					add_cand(&locks[refs[r].lock], s, t, frame_of_register(th));
+					add_cand(&locks[refs[r].lock], s, t, frame_of_register(th, saved[i]));
 		}
 	}
 }
@@ -276,7 +306,7 @@ int locks_frame_of_reference(const struct sd_thread *th, uint64_t addr)
 			uint64_t v;
 			memcpy(&v, th->stack + off, 8);
 			if (v == addr)
-				return frame_of_slot(th, th->stack_base + off);
+				return frame_of_slot(th, th->stack_base + off, addr);
 		}
 	}
 	if (th->have_regs) {
@@ -284,7 +314,7 @@ int locks_frame_of_reference(const struct sd_thread *th, uint64_t addr)
 					  th->regs.r13, th->regs.r14, th->regs.r15};
 		for (size_t i = 0; i < sizeof(saved) / sizeof(saved[0]); i++)
 			if (saved[i] == addr)
-				return frame_of_register(th);
+				return frame_of_register(th, addr);
 	}
 	return -1;
 }

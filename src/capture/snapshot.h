@@ -35,6 +35,11 @@ struct sd_frame {
 	uint64_t symoff;      /* offset from the function's start, if known */
 	const char *file;
 	int line;
+	/* The callee-saved registers rbx, rbp, r12..r15 as this frame sees
+	 * them (the unwinder's values for it; 0 where not known, e.g. a loaded
+	 * snapshot): a lock's address in one of them is a variable of this
+	 * frame, or of an inner one that merely preserved the register. */
+	uint64_t csr[6];
 };
 
 /* Frames shared read-only by the snapshots that count a stack again (a
@@ -190,6 +195,9 @@ struct sd_thread {
 				       * snapshot_thread_own_frames() */
 	const char *unwind_stop; /* why unwinding ended early, or NULL */
 	unsigned live_reads;  /* stack words read after the thaw (outside the copy) */
+	int live_reads_proven; /* ... and the thread's scheduler counters, read
+				* again after them, show it did not run since
+				* before its copy: they are as good as the copy */
 	uint64_t frames_token; /* nonzero: the raw frames are those of every
 				* thread of this target with the same tid and
 				* token (a sample reused, a perf sample
@@ -199,6 +207,11 @@ struct sd_thread {
 	uint64_t goid;        /* Go: the goroutine this thread (an M) runs, 0 none */
 
 	/* analyze */
+	char stack_state;     /* the state the stack's instant shows when the
+			       * letter read before the freeze says otherwise
+			       * ('R': asleep then, in user space when frozen;
+			       * the letter, syscall and wchan are then /proc's
+			       * of that earlier moment), else 0 */
 	struct sd_wait wait;
 	struct sd_hold *holds; /* heap; locks others wait for that this one holds */
 	size_t nholds;
@@ -346,6 +359,10 @@ struct sd_snapshot {
 	uint64_t infer_us;    /* lock holders inferred from the stacks (part of analyze) */
 	uint64_t seize_us, stop_us, detach_us; /* the pause, phase by phase */
 	uint64_t memcopy_us;  /* part of detach_us: the batched memory copy */
+	uint64_t freeze_us;   /* the main freeze: seize + stop + detach */
+	uint64_t later_us;    /* the longest of the stops after it (a retry, a
+			       * stop for registers); pause_us is the longer
+			       * of the two */
 	uint64_t stack_bytes; /* bytes copied */
 	/* Threads by capture kind: stopped, read without a stop, reused
 	 * from the last sample, read again because they ran between the

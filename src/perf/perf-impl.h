@@ -60,6 +60,9 @@ struct pthr {
 	int kind;
 	uint64_t time; /* CLOCK_MONOTONIC ns */
 	uint64_t gen;  /* bumped at every new latest sample */
+	uint64_t tick_gen; /* gen at the last tick that counted it (0: none) */
+	uint64_t lost_recs; /* samples the kernel dropped, from its LOST records */
+	uint64_t lost_seen; /* perf_thr_lost at the last tick that looked */
 	uint64_t name_gen; /* gen when the name was last asked for */
 	struct user_regs_struct regs;
 	uint8_t *stack;
@@ -129,4 +132,8 @@ void perf_promote(struct sd_perf *p, struct pthr *th, uint64_t at);
 void perf_read_switch(struct sd_perf *p, struct pthr *th);
 /* Close TH's events when it switches too often for them (see perf.c). */
 void perf_switch_mode(struct sd_perf *p, struct pthr *th, uint64_t now);
+/* How many samples of TH's task-clock event the kernel dropped so far
+ * (ring full): its event's lost count, or its LOST records. */
+uint64_t perf_thr_lost(const struct sd_perf *p, const struct pthr *th);
+
 #endif

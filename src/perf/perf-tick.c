@@ -305,6 +305,19 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 			continue;
 		struct sd_thread *st = snapshot_add_thread(s, th->tid);
 		st->name = strpool_intern(s->pool, name);
+		/* On a CPU at its latest sample (not a switch out of it), not
+		 * one sample since the last
+		 * tick, and samples dropped meanwhile: this tick counts an
+		 * older stack for want of its own. (Without drops, no sample
+		 * means it did not run: the older stack is the right one.)
+		 * The lost count is read only then. */
+		if (th->kind != LATEST_SWITCH && th->fd >= 0 && th->tick_gen == th->gen) {
+			uint64_t lost = perf_thr_lost(p, th);
+			if (lost > th->lost_seen)
+				p->st.stale++;
+			th->lost_seen = lost;
+		}
+		th->tick_gen = th->gen;
 		if (th->frames_gen != th->gen)
 			thr_unwind(p, s, st, th, so->max_frames);
 		thr_state(p, th);

@@ -143,6 +143,11 @@ static uint64_t thr_lost(const struct sd_perf *p, const struct pthr *th)
 	return v[1];
 }
 
+uint64_t perf_thr_lost(const struct sd_perf *p, const struct pthr *th)
+{
+	return p->lost_records ? th->lost_recs : thr_lost(p, th);
+}
+
 /* A buffer for a sample's stack copy: from the spares, else new. Every
  * sample of a busy thread is one: a malloc and free each, at 16 KiB,
  * made the heap grow and shrink (page faults, zeroed pages). */
@@ -735,6 +740,7 @@ static void drain_one(struct sd_perf *p, struct pthr *th)
 			uint64_t lost;
 			memcpy(&lost, rec + sizeof(h) + 8, 8);
 			p->st.lost += lost;
+			th->lost_recs += lost;
 		} else if (h.type == PERF_RECORD_THROTTLE) {
 			p->st.throttled++;
 		}
@@ -917,6 +923,7 @@ void perf_stats_add(const struct sd_perf *p, struct sd_perf_stats *st)
 	st->clock_samples += p->st.clock_samples;
 	st->switch_samples += p->st.switch_samples;
 	st->lost += p->st.lost;
+	st->stale += p->st.stale;
 	for (size_t i = 0; i < p->n; i++)
 		st->lost += thr_lost(p, &p->v[i]);
 	st->throttled += p->st.throttled;

@@ -33,6 +33,11 @@ struct sd_perf_stats {
 	uint64_t clock_samples;  /* task-clock samples read */
 	uint64_t switch_samples; /* context-switch samples read */
 	uint64_t lost;           /* samples the kernel dropped (ring full) */
+	uint64_t stale;          /* thread stacks a tick counted again from an
+				  * earlier tick: on a CPU at its latest
+				  * sample, and not one sample since (the task
+				  * clock samples 4 times a tick): what the
+				  * drops (or throttling) cost the profile */
 	uint64_t throttled;      /* times the kernel throttled an event */
 	uint64_t seeded;	 /* stacks captured by ptrace (stop only what
 				  * runs): threads without events, and threads

@@ -131,6 +131,7 @@ static struct sd_profile *parse_json(const char *text, size_t len, const char *n
 	if (jstr(doc, "engine"))
 		p->engine = strpool_intern(p->pool, jstr(doc, "engine"));
 	p->lost_samples = jnum(doc, "lost_samples");
+	p->stale_stacks = jnum(doc, "stale_stacks");
 	p->throttled = jnum(doc, "throttled");
 	size_t i;
 	json_t *st;

@@ -14,6 +14,7 @@
 
 #include "analyze.h"
 #include "holders.h"
+#include "locks.h"
 #include "procfs.h"
 #include "symbols.h"
 #include "target.h"
@@ -768,6 +769,20 @@ static const char *state_of(struct sd_profile *p, const struct sd_thread *th,
 	return strpool_intern(p->pool, t && *t ? t : "sleeping");
 }
 
+/* One more sample of ST by a thread holding what HD says others wait on. */
+static void hold_mark(struct sd_profile *p, struct sd_pstack *st, const struct sd_holder *hd)
+{
+	char buf[256];
+	if (hd->symbol)
+		snprintf(buf, sizeof(buf), "holds %s <%s>, %zu waiter%s", locks_kind_name(hd->kind),
+			 hd->symbol, hd->nwaiters, hd->nwaiters == 1 ? "" : "s");
+	else
+		snprintf(buf, sizeof(buf), "holds %s 0x%llx, %zu waiter%s", locks_kind_name(hd->kind),
+			 (unsigned long long)hd->address, hd->nwaiters, hd->nwaiters == 1 ? "" : "s");
+	st->held++;
+	st->hold_note = strpool_intern(p->pool, buf);
+}
+
 void profile_add_snapshot(struct sd_profile *p, struct sd_target *t, struct sd_snapshot *s,
 			  ssize_t *groups)
 {
@@ -789,7 +804,7 @@ void profile_add_snapshot(struct sd_profile *p, struct sd_target *t, struct sd_s
 		p->proof = s->proof;
 	ssize_t *g = groups ? groups : sd_xmalloc((s->nthreads ? s->nthreads : 1) * sizeof(*g));
 	struct sd_holder *hv = NULL; /* a holder is the story, never idle */
-	size_t nh = p->opts.no_idle ? holders_of(t && !t->core ? t->pid : 0, s, &hv) : 0;
+	size_t nh = holders_of(t && !t->core ? t->pid : 0, s, &hv);
 	for (size_t i = 0; i < s->nthreads; i++) {
 		struct sd_thread *th = &s->threads[i];
 		g[i] = -1;
@@ -813,6 +828,9 @@ void profile_add_snapshot(struct sd_profile *p, struct sd_target *t, struct sd_s
 		}
 		stack_count(p, &p->stacks[idx], 1, on ? 1 : 0, s->pid, th->tid,
 			    strpool_intern(p->pool, th->name ? th->name : ""), state_of(p, th, &p->stacks[idx], fidle));
+		const struct sd_holder *hd = holders_find(hv, nh, th->tid);
+		if (hd)
+			hold_mark(p, &p->stacks[idx], hd);
 		p->thread_samples++;
 		p->on_cpu += on ? 1 : 0;
 	}
@@ -943,6 +961,10 @@ struct sd_flame *profile_flame(struct sd_profile *p)
 			n->value += st->count;
 			n->on_cpu += st->on_cpu;
 			n->delta += d;
+			if (st->held) {
+				n->held += st->held;
+				n->hold_note = st->hold_note;
+			}
 		}
 		n->self += st->count;
 	}
@@ -958,43 +980,4 @@ void profile_flame_free(struct sd_flame *f)
 		free(f);
 		f = next;
 	}
-}
-
-/* ---- diff ---- */
-
-static struct sd_pframe *name_frames(const struct sd_pstack *st)
-{
-	struct sd_pframe *f = sd_xcalloc(st->nframes ? st->nframes : 1, sizeof(*f));
-	for (size_t i = 0; i < st->nframes; i++) {
-		f[i].function = st->frames[i].name;
-		f[i].module = st->frames[i].module;
-	}
-	return f;
-}
-
-struct sd_profile *profile_diff(struct sd_profile *a, struct sd_profile *b)
-{
-	struct sd_profile_opts o;
-	profile_opts_init(&o);
-	struct sd_profile *d = profile_new(&o);
-	for (size_t i = 0; i < b->nstacks; i++) {
-		const struct sd_pstack *st = &b->stacks[i];
-		struct sd_pframe *f = name_frames(st);
-		profile_add_stack(d, f, st->nframes, st->count, st->on_cpu, st->pid, 0, "", NULL);
-		free(f);
-	}
-	uint64_t ta = profile_total(a), tb = profile_total(b);
-	double scale = ta ? (double)tb / (double)ta : 1.0;
-	for (size_t i = 0; i < a->nstacks; i++) {
-		const struct sd_pstack *st = &a->stacks[i];
-		struct sd_pframe *f = name_frames(st);
-		ssize_t idx = profile_add_stack(d, f, st->nframes, 0, 0, st->pid, 0, "", NULL);
-		d->stacks[idx].value_a += (double)st->count * scale;
-		free(f);
-	}
-	d->thread_samples = tb;
-	d->on_cpu = b->on_cpu;
-	d->total_a = ta;
-	d->samples = b->samples;
-	return d;
 }

@@ -87,6 +87,10 @@ struct sd_pstack {
 	uint64_t *key;        /* words identifying the stack */
 	size_t nkey;
 	double value_a;       /* diff: count in the first profile, normalized */
+	uint64_t held;        /* samples in which its thread held a lock
+			       * others of the sample waited on */
+	const char *hold_note; /* the last such: "holds mutex <g_lock>, 50
+				* waiters" (pool string), or NULL */
 };
 
 /* One holder stack of a lock, while others waited. */
@@ -139,6 +143,10 @@ struct sd_profile {
 				 * string; NULL when not known (old files) */
 	const char *engine_why;  /* what auto chose and why (pool), or NULL */
 	uint64_t lost_samples;  /* perf: samples the kernel dropped (ring full) */
+	uint64_t stale_stacks;  /* perf: thread stacks a tick counted again from
+				 * an earlier tick for want of a sample (what
+				 * the drops cost: often nothing, the task
+				 * clock samples 4 times a tick) */
 	uint64_t throttled;     /* perf: times the kernel throttled sampling */
 	uint64_t interval_us;   /* planned interval between samples */
 	uint64_t duration_us;   /* wall time sampled */
@@ -228,6 +236,8 @@ struct sd_flame {
 	uint64_t self;
 	uint64_t on_cpu;        /* inclusive on-CPU samples */
 	double delta;           /* diff: inclusive (B - A) in samples */
+	uint64_t held;          /* inclusive samples of a lock's holder */
+	const char *hold_note;  /* what it held (a stack's hold_note) */
 	struct sd_flame *child, *next; /* children sorted by name */
 	size_t nchild;
 };

@@ -32,9 +32,37 @@ static void minutes(struct strbuf *out, double lo, double hi)
 		strbuf_addf(out, ", %ld-%ld minutes", a, b);
 }
 
+/* NAME with each generic instantiation's type arguments elided, as Go's
+ * own tracebacks print them: "main.Map[go.shape.int]" as "main.Map[...]". */
+static void go_short_name(struct strbuf *out, const char *name)
+{
+	struct strbuf t;
+	strbuf_init(&t);
+	int depth = 0;
+	for (const char *p = name; *p; p++) {
+		if (*p == '[') {
+			if (!depth++)
+				strbuf_adds(&t, "[...");
+			continue;
+		}
+		if (*p == ']' && depth) {
+			if (!--depth)
+				strbuf_adds(&t, "]");
+			continue;
+		}
+		if (!depth)
+			strbuf_add(&t, p, 1);
+	}
+	/* An unbalanced name is shown as it is. */
+	strbuf_add_escaped(out, depth ? name : t.buf);
+	strbuf_release(&t);
+}
+
 static void frame_lines(struct strbuf *out, const struct sd_frame *f, const struct sd_render_opts *o)
 {
-	if (f->function)
+	if (f->function && !o->full_names)
+		go_short_name(out, f->function);
+	else if (f->function)
 		strbuf_add_escaped(out, f->function);
 	else
 		strbuf_addf(out, "0x%" PRIx64 "?", f->pc);
@@ -84,12 +112,71 @@ static void holds_lines(struct strbuf *out, const struct sd_snapshot *s,
 }
 
 
+/* Does frame K of G carry a holds line? (It is never folded away.) */
+static int go_holds_at(const struct sd_snapshot *s, const struct sd_goroutine *g, size_t k)
+{
+	for (size_t i = 0; g->nholds && i < s->ngoobjects; i++)
+		for (size_t c = 0; c < s->goobjects[i].ncandidates; c++)
+			if (s->goobjects[i].candidates[c] == g->id &&
+			    s->goobjects[i].candidate_frames[c] == (long)k)
+				return 1;
+	return 0;
+}
+
+static int go_runtime(const struct sd_frame *f)
+{
+	return f->function && !strncmp(f->function, "runtime.", 8);
+}
+
+/* Do A and B print as the same frame (a recursion)? */
+static int go_same_call(const struct sd_frame *a, const struct sd_frame *b)
+{
+	if (!a->function || !b->function || strcmp(a->function, b->function) ||
+	    a->line != b->line || ((a->flags ^ b->flags) & SD_FRAME_INLINED))
+		return 0;
+	return (!a->file && !b->file) || (a->file && b->file && !strcmp(a->file, b->file));
+}
+
+/* Runs of this many frames or more fold (unless --all-frames): the
+ * runtime's past the goroutine's first frame of its own (the innermost
+ * ones say what it waits in), and a recursion's identical frames. */
+#define GO_FOLD_FROM 3
+
 static void body(struct strbuf *out, const struct sd_snapshot *s, const struct sd_goroutine *g,
 		 const struct sd_render_opts *o)
 {
+	size_t first_own = g->nframes;
+	for (size_t k = 0; k < g->nframes && first_own == g->nframes; k++)
+		if (g->frames[k].function && !go_runtime(&g->frames[k]))
+			first_own = k;
 	for (size_t k = 0; k < g->nframes; k++) {
+		size_t last = k;
+		if (!o->all_frames && k > first_own && go_runtime(&g->frames[k]) &&
+		    !go_holds_at(s, g, k)) {
+			while (last + 1 < g->nframes && go_runtime(&g->frames[last + 1]) &&
+			       !go_holds_at(s, g, last + 1))
+				last++;
+			if (last + 1 - k >= GO_FOLD_FROM) {
+				strbuf_addf(out, "...%zu frames of runtime (--all-frames shows them)\n",
+					    last + 1 - k);
+				k = last;
+				continue;
+			}
+			last = k;
+		}
 		frame_lines(out, &g->frames[k], o);
 		holds_lines(out, s, g, (long)k);
+		if (o->all_frames || go_holds_at(s, g, k))
+			continue;
+		while (last + 1 < g->nframes && go_same_call(&g->frames[k], &g->frames[last + 1]) &&
+		       !go_holds_at(s, g, last + 1))
+			last++;
+		if (last + 1 - k >= GO_FOLD_FROM) {
+			strbuf_addf(out, "...the frame above %zu more times, %zu in all "
+					 "(--all-frames shows them)\n",
+				    last - k, last + 1 - k);
+			k = last;
+		}
 	}
 	holds_lines(out, s, g, -1);
 	if (g->unwind_stop)

@@ -112,6 +112,13 @@ void format_json_thread_members(struct jsonw *w, const struct sd_snapshot *s,
 	jsonw_array_end(w);
 	jsonw_kstr(w, "unwind_stop", th->unwind_stop);
 	jsonw_kstr(w, "capture", snapshot_capture_kind_name(th->kind));
+	/* state, syscall and wchan are /proc's, read before the freeze; the
+	 * stack is the freeze's. When they disagree: */
+	char at[2] = {th->stack_state ? th->stack_state : th->state ? th->state : '?', 0};
+	jsonw_kstr(w, "state_at_stack", at);
+	jsonw_kbool(w, "read_before_freeze", th->stack_state != 0);
+	jsonw_ku64(w, "live_reads", th->live_reads);
+	jsonw_kbool(w, "live_reads_proven", th->live_reads_proven);
 	jsonw_key(w, "holds");
 	holds_value(w, th);
 }

@@ -69,9 +69,13 @@ static void add_header(struct strbuf *out, struct sd_profile *p)
 		strbuf_addf(out, "; %" PRIu64 " filtered out", p->filtered - p->idle);
 	if (p->lost)
 		strbuf_addf(out, "; %" PRIu64 " unreadable", p->lost);
-	if (p->lost_samples)
-		strbuf_addf(out, "; %" PRIu64 " samples lost by the kernel (ring buffer full)",
-			    p->lost_samples);
+	/* Dropped samples are said when they cost the profile something: a
+	 * tick that had to count a thread's stack of an earlier tick. */
+	if (p->stale_stacks)
+		strbuf_addf(out,
+			    "; %" PRIu64 " thread stack%s counted again from an earlier tick for want "
+			    "of a sample (%" PRIu64 " lost by the kernel: ring buffer full)",
+			    p->stale_stacks, p->stale_stacks == 1 ? "" : "s", p->lost_samples);
 	if (p->throttled)
 		strbuf_addf(out, "; sampling throttled %" PRIu64 " times (perf_event_max_sample_rate)",
 			    p->throttled);
@@ -408,6 +412,7 @@ void format_profile_json(struct jsonw *w, struct sd_profile *p)
 	jsonw_ku64(w, "lost", p->lost);
 	jsonw_kstr(w, "engine", p->engine);
 	jsonw_ku64(w, "lost_samples", p->lost_samples);
+	jsonw_ku64(w, "stale_stacks", p->stale_stacks);
 	jsonw_ku64(w, "throttled", p->throttled);
 	jsonw_karray(w, "stacks");
 	for (size_t i = 0; i < p->nstacks; i++) {

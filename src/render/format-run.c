@@ -53,7 +53,8 @@ void format_profile_costs(struct strbuf *sb, const struct sd_profile *p,
 	strbuf_adds(sb, "\n");
 	if (ps && p->engine && strstr(p->engine, "perf"))
 		strbuf_addf(sb,
-			    "perf: %llu task-clock and %llu context-switch samples, %llu lost, "
+			    "perf: %llu task-clock and %llu context-switch samples, %llu lost "
+			    "(%llu thread stacks counted again for want of one), "
 			    "throttled %llu times; %llu unwound, %llu stacks captured by ptrace, "
 			    "%llu threads followed, %llu gone, events opened %llu times "
 			    "(%llu refused), closed at rest %llu times, %llu threads unwatched, "
@@ -61,6 +62,7 @@ void format_profile_costs(struct strbuf *sb, const struct sd_profile *p,
 			    "(captured at each tick)\n",
 			    (unsigned long long)ps->clock_samples,
 			    (unsigned long long)ps->switch_samples, (unsigned long long)ps->lost,
+			    (unsigned long long)ps->stale,
 			    (unsigned long long)ps->throttled, (unsigned long long)ps->unwinds,
 			    (unsigned long long)ps->seeded, (unsigned long long)ps->threads_opened,
 			    (unsigned long long)ps->threads_closed, (unsigned long long)ps->armed,

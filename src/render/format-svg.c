@@ -61,6 +61,23 @@ static int max_depth(const struct sd_flame *n, double scale, int d)
 	return m;
 }
 
+/* Is N mostly (over half its samples) the stack of a thread that held a
+ * lock others waited on? Shared callers (start_thread) are not. */
+static int holder_node(const struct sd_flame *n)
+{
+	return n->held && n->hold_note && 2 * n->held > n->value;
+}
+
+static int any_holder(const struct sd_flame *n)
+{
+	if (holder_node(n))
+		return 1;
+	for (const struct sd_flame *c = n->child; c; c = c->next)
+		if (any_holder(c))
+			return 1;
+	return 0;
+}
+
 static double max_delta(const struct sd_flame *n)
 {
 	double m = fabs(n->delta);
@@ -91,7 +108,11 @@ static void color_of(const struct svgctx *c, const struct sd_flame *n, char *buf
 		return;
 	}
 	double oncpu = n->value ? (double)n->on_cpu / (double)n->value : 0;
-	if (oncpu >= 0.5)
+	if (holder_node(n))
+		/* A lock's holder: reds, apart from both palettes. */
+		snprintf(buf, sz, "rgb(%d,%d,%d)", 200 + (int)(40 * v), (int)(30 + 30 * v),
+			 (int)(40 + 30 * v));
+	else if (oncpu >= 0.5)
 		/* Mostly on a CPU: the classic warm palette. */
 		snprintf(buf, sz, "rgb(%d,%d,%d)", 205 + (int)(50 * v), (int)(80 + 130 * v),
 			 (int)(55 * (1 - v)));
@@ -111,8 +132,9 @@ static void node(struct svgctx *c, const struct sd_flame *n, double x, int depth
 	char fill[48];
 	color_of(c, n, fill, sizeof(fill));
 	struct strbuf *o = c->out;
-	strbuf_addf(o, "<g class=\"f\" data-x=\"%.0f\" data-w=\"%" PRIu64 "\" data-d=\"%d\">",
-		    x, n->value, depth);
+	int holder = !c->diff && holder_node(n);
+	strbuf_addf(o, "<g class=\"%s\" data-x=\"%.0f\" data-w=\"%" PRIu64 "\" data-d=\"%d\">",
+		    holder ? "f holder" : "f", x, n->value, depth);
 	strbuf_adds(o, "<title>");
 	format_xml_escaped(o, n->name);
 	double p = c->total > 0 ? 100.0 * (double)n->value / c->total : 0;
@@ -123,6 +145,12 @@ static void node(struct svgctx *c, const struct sd_flame *n, double x, int depth
 	} else {
 		strbuf_addf(o, " (%" PRIu64 " samples, %.2f%%, on-CPU %.0f%%)", n->value, p,
 			    n->value ? 100.0 * (double)n->on_cpu / (double)n->value : 0.0);
+		if (holder) {
+			strbuf_adds(o, "; ");
+			format_xml_escaped(o, n->hold_note);
+			if (n->held < n->value)
+				strbuf_addf(o, " (in %" PRIu64 " of its samples)", n->held);
+		}
 	}
 	strbuf_addf(o, "</title><rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\" "
 		       "rx=\"2\"/><text x=\"%.1f\" y=\"%d\">",
@@ -263,8 +291,8 @@ void format_profile_svg(struct strbuf *out, struct sd_profile *p, const struct s
 				 "total)");
 	else
 		strbuf_addf(out, "%" PRIu64 " samples; warm: on-CPU, blue: off-CPU (blocked "
-				 "or sleeping). Click to zoom, Ctrl-F to search, Esc to reset.",
-			    root->value);
+				 "or sleeping)%s. Click to zoom, Ctrl-F to search, Esc to reset.",
+			    root->value, any_holder(root) ? ", red: holds a lock others wait on" : "");
 	strbuf_adds(out, "</text>\n");
 	strbuf_addf(out, "<text id=\"reset\" class=\"btn\" x=\"%.0f\" y=\"22\" "
 			 "style=\"display:none\">Reset Zoom</text>\n",

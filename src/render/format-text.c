@@ -321,7 +321,8 @@ void format_text_stack(struct strbuf *out, const struct sd_thread *th, size_t in
 }
 
 /* The wait of TH; TERSE (a terminal): no address when a symbol names
- * the lock. */
+ * the lock; 2: neither address nor symbol (a group of threads each
+ * waiting on its own object). */
 static void wait_text(struct strbuf *out, const struct sd_snapshot *s, const struct sd_thread *th,
 		      int terse);
 
@@ -347,11 +348,11 @@ static void wait_text(struct strbuf *out, const struct sd_snapshot *s, const str
 		strbuf_addf(out, "join of %d", (int)w->owner);
 	} else {
 		strbuf_addf(out, "%s", sd_wait_kind_name(w->kind));
-		if (w->address && !(terse && w->symbol))
+		if (w->address && terse < 2 && !(terse && w->symbol))
 			strbuf_addf(out, " 0x%" PRIx64, w->address);
 		else if (w->kind == SD_WAIT_MONITOR)
 			strbuf_adds(out, " (which one is not known)");
-		if (w->symbol) {
+		if (w->symbol && terse < 2) {
 			strbuf_adds(out, " <");
 			strbuf_add_escaped(out, w->symbol);
 			strbuf_adds(out, ">");
@@ -411,7 +412,7 @@ static int is_lock_wait(enum sd_wait_kind k)
 /* The part of a thread header after the name: state letter, then what
  * the thread does or waits for. */
 static void thread_state(struct strbuf *out, const struct sd_snapshot *s,
-			 const struct sd_thread *th, const struct sd_render_opts *o);
+			 const struct sd_thread *th, const struct sd_render_opts *o, size_t nobj);
 
 void format_text_thread_header(struct strbuf *out, const struct sd_snapshot *s,
 			       const struct sd_thread *th, const struct sd_render_opts *o)
@@ -419,7 +420,7 @@ void format_text_thread_header(struct strbuf *out, const struct sd_snapshot *s,
 	strbuf_addf(out, "%sThread %d \"", col(o, C_BOLD), (int)th->tid);
 	strbuf_add_escaped(out, th->name ? th->name : "");
 	strbuf_addf(out, "\"%s", col(o, C_RESET));
-	thread_state(out, s, th, o);
+	thread_state(out, s, th, o, 1);
 	if (th->goid)
 		strbuf_addf(out, " [goroutine %" PRIu64 "]", th->goid);
 	uint64_t task = format_tokio_task_of(s, th->tid);
@@ -427,10 +428,12 @@ void format_text_thread_header(struct strbuf *out, const struct sd_snapshot *s,
 		strbuf_addf(out, " [task %" PRIu64 "]", task);
 }
 
+/* NOBJ > 1: TH stands for a group whose threads wait each on its own
+ * object, NOBJ of them: no one address is theirs. */
 static void thread_state(struct strbuf *out, const struct sd_snapshot *s,
-			 const struct sd_thread *th, const struct sd_render_opts *o)
+			 const struct sd_thread *th, const struct sd_render_opts *o, size_t nobj)
 {
-	strbuf_addf(out, " %c", th->state ? th->state : '?');
+	strbuf_addf(out, " %c", th->stack_state ? th->stack_state : th->state ? th->state : '?');
 	if (th->status != SD_THREAD_OK) {
 		strbuf_addf(out, " %s", col(o, C_WARN));
 		strbuf_add_escaped(out, th->error ? th->error : "unreadable");
@@ -441,13 +444,17 @@ static void thread_state(struct strbuf *out, const struct sd_snapshot *s,
 	if (is_lock_wait(th->wait.kind) && !plain) {
 		strbuf_addf(out, " %swaiting for ",
 			    col(o, locks_is_idle(th->wait.kind) ? C_IDLE : C_LOCK));
-		wait_text(out, s, th, o && o->width > 0);
+		wait_text(out, s, th, nobj > 1 ? 2 : o && o->width > 0);
+		if (nobj > 1)
+			strbuf_addf(out, " (each its own: %zu objects)", nobj);
 		strbuf_adds(out, col(o, C_RESET));
 	} else {
 		const char *st = analyze_state_text(th);
 		if (*st)
 			strbuf_addf(out, " %s", st);
-		if (plain && th->wait.address)
+		if (plain && nobj > 1)
+			strbuf_addf(out, " (each its own: %zu objects)", nobj);
+		else if (plain && th->wait.address)
 			strbuf_addf(out, " 0x%" PRIx64, th->wait.address);
 		if (plain && th->wait.note) {
 			strbuf_adds(out, " (");
@@ -457,6 +464,18 @@ static void thread_state(struct strbuf *out, const struct sd_snapshot *s,
 	}
 	if (th->state == 'D' && th->wchan)
 		strbuf_addf(out, " (wchan %s)", th->wchan);
+	if (th->stack_state) {
+		/* What /proc said a moment before the stack's instant. */
+		strbuf_addf(out, " %s(before the freeze: %c", col(o, C_DIM), th->state);
+		const char *scn = th->syscall_nr >= 0 && !th->running
+					  ? procfs_syscall_name(th->syscall_nr)
+					  : NULL;
+		if (scn)
+			strbuf_addf(out, " in %s", scn);
+		else if (th->wchan && *th->wchan)
+			strbuf_addf(out, " in %s", th->wchan);
+		strbuf_addf(out, ")%s", col(o, C_RESET));
+	}
 	if (o && o->verbose)
 		strbuf_addf(out, " [paused %.2f ms]", (double)th->pause_us / 1000.0);
 }
@@ -516,19 +535,23 @@ static void process_header(struct strbuf *out, const struct sd_snapshot *s,
 			    s->stack_total % (1u << 20) ? s->stack_total >> 10 : s->stack_total >> 20,
 			    s->stack_total % (1u << 20) ? "KiB" : "MiB");
 	if (o && o->verbose && !s->per_thread) {
-		strbuf_addf(out,
-			    "  pause: seize %.2f ms, stop %.2f ms, memory copy %.2f ms, detach %.2f ms",
-			    (double)s->seize_us / 1000.0, (double)s->stop_us / 1000.0,
-			    (double)s->memcopy_us / 1000.0,
-			    (double)(s->detach_us - s->memcopy_us) / 1000.0);
-		/* The parts add up to the pause: what the freeze did not
-		 * spend, stops of single threads did (for their registers,
-		 * retries). */
-		uint64_t parts = s->seize_us + s->stop_us + s->detach_us;
-		if (s->pause_us > parts + 10)
-			strbuf_addf(out, ", %s %.2f ms",
-				    s->nregstops ? "stops for registers and retries" : "other",
-				    (double)(s->pause_us - parts) / 1000.0);
+		/* The freeze's phases add up to it; stops after it (for
+		 * registers, retries) are pauses of their own threads, not
+		 * added to it: the pause is the longest of them all. */
+		strbuf_addf(out, "  pause %.2f ms: ", (double)s->pause_us / 1000.0);
+		if (s->freeze_us || s->seize_us || s->stop_us)
+			strbuf_addf(out,
+				    "the freeze %.2f ms (seize %.2f, stop %.2f, memory copy %.2f, "
+				    "detach %.2f)",
+				    (double)s->freeze_us / 1000.0, (double)s->seize_us / 1000.0,
+				    (double)s->stop_us / 1000.0, (double)s->memcopy_us / 1000.0,
+				    (double)(s->detach_us - s->memcopy_us) / 1000.0);
+		else
+			strbuf_adds(out, "no freeze (no thread was running)");
+		if (s->later_us)
+			strbuf_addf(out, ", then %s of single threads, the longest %.2f ms",
+				    s->nregstops ? "stops for registers or retries" : "retries",
+				    (double)s->later_us / 1000.0);
 		strbuf_adds(out, "\n");
 	}
 	if (o && o->verbose && !s->per_thread) {
@@ -573,7 +596,16 @@ static void thread_block(struct strbuf *out, const struct sd_snapshot *s,
 	if (th->unwind_stop && th->status == SD_THREAD_OK)
 		strbuf_addf(out, "  %s-- unwinding stopped: %s%s\n", col(o, C_WARN),
 			    th->unwind_stop, col(o, C_RESET));
-	if (th->live_reads && th->status == SD_THREAD_OK)
+	/* Words the thread did not move since its copy (its counters say it
+	 * did not run) change nothing: said with -v only. */
+	if (th->live_reads && th->live_reads_proven && th->status == SD_THREAD_OK &&
+	    o && o->verbose)
+		strbuf_addf(out,
+			    "  %s-- %u stack word%s read after the thaw, outside the copy; its scheduler "
+			    "counters show the thread did not run in between%s\n",
+			    col(o, C_DIM), th->live_reads, th->live_reads == 1 ? "" : "s",
+			    col(o, C_RESET));
+	else if (th->live_reads && !th->live_reads_proven && th->status == SD_THREAD_OK)
 		strbuf_addf(out,
 			    "  %s-- %u stack word%s read after the thaw, outside the copy: "
 			    "frames found from %s may be out of date%s\n",
@@ -612,6 +644,36 @@ void format_text_snapshot(struct strbuf *out, const struct sd_snapshot *s,
 /* At a terminal, threads with identical stacks merge from this many. */
 #define GROUP_FROM 4
 
+/* How many distinct objects the threads of GR wait on (each its own:
+ * group_wait_per_object); with OUT and LIST, " 0x... <sym>," each, in the
+ * threads' order. */
+static size_t group_objects(const struct sd_snapshot *s, const struct sd_group *gr,
+			    struct strbuf *out, int list)
+{
+	const struct sd_thread *th0 = &s->threads[gr->idx[0]];
+	if (!group_wait_per_object(th0->wait.kind))
+		return 1;
+	size_t n = 0;
+	for (size_t i = 0; i < gr->n; i++) {
+		const struct sd_wait *w = &s->threads[gr->idx[i]].wait;
+		size_t k = 0;
+		while (k < i && s->threads[gr->idx[k]].wait.address != w->address)
+			k++;
+		if (k < i)
+			continue;
+		n++;
+		if (out && list) {
+			strbuf_addf(out, "%s 0x%" PRIx64, n > 1 ? "," : "", w->address);
+			if (w->symbol) {
+				strbuf_adds(out, " <");
+				strbuf_add_escaped(out, w->symbol);
+				strbuf_adds(out, ">");
+			}
+		}
+	}
+	return n;
+}
+
 void format_text_grouped(struct strbuf *out, const struct sd_snapshot *s,
 			 const struct sd_render_opts *o0)
 {
@@ -643,10 +705,16 @@ void format_text_grouped(struct strbuf *out, const struct sd_snapshot *s,
 			strbuf_addf(out, "%s%zu threads \"", col(o, C_BOLD), gr->n);
 			group_names(out, s, gr, GROUP_LIST_MAX);
 			strbuf_addf(out, "\"%s", col(o, C_RESET));
-			thread_state(out, s, th, o);
+			size_t nobj = group_objects(s, gr, NULL, 0);
+			thread_state(out, s, th, o, nobj);
 			strbuf_adds(out, "\n  TIDs ");
 			group_tids(out, s, gr, GROUP_LIST_MAX);
 			strbuf_adds(out, "\n");
+			if (nobj > 1 && o->verbose) {
+				strbuf_adds(out, "  objects");
+				group_objects(s, gr, out, 1);
+				strbuf_adds(out, "\n");
+			}
 			format_text_stack(out, th, 0, o);
 			if (th->unwind_stop && th->status == SD_THREAD_OK)
 				strbuf_addf(out, "  %s-- unwinding stopped: %s%s\n", col(o, C_WARN),

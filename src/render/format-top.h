@@ -23,12 +23,14 @@ struct topview {
 /* Append one screen to SB: profile P of process PID (COMM), its NTH
  * threads TH as sorted by the caller, ELAPSED seconds since the start.
  * ROWS: the terminal's height (0: not a terminal, every thread shown);
- * LIMIT > 0: at most this many functions. TTY: redraw in place (cursor
+ * COLS: its width (0: none), which no line passes (a header is broken
+ * between its phrases, a longer line on continuation lines); LIMIT > 0: at most this many functions. TTY: redraw in place (cursor
  * home, erase to the end of each line). IDLE[i] (of NIDLE) counts the idle
  * samples of P's stack i, left out of the functions unless VIEW shows
  * idle threads. */
 void top_screen(struct strbuf *sb, struct sd_profile *p, pid_t pid, const char *comm,
-		struct top_thread *th, size_t nth, double elapsed, int rows, int limit, int tty,
+		struct top_thread *th, size_t nth, double elapsed, int rows, int cols, int limit,
+		int tty,
 		const struct topview *view, const uint64_t *idle, size_t nidle);
 
 #endif

@@ -364,13 +364,19 @@ int snap_freeze_stage(struct snapctx *cx, const pid_t *known, size_t nknown, uns
 	ptrace_boost_end(&boost);
 	uint64_t pause = (fz.end_ns - fz.start_ns) / 1000;
 	if (cx->stage == STAGE_MAIN) {
-		s->pause_us = pause;
+		s->freeze_us = pause;
+		if (pause > s->pause_us)
+			s->pause_us = pause;
 		s->seize_us = (fz.seized_ns - fz.start_ns) / 1000;
 		s->stop_us = (fz.stopped_ns - fz.seized_ns) / 1000;
-		s->detach_us = (fz.end_ns - fz.stopped_ns) / 1000;
-		s->memcopy_us = memcopy;
-	} else if (pause > s->pause_us) {
-		s->pause_us = pause;
+		/* The rest, so that the phases add up to the freeze. */
+		s->detach_us = pause > s->seize_us + s->stop_us ? pause - s->seize_us - s->stop_us : 0;
+		s->memcopy_us = memcopy < s->detach_us ? memcopy : s->detach_us;
+	} else {
+		if (pause > s->later_us)
+			s->later_us = pause;
+		if (pause > s->pause_us)
+			s->pause_us = pause;
 	}
 	for (size_t k = 0; k < fz.n; k++) {
 		struct sd_tracee *tr = &fz.v[k];
@@ -610,6 +616,9 @@ static void regstop_group(struct snapctx *cx, const pid_t *need, size_t n)
 			continue;
 		}
 		s->nregstops++;
+		/* After the stop and before the unwind reads anything live:
+		 * snap_prove_live_reads compares with this. */
+		tp->have_c2 = read_counters(cx, th->tid, &tp->c2) == 0;
 		reunwind(cx, th, tp);
 	}
 }
@@ -835,4 +844,27 @@ int snap_perthread_stage(struct snapctx *cx, struct sd_error *err)
 			snap_mark_failed(s, th, SD_THREAD_EXITED, "exited during the snapshot");
 	}
 	return 0;
+}
+
+void snap_prove_live_reads(struct snapctx *cx)
+{
+	struct sd_snapshot *s = cx->s;
+	/* Samples' counters (switch rings, task clocks) are read for each
+	 * tick in step with the rings' state: a reading more here would
+	 * upset that. Dumps read schedstat or status. */
+	if (cx->counters != PROCFS_CNT_SCHEDSTAT && cx->counters != PROCFS_CNT_STATUS)
+		return;
+	for (size_t i = 0; i < s->nthreads; i++) {
+		struct sd_thread *th = &s->threads[i];
+		struct sd_counters now;
+		/* A thread stopped for the snapshot switched for the stop
+		 * itself: its counters prove nothing of this. */
+		if (!th->live_reads || th->kind != SD_CAPTURE_ASLEEP || !cx->p[i].have_c1)
+			continue;
+		/* A stop for registers switched it twice; from then on it
+		 * is the reading after that stop that counts. */
+		const struct tplan *tp = &cx->p[i];
+		th->live_reads_proven = read_counters(cx, th->tid, &now) == 0 &&
+					counters_same(tp->have_c2 ? &tp->c2 : &tp->c1, &now);
+	}
 }

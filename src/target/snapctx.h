@@ -74,6 +74,8 @@ struct tplan {
 	int late;              /* seized but did not stop within the budget */
 	int round;             /* read asleep by the late stage of this round */
 	int reunwound;         /* unwound again after a stop for registers */
+	int have_c2;           /* c2 read, after that stop */
+	struct sd_counters c2;
 };
 
 enum stage { STAGE_MAIN, STAGE_RETRY, STAGE_REGS };
@@ -135,6 +137,11 @@ int snap_perthread_stage(struct snapctx *cx, struct sd_error *err);
 /* Stop once each sleeper whose unwind (or, FOR_LOCKS, whose lock's
  * holder inference) needs registers /proc does not give. */
 void snap_regstop_stage(struct snapctx *cx, int for_locks);
+/* The sleepers whose unwind read stack words of the live process (after
+ * the thaw, outside their copy): their counters read again, equal to
+ * those read before the copy, prove those words did not move
+ * (live_reads_proven). */
+void snap_prove_live_reads(struct snapctx *cx);
 /* Does lock analysis need the sleepers' callee-saved registers? */
 int snap_locks_need_registers(struct snapctx *cx);
 

@@ -421,6 +421,7 @@ static int unwind_stage(struct snapctx *cx, int maps_fresh, uint64_t misses,
 		snap_regstop_stage(cx, 0);
 		for (size_t i = 0; i < s->nthreads; i++)
 			cx->p[i].reunwound = 0; /* symbolized with the others */
+		snap_prove_live_reads(cx);
 	}
 	return 0;
 }

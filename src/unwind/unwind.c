@@ -48,6 +48,7 @@ struct uctx {
 	 * them fails and, unless PROBING, marks the thread needs_regs. */
 	unsigned long unknown;
 	int probing;
+	int copy_only;       /* reads outside the copy fail (no live reads) */
 	uint64_t bad_ra;     /* a return address refused: not after a call */
 	int bad_ra_cfi;      /* ... given by .debug_frame (else by rbp) */
 };
@@ -178,6 +179,10 @@ static int read_word(struct uctx *c, uint64_t addr, unw_word_t *val)
 	 * word is counted (th->live_reads, printed under the thread) and the
 	 * reads are bounded (live_budget). A window cut by --stack-total is
 	 * not patched up from live memory: the cut is what the cap asked for. */
+	if (c->copy_only) {
+		c->bad_addr = addr;
+		return -UNW_EINVAL;
+	}
 	const struct sd_map *mp = procfs_maps_find(&c->u->space->maps, addr);
 	if (c->u->space->read_mem) {
 		/* A core file: its memory does not move, and it is all there
@@ -792,6 +797,25 @@ void unwind_thread(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_th
 	unwind_mask_quiet(0);
 }
 
+/* F's callee-saved registers as the cursor CUR gives them for its frame:
+ * the frame's own values, which lock analysis compares with lock
+ * addresses. Read from the copy only (a register saved outside it is
+ * left 0: not worth a read of the live process), never marking the
+ * thread as needing its registers. */
+static void record_csr(unw_cursor_t *cur, struct uctx *c, struct sd_frame *f)
+{
+	static const int regs[6] = {UNW_X86_64_RBX, UNW_X86_64_RBP, UNW_X86_64_R12,
+				    UNW_X86_64_R13, UNW_X86_64_R14, UNW_X86_64_R15};
+	c->probing = 1;
+	c->copy_only = 1;
+	for (size_t i = 0; i < 6; i++) {
+		unw_word_t v;
+		f->csr[i] = unw_get_reg(cur, regs[i], &v) == 0 ? v : 0;
+	}
+	c->copy_only = 0;
+	c->probing = 0;
+}
+
 static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_thread *th,
 			unsigned max_frames)
 {
@@ -830,6 +854,7 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 		struct sd_frame *f = snapshot_add_frame(th);
 		f->pc = ip;
 		f->sp = sp;
+		record_csr(&cur, &c, f);
 		if (exact)
 			f->flags |= SD_FRAME_EXACT;
 		if (from_fp)

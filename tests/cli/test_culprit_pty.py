@@ -154,8 +154,25 @@ def test_top_shows_the_holder_first_with_either_engine():
                     sh.send("q")
                     eq(sh.wait_exit(), 0, sh.seen[-2000:])
                 what = "%s at %d columns: %s" % (engine, cols, scr)
-                lines = [ln for ln in scr.split("\n") if re.match(r"\s+\d+  ", ln)]
+                # No line of the screen, its header first, wraps.
+                no_wraps(scr.rstrip("\r").split("\n"), cols, what)
+                # A row too wide for the terminal goes on on the lines
+                # below it (indented): one row each.
+                lines = []
+                for ln in scr.split("\n"):
+                    if re.match(r"\s+\d+  ", ln):
+                        lines.append(ln)
+                    elif lines and re.match(r" {5,}\S", ln) and "..." not in ln:
+                        lines[-1] += " " + ln.strip()
+                    elif lines:
+                        break
                 ok(lines, what)
+                # NOW is the program's own innermost frame, not libc's.
+                contains(lines[0], "; in slow_disk_write", what)
+                pool_row = [ln for ln in lines if "http-worker" in ln]
+                ok(pool_row, what)
+                contains(pool_row[0], "  handle_request (", what)
+                ok("futex_wait" not in "\n".join(lines), what)
                 # The holder heads the list, with what it holds.
                 ok(re.match(r"\s+%d  syncer " % syncer, lines[0]), what)
                 contains(lines[0], "holds mutex <g_journal_lock>, %d waiters" % WORKERS, what)
@@ -293,7 +310,8 @@ def svg_functions(path):
     import xml.etree.ElementTree as ET
     ns = "{http://www.w3.org/2000/svg}"
     return {g.find(ns + "title").text.split(" (")[0]
-            for g in ET.parse(path).getroot().iter(ns + "g") if g.get("class") == "f"}
+            for g in ET.parse(path).getroot().iter(ns + "g")
+            if (g.get("class") or "").split()[:1] == ["f"]}
 
 
 def test_flame_graph_keeps_the_holder_when_idle_is_hidden():
@@ -404,6 +422,71 @@ def test_diff_says_what_is_within_noise():
         shutil.rmtree(d, True)
 
 
+GDB_LIVE = r"""
+import gdb
+addr = int(gdb.parse_and_eval("&g_journal_lock"))
+for th in gdb.selected_inferior().threads():
+    if th.ptid[1] != %d:
+        continue
+    th.switch()
+    f, i = gdb.newest_frame(), 0
+    while f is not None:
+        live = False
+        for r in ("rbx", "rbp", "r12", "r13", "r14", "r15"):
+            try:
+                live |= (int(f.read_register(r)) & (2**64 - 1)) == addr
+            except gdb.error:
+                pass
+        print("FRAME %%d %%s %%d" %% (i, f.name(), live))
+        f, i = f.older(), i + 1
+"""
+
+
+def gdb_live_frames(pid, tid):
+    """[(function, the address of g_journal_lock is in one of its
+    callee-saved registers)] of thread TID, innermost first, from gdb."""
+    gdb = sdtest.tool("gdb", "gdb")
+    script = os.path.join(TMP, "live.py")
+    with open(script, "w") as fh:
+        fh.write(GDB_LIVE % tid)
+    p = subprocess.run([gdb, "-q", "-nx", "-batch", "-p", str(pid), "-ex", "source " + script],
+                       capture_output=True, text=True, timeout=300)
+    out = [(m.group(1), m.group(2) == "1")
+           for m in re.finditer(r"(?m)^FRAME \d+ (\S+) ([01])$", p.stdout)]
+    ok(out, "gdb listed no frame of %d: %s" % (tid, p.stderr[-2000:]))
+    return out
+
+
+def test_holds_sits_under_the_frame_that_took_the_lock():
+    # journal_sync loads &g_journal_lock into a callee-saved register,
+    # locks, then calls slow_disk_write, which saves that register in its
+    # own frame: the reference found there is journal_sync's, and the
+    # lock was taken there. gdb's frames and their registers are the
+    # oracle: the outermost of the consecutive frames that see the address.
+    with pool() as fx:
+        syncer = syncer_of(fx)
+        frames = gdb_live_frames(fx.pid, syncer)
+        live = [i for i, (_, v) in enumerate(frames) if v]
+        ok(live, "gdb: no frame of the syncer sees the lock: %r" % frames)
+        eq(live, list(range(live[0], live[-1] + 1)), "one run of frames: %r" % frames)
+        taker = frames[live[-1]][0]
+        eq(taker, "journal_sync", frames)
+        for args in (["--all-frames", "--full-names", fx.pid], ["--tid", str(syncer), fx.pid]):
+            r = sdtest.run(*args)
+            eq(r.rc, 0, r.err)
+            block = r.out[r.out.index('Thread %d "syncer"' % syncer):]
+            block = block[:block.index("\n\n")] if "\n\n" in block else block
+            m = re.search(r"(?m)^  #\d+(?:-#\d+)? .*?(\S+) \(fx-culprit-pool\).*\n"
+                          r"(?:\s+at .*\n)?\s+- holds mutex 0x[0-9a-f]+ <g_journal_lock>", block)
+            ok(m, "%r: no holds line: %s" % (args, block))
+            eq(m.group(1), taker, "%r: %s" % (args, block))
+        # JSON names the same frame.
+        doc = sdtest.run("--format", "json", fx.pid).json()
+        th = [t for t in doc["threads"] if t["tid"] == syncer][0]
+        eq(len(th["holds"]), 1, th["holds"])
+        eq(th["frames"][th["holds"][0]["frame"]]["function"], taker, th["holds"])
+
+
 def test_runtime_frames_fold_program_frames_stay():
     with start("fx-rust", blocked=4) as fx:
         r = sdtest.run(fx.pid)
@@ -429,6 +512,69 @@ def test_runtime_frames_fold_program_frames_stay():
         njson = sum(len(t["frames"]) for t in doc["threads"])
         ntext = len(re.findall(r"(?m)^  #\d+ ", full.out))
         eq(ntext, njson, "--all-frames shows every frame JSON has")
+
+
+PERF_LINE = re.compile(r"(?m)^perf: \d+ task-clock and \d+ context-switch samples, (\d+) lost "
+                       r"\((\d+) thread stacks counted again for want of one\)")
+
+
+def test_samples_lost_said_only_when_the_profile_lost_some():
+    # A one-thread CPU burner sampled 200 times with the perf engine: the
+    # kernel may drop some of its samples (the task clock samples 4 times
+    # a tick), which costs the profile nothing unless a tick went without
+    # one. The summary says "lost" only then, with both counts; -v always
+    # gives them.
+    with start("fx-busy") as fx:
+        for _ in range(3):
+            r = sdtest.run("profile", fx.pid, "-c", "200", "-r", "99", "-e", "perf", "-v")
+            eq(r.rc, 0, r.err)
+            m = PERF_LINE.search(r.err)
+            ok(m, r.err[-1500:])
+            lost, stale = int(m.group(1)), int(m.group(2))
+            ok(stale == 0 or lost > 0, "stacks counted again without a drop: %s" % m.group(0))
+            head = r.out.split("\n\n")[0]
+            contains(head, ": 200 samples in ")
+            if stale:
+                contains(head, "; %d thread stack%s counted again from an earlier tick for "
+                         "want of a sample (%d lost by the kernel: ring buffer full)"
+                         % (stale, "" if stale == 1 else "s", lost))
+            else:
+                ok("lost" not in head, "%d dropped, none missed, yet: %s" % (lost, head))
+        doc = sdtest.run("profile", fx.pid, "-c", "20", "-e", "perf", "-f", "json").json()
+        ok("lost_samples" in doc and "stale_stacks" in doc, sorted(doc))
+        sdtest.assert_running(fx.pid)
+
+
+PAUSE_LINE = re.compile(r"(?m)^  pause (\d+\.\d\d) ms: (?:the freeze (\d+\.\d\d) ms \(seize "
+                        r"(\d+\.\d\d), stop (\d+\.\d\d), memory copy (\d+\.\d\d), detach "
+                        r"(\d+\.\d\d)\)|no freeze \(no thread was running\))(?:, then stops for "
+                        r"registers or retries of single threads, the longest (\d+\.\d\d) ms"
+                        r"|, then retries of single threads, the longest (\d+\.\d\d) ms)?$")
+
+
+def test_verbose_pause_breakdown_adds_up():
+    # fx-busy has a thread on a CPU (frozen), fx-idle none (all read
+    # asleep, some stopped once for registers). The freeze's phases add up
+    # to the freeze, and the pause is the longest of the freeze and the
+    # later stops, as the header says.
+    for name in ("fx-busy", "fx-idle"):
+        with start(name) as fx:
+            for _ in range(3):
+                r = sdtest.run("-v", fx.pid)
+                eq(r.rc, 0, r.err)
+                head = re.search(r"(?m)^PID \d+ \(.*?\) \d+ threads.*, paused (\d+\.\d\d) ms",
+                                 r.out)
+                ok(head, r.out[:300])
+                m = PAUSE_LINE.search(r.out)
+                ok(m, "%s: %s" % (name, r.out[:600]))
+                pause = float(m.group(1))
+                eq(m.group(1), head.group(1), "%s: the header and -v disagree" % name)
+                freeze = float(m.group(2)) if m.group(2) else 0.0
+                if m.group(2):
+                    parts = sum(float(m.group(i)) for i in (3, 4, 5, 6))
+                    ok(abs(parts - freeze) <= 0.025, "%s: %s" % (name, m.group(0)))
+                later = float(m.group(7) or m.group(8) or 0)
+                eq("%.2f" % max(freeze, later), m.group(1), "%s: %s" % (name, m.group(0)))
 
 
 if __name__ == "__main__":

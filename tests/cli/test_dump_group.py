@@ -63,6 +63,55 @@ def test_group_merges_the_pool_into_one_stack():
         sdtest.assert_running(fx.pid)
 
 
+def test_parkers_each_on_its_own_condvar_group_as_one_wait():
+    # fx-parkers: 15 threads, each parked on a condvar of its own from one
+    # call site (a JVM's Thread.sleep). One wait, one group; the 15
+    # addresses stay in JSON and with -v. The oracle: the futex word each
+    # thread waits on, as the kernel shows it in /proc/TID/syscall.
+    from fixture import thread_states
+    with start("fx-parkers", "15", parked=15) as fx:
+        parkers = sorted(t for n, ts in fx.tids_by_name().items()
+                         if n.startswith("parker-") for t in ts)
+        sdtest.eq(len(parkers), 15)
+        words = {thread_states(fx.pid)[t].args[0] for t in parkers}
+        sdtest.eq(len(words), 15, "the parkers share a futex word: %r" % words)
+        r = sdtest.run("dump", "--group", fx.pid)
+        sdtest.eq(r.rc, 0, r)
+        lines = r.out.splitlines()
+        sdtest.matches(lines[0], r"^PID %d \(fx-parkers\) 16 threads, 2 distinct stacks, "
+                       % fx.pid)
+        sdtest.matches(lines[1], r'^15 threads "parker-0\.\.14" S waiting for condvar '
+                       r'\(.*\) \(each its own: 15 objects\)$')
+        sdtest.ok("0x" not in lines[1], lines[1])
+        sdtest.contains(r.out, " park_timed (fx-parkers) at fx-parkers.c:")
+        # JSON keeps every thread's own address, the kernel's futex word
+        # inside its condvar.
+        doc = sdtest.run("--format", "json", fx.pid).json()
+        addrs = {t["tid"]: int(t["wait"]["address"], 16) for t in doc["threads"]
+                 if t["tid"] in parkers}
+        sdtest.eq(sorted(addrs), parkers)
+        sdtest.eq(len(set(addrs.values())), 15, addrs)
+        for t in parkers:
+            sdtest.eq(doc["threads"][[x["tid"] for x in doc["threads"]].index(t)]["wait"]["kind"],
+                      "condvar")
+            word = thread_states(fx.pid)[t].args[0]
+            sdtest.ok(0 <= word - addrs[t] < 48,
+                      "%d: futex word 0x%x is not in its condvar at 0x%x" % (t, word, addrs[t]))
+        # -v lists the objects of the group.
+        r = sdtest.run("dump", "--group", "-v", fx.pid)
+        m = re.search(r"(?m)^  objects (.*)$", r.out)
+        sdtest.ok(m, r.out[:1500])
+        listed = {int(a.split()[0], 16) for a in m.group(1).split(", ")}
+        sdtest.eq(listed, set(addrs.values()))
+        sdtest.assert_running(fx.pid)
+    # A lock's address still splits: fx-pool's workers all wait on one
+    # condvar, and keep its address and symbol in the group's header.
+    with start("fx-pool", "6", "2", parked=8) as fx:
+        r = sdtest.run("dump", "--group", fx.pid)
+        sdtest.matches(r.out, r'(?m)^6 threads "worker-1\.\.6" S waiting for condvar '
+                       r'0x[0-9a-f]+ <g_pool_cv>')
+
+
 def test_ungrouped_in_a_pipe_by_default():
     with pool() as fx:
         r = sdtest.run("dump", "--no-source", fx.pid)

@@ -280,6 +280,60 @@ def test_text_form_grouping_and_thread_view():
     sdtest.matches(threads.out, r"^PID \d+ \(fx-goroutines\) \d+ threads")
 
 
+DEPTH = 40
+
+
+def goroutine_block(text, gid):
+    m = re.search(r"(?ms)^goroutine %d \[.*?(?=\n\n|\Z)" % gid, text)
+    ok(m, "no goroutine %d in:\n%s" % (gid, text[:3000]))
+    return m.group(0)
+
+
+def test_text_folds_recursion_and_elides_type_arguments():
+    # fx-gorecurse: a goroutine 41 frames deep in descend[int]. The text
+    # shows the recursion once with its count, the name as Go prints it
+    # (type arguments elided: "main.descend[...]"); --all-frames
+    # --full-names shows every frame, and JSON keeps them all. The oracle:
+    # runtime.Stack of the same goroutine.
+    need("fx-gorecurse")
+    with start("fx-gorecurse", DEPTH, stdin=True) as fx:
+        go = parse_traceback(oracle(fx))
+        plain = sdtest.run(fx.pid)
+        full = sdtest.run("--all-frames", "--full-names", fx.pid)
+        doc = sdtest.run("--format", "json", fx.pid).json()
+        sdtest.assert_running(fx.pid)
+    gid = [i for i, g in go.items() if g["state"] == "chan receive"]
+    eq(len(gid), 1, go)
+    gid = gid[0]
+    theirs = [f[0] for f in go[gid]["frames"] if f[0].startswith("main.descend")]
+    eq(len(theirs), DEPTH + 1, go[gid])
+    eq(set(theirs), {"main.descend[...]"})
+    eq(plain.rc, 0, plain.err)
+    block = goroutine_block(plain.out, gid)
+    lines = block.split("\n")
+    eq(sum(1 for ln in lines if ln.startswith("main.descend")), 2, block)
+    ok(all(ln == "main.descend[...](...)" for ln in lines if ln.startswith("main.descend")),
+       block)
+    m = re.search(r"(?m)^\.\.\.the frame above (\d+) more times, (\d+) in all "
+                  r"\(--all-frames shows them\)$", block)
+    ok(m, block)
+    # The innermost descend (at the receive) plus the folded run.
+    eq(1 + int(m.group(2)), len(theirs), block)
+    eq(int(m.group(1)) + 1, int(m.group(2)))
+    contains(block, "main.start(...)")
+    # Everything with --all-frames --full-names: each frame, full names.
+    fblock = goroutine_block(full.out, gid)
+    mine = [ln for ln in fblock.split("\n") if ln.startswith("main.descend")]
+    eq(len(mine), len(theirs), fblock)
+    ok(all(ln.startswith("main.descend[") and "[...]" not in ln for ln in mine), mine)
+    ok("more times" not in full.out and "frames of runtime" not in full.out, fblock)
+    # JSON: every frame, the full name.
+    g = [x for x in doc["goroutines"] if x["id"] == gid][0]
+    fns = [f["function"] for f in g["frames"] if f["function"].startswith("main.descend")]
+    eq(len(fns), len(theirs), fns)
+    ok(all("[...]" not in f for f in fns), fns)
+
+
 def copy_fixture(tmp, name, edit):
     """A copy of fixture NAME in TMP, its debug sections decompressed and
     EDIT (bytes -> bytes) applied to the file."""

@@ -89,5 +89,66 @@ def test_yama_hint_only_with_yama():
             ok("yama" not in p.stderr, p.stderr)
 
 
+HEADER_RE = re.compile(r'^Thread (\d+) "(ping|pong)" (\S) ?(.*)$')
+
+
+def test_header_state_agrees_with_the_stack():
+    # fx-pingpong's two threads block and wake thousands of times a second:
+    # the state letter /proc gives before the freeze is often not the
+    # state at the freeze, where the stack is read. A header never says
+    # "S running": the letter is the stack's instant's, and the earlier
+    # reading is marked as such. JSON keeps /proc's letter, and says so.
+    with start("fx-pingpong", blocked=1) as fx:
+        seen = 0
+        for _ in range(30):
+            r = sdtest.run("--no-source", fx.pid)
+            eq(r.rc, 0, r.err)
+            for line in r.out.splitlines():
+                m = HEADER_RE.match(line)
+                if not m:
+                    continue
+                seen += 1
+                letter, rest = m.group(3), m.group(4)
+                if rest.startswith(("running", "runnable")):
+                    eq(letter, "R", line)
+                if "before the freeze" in rest:
+                    matches(rest, r"^running.* \(before the freeze: S( in \w+)?\)$")
+                    eq(letter, "R", line)
+            doc = sdtest.run("--format", "json", fx.pid).json()
+            for t in doc["threads"]:
+                if t["read_before_freeze"]:
+                    eq((t["state"], t["state_at_stack"]), ("S", "R"), t)
+                else:
+                    eq(t["state_at_stack"], t["state"], t)
+        eq(seen, 60, "ping and pong in each of 30 dumps")
+        sdtest.assert_running(fx.pid)
+
+
+def test_idle_go_threads_say_no_needless_warning():
+    # fx-go's idle Ms sleep in futex on their g0 stacks; their unwind reads
+    # two words past the copy after the thaw. They did not run in between
+    # (their counters, read again after, say so): the words are as good as
+    # the copy, so no warning; -v says it, JSON counts them.
+    with start("fx-go", blocked=2) as fx:
+        for _ in range(3):
+            r = sdtest.run(fx.pid)
+            eq(r.rc, 0, r.err)
+            blocks = r.out.split("\n\n")
+            idle = [b for b in blocks if "a thread with no work, parked" in b.split("\n")[0]]
+            ok(idle, r.out[:2000])
+            for b in idle:
+                ok("read after the thaw" not in b, b)
+        doc = sdtest.run("--format", "json", fx.pid).json()
+        proven = [t for t in doc["threads"] if t["live_reads"]]
+        for t in proven:
+            if (t["wait"] or {}).get("note", "").endswith("a thread with no work, parked"):
+                ok(t["live_reads_proven"], t)
+        r = sdtest.run("-v", fx.pid)
+        if any(t["live_reads_proven"] for t in doc["threads"]):
+            contains(r.out, "read after the thaw, outside the copy; its scheduler counters "
+                            "show the thread did not run in between")
+        sdtest.assert_running(fx.pid)
+
+
 if __name__ == "__main__":
     sdtest.main(globals())

@@ -5,6 +5,7 @@
 # picture, labels fit their boxes, and a screenshot is not blank. The PNGs
 # are kept under $SD_SCREENSHOTS (if set) for a look by eye.
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -62,6 +63,65 @@ def test_flame_graph_renders_title_and_labels():
     eq((pw, ph), (int(w), int(h)))
     ok(colours > 40, "the screenshot looks blank (%d byte values)" % colours)
     keep(png)
+
+
+def rgb(fill):
+    m = re.match(r"rgb\((\d+), ?(\d+), ?(\d+)\)", fill)
+    ok(m, "not an rgb() colour: %r" % fill)
+    return tuple(int(x) for x in m.groups())
+
+
+def test_flame_graph_marks_the_holder():
+    # fx-culprit-pool: "syncer" holds g_journal_lock across a write that
+    # never completes, 50 workers wait for it. The syncer's own frames are
+    # drawn red with what it holds in their title; the waiters' frames and
+    # the callers all threads share are not. The oracle for who holds:
+    # the fixture's thread names and its worker count.
+    import xml.etree.ElementTree as ET
+    path = os.path.join(TMP, "holder.svg")
+    for engine in ("perf", "ptrace"):
+        with start("fx-culprit-pool", 50, parked=50) as fx:
+            r = sdtest.run("profile", fx.pid, "-c", "5", "-r", "20", "-e", engine, "-f", "svg",
+                           "-o", path)
+            eq(r.rc, 0, r.err)
+        ns = "{http://www.w3.org/2000/svg}"
+        root = ET.parse(path).getroot()
+        held, other = {}, {}
+        for g in root.iter(ns + "g"):
+            if not (g.get("class") or "").startswith("f"):
+                continue
+            title = g.find(ns + "title").text
+            name = title.split(" (")[0]
+            fill = rgb(g.find(ns + "rect").get("fill"))
+            (held if g.get("class") == "f holder" else other)[name] = (title, fill)
+        what = "%s: %s" % (engine, sorted(held))
+        for fn in ("syncer_main", "journal_sync", "slow_disk_write"):
+            ok(fn in held, what)
+            contains(held[fn][0], "; holds mutex <g_journal_lock>, 50 waiters", what)
+        for fn in ("handle_request", "worker_main", "start_thread", "all"):
+            ok(fn not in held, what)
+        ok("handle_request" in other, what)
+        # Red, apart from both palettes (warm on-CPU has green >= 80, the
+        # off-CPU blues blue >= 200).
+        for fn, (_, (r_, g_, b_)) in held.items():
+            ok(r_ >= 200 and g_ < 80 and b_ < 80, "%s: %s %r" % (engine, fn, (r_, g_, b_)))
+        for fn, (_, (r_, g_, b_)) in other.items():
+            ok(not (g_ < 80 and b_ < 80), "%s: %s %r" % (engine, fn, (r_, g_, b_)))
+        legend = [t.text or "" for t in root.iter(ns + "text")]
+        ok(any("red: holds a lock others wait on" in t for t in legend), legend)
+    # As the browser draws it: the holder's frames shown, in that red, with
+    # their title.
+    lay = layout(path)
+    drawn = [f for f in lay["frames"] if f["shown"] and f["cls"] == "f holder"]
+    ok(any(f["title"].startswith("journal_sync (") for f in drawn), drawn)
+    for f in drawn:
+        r_, g_, b_ = rgb(f["fill"])
+        ok(r_ >= 200 and g_ < 80 and b_ < 80, f)
+        contains(f["title"], "holds mutex <g_journal_lock>, 50 waiters")
+    w, h = lay["w"], lay["h"]
+    for t in lay["texts"]:
+        if t["shown"] and t["text"].strip():
+            inside(t, w, h, "text %r" % t["text"])
 
 
 def deadlock_recording():

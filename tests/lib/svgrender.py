@@ -38,7 +38,9 @@ function sdProbe(){
     if (!r || !t) return;
     var rb = r.getBBox(), tb = t.getBBox();
     out.frames.push({rx: rb.x, rw: rb.width, tx: tb.x, tw: tb.width, text: t.textContent,
-                     shown: getComputedStyle(g).display !== 'none'});
+                     shown: getComputedStyle(g).display !== 'none',
+                     cls: g.getAttribute('class'), fill: getComputedStyle(r).fill,
+                     title: (g.querySelector('title') || {}).textContent || ''});
   });
   document.getElementById('sd-result').textContent = JSON.stringify(out);
 }
