@@ -35,7 +35,7 @@ try:
         t0 = time.monotonic()
         r = subprocess.run([stackdump, *args, pid], capture_output=True, text=True)
         wall = time.monotonic() - t0
-        assert r.returncode in (0, 1), r.stderr
+        assert r.returncode in (0, 1, 3), r.stderr  # 3: its async ABBA
         return wall, r.stdout
     rows = []
     for name, args in (("threads only (--threads)", ("--threads", "--no-group", "-v")),

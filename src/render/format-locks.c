@@ -10,6 +10,7 @@
 #include "analyze.h"
 #include "format.h"
 #include "format-go.h"
+#include "format-tokio.h"
 #include "group.h"
 #include "locks.h"
 
@@ -38,6 +39,11 @@ static void add_thread_label(struct strbuf *out, const struct sd_snapshot *s, pi
 		strbuf_add_escaped(out, th->name);
 		strbuf_adds(out, "\"");
 	}
+	/* A Tokio worker: the task it polls (the std-mutex stall's waiters
+	 * and holder). */
+	uint64_t task = format_tokio_task_of(s, tid);
+	if (task)
+		strbuf_addf(out, " [task %" PRIu64 "]", task);
 }
 
 static void add_lock_label(struct strbuf *out, enum sd_wait_kind kind, uint64_t address,

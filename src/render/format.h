@@ -130,10 +130,12 @@ size_t format_findings_count(const struct sd_snapshot *s, const struct sd_lockgr
 size_t format_text_findings(struct strbuf *out, const struct sd_snapshot *s,
 			    const struct sd_lockgraph *g, int always,
 			    const struct sd_render_opts *o);
-/* The member "findings": [{"kind": "deadlock" | "contended_lock" |
- * "d_state", "summary", "threads": [tid...], "objects": [{"kind",
- * "address", "symbol", "owner"}...]}...] (contended_lock adds "holder"
- * and "waiters"), inside an object the caller opened. */
+/* The member "findings": [{"kind": "deadlock" | "task_deadlock" |
+ * "tokio_stall" | "future_lock" | "contended_lock" | "d_state", "summary",
+ * "threads": [tid...], "objects": [{"kind", "address", "symbol",
+ * "owner"}...]}...] (contended_lock adds "holder" and "waiters"; the
+ * Tokio kinds "tasks" and "runtime", see format-tokio.h), inside an
+ * object the caller opened. */
 void format_json_findings(struct jsonw *w, const struct sd_snapshot *s,
 			  const struct sd_lockgraph *g);
 

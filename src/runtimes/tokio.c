@@ -888,6 +888,16 @@ static void read_tasks(struct tkread *r, const struct rtent *re, struct sd_tokio
 			r->changed = 1;
 	hashmap_release(&seen);
 	free(heads);
+	/* A thread's context names a task of the blocking pool (a worker runs
+	 * inside one, as does a spawn_blocking job) when it polls none of the
+	 * runtime's own: not a task it polls. */
+	for (size_t k = 0; k < out->nworkers; k++) {
+		size_t i = 0;
+		while (out->worker_tasks[k] && i < out->ntasks && out->tasks[i].id != out->worker_tasks[k])
+			i++;
+		if (i == out->ntasks)
+			out->worker_tasks[k] = 0;
+	}
 	tokio_lock_graph(out);
 	if (r->cut) {
 		char msg[200];

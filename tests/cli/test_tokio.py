@@ -22,6 +22,9 @@ from fixture import available, start  # noqa: E402
 from sdtest import contains, eq, ok  # noqa: E402
 
 TASKS = 9
+# The fixture always holds the ABBA between abba_a and abba_b: a dump of
+# it exits 3, as for a deadlock among threads.
+DEADLOCK = 3
 
 
 def need(name):
@@ -37,7 +40,8 @@ def expected(path):
     ok("ready" in lines, lines)
     out = {}
     for line in lines:
-        if not line or line == "ready" or line.startswith("spin-tid "):
+        # Lines of a mode ("spin-tid TID", "stall-want TID" ...) are not tasks.
+        if not line or line == "ready" or "-" in line.split()[0]:
             continue
         parts = line.split()
         levels = []
@@ -84,7 +88,7 @@ def every_chain(fx_name, src):
         want = expected(tk.file)
         r = sdtest.run("--format", "json", tk.fx.pid)
         sdtest.assert_running(tk.fx.pid)
-    eq(r.rc, 0, r.err)
+    eq(r.rc, DEADLOCK, r.err)
     doc = r.json()
     ok(doc["threads"], "the threads are shown too")
     eq(doc["tokio"]["note"], None)
@@ -174,7 +178,7 @@ def text_after_the_threads(fx_name):
         want = expected(tk.file)
         r = sdtest.run(tk.fx.pid)
         sdtest.assert_running(tk.fx.pid)
-    eq(r.rc, 0, r.err)
+    eq(r.rc, DEADLOCK, r.err)
     at = r.out.find("Tokio runtime 0x")
     ok(at > 0, r.out)
     ok(r.out.find("Thread ") < at, "the threads come first")
@@ -210,8 +214,8 @@ def test_identical_chains_grouped():
     with Tokio(idle=idle) as tk:
         g = sdtest.run("--group", tk.fx.pid)
         n = sdtest.run("--no-group", "--format", "json", tk.fx.pid)
-    eq(g.rc, 0, g.err)
-    eq(n.rc, 0, n.err)
+    eq(g.rc, DEADLOCK, g.err)
+    eq(n.rc, DEADLOCK, n.err)
     rt = n.json()["runtimes"][0]
     eq(len(rt["tasks"]), TASKS + idle)
     ids = sorted(t["id"] for t in rt["tasks"] if t["future"] == "fx_tokio::idle_task")
@@ -240,7 +244,7 @@ def running_task(fx_name):
         r = sdtest.run("--format", "json", tk.fx.pid)
         t = sdtest.run(tk.fx.pid)
         sdtest.assert_running(tk.fx.pid)
-    eq(r.rc, 0, r.err)
+    eq(r.rc, DEADLOCK, r.err)
     rt = r.json()["runtimes"][0]
     eq(len(rt["tasks"]), TASKS + 1)
     ok(tid in rt["workers"], (tid, rt["workers"]))
@@ -274,7 +278,7 @@ def test_tasks_born_and_gone_while_read():
         want = expected(tk.file)
         for _ in range(15):
             r = sdtest.run("--format", "json", tk.fx.pid)
-            eq(r.rc, 0, r.err)
+            ok(r.rc in (0, DEADLOCK), r.err)
             doc = r.json()
             rt = doc["runtimes"][0]
             note = doc["tokio"]["note"]
@@ -330,6 +334,153 @@ def test_locks_names_holders_and_the_async_deadlock():
         plain = sdtest.run("locks", fx.pid)
     eq(plain.rc, 0, plain.err)
     ok("Tokio" not in plain.out and "among tasks" not in plain.out, plain.out)
+
+
+def mode_lines(path):
+    """The lines of a mode ("stall-want 123" ...): {key: [fields...], ...},
+    each key's lines in order."""
+    out = {}
+    with open(path) as f:
+        for line in f.read().split("\n"):
+            parts = line.split()
+            if parts and "-" in parts[0]:
+                out.setdefault(parts[0], []).append(parts[1:])
+    return out
+
+
+def test_std_mutex_stall_named():
+    for name, _ in VERSIONS:
+        std_mutex_stall(name)
+
+
+def std_mutex_stall(fx_name):
+    """4 workers; stall_holder holds the std Mutex STALL across a blocking
+    sleep, 200 stall_want tasks want it: the 3 other workers park on it.
+    The findings name the mutex (at the address the fixture wrote), each
+    parked worker with the task it polls (a stall_want, at the line of its
+    lock()), and the holder thread with its task (stall_holder, at the line
+    of its sleep), in the dump's JSON and text and in `locks`."""
+    with Tokio(fx_name, mode="stall") as tk:
+        m = mode_lines(tk.file)
+        j = sdtest.run("--format", "json", tk.fx.pid)
+        t = sdtest.run(tk.fx.pid)
+        lk = sdtest.run("locks", tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    addr = int(m["stall-mutex"][0][0], 16)
+    holder, holder_line = (int(x) for x in m["stall-holder"][0])
+    wanters = sorted(int(x[0]) for x in m["stall-want"])
+    want_line = int(m["stall-want-line"][0][0])
+    eq(len(wanters), 3, m)
+    eq(j.rc, DEADLOCK, j.err)
+    doc = j.json()
+    rt = doc["runtimes"][0]
+    tasks = {x["id"]: x for x in rt["tasks"]}
+    stalls = [f for f in doc["findings"] if f["kind"] == "tokio_stall"]
+    eq(len(stalls), 1, doc["findings"])
+    f = stalls[0]
+    eq(f["objects"][0]["address"], "0x%x" % addr, f)
+    eq(f["objects"][0]["kind"], "rust-mutex", f)
+    eq(f["objects"][0]["symbol"], "fx_tokio::STALL", f)
+    eq(sorted(f["threads"]), wanters, f)
+    eq(f["holder"], holder, f)
+    eq(f["runtime"], rt["id"])
+    ok(f["holder_task"] in tasks, f)
+    h = tasks[f["holder_task"]]
+    eq((h["future"], h["state"], h["worker"]), ("fx_tokio::stall_holder", "running", holder), h)
+    eq(len(f["tasks"]), 3, f)
+    for tid, tid_task in zip(f["threads"], f["tasks"]):
+        w = tasks[tid_task]
+        eq((w["future"], w["state"], w["worker"]), ("fx_tokio::stall_want", "running", tid), w)
+    # The lock view of the threads no longer calls it merely contended.
+    eq([x for x in doc["findings"] if x["kind"] == "contended_lock"], [], doc["findings"])
+    # Text: the verdict says it plainly, line by line.
+    eq(t.rc, DEADLOCK, t.err)
+    for out in (t.out, lk.out):
+        ok(re.search(r"^  Tokio stall: 3 workers parked on rust-mutex 0x%x <fx_tokio::STALL>" % addr,
+                     out, re.M), out[-3000:])
+        ok(re.search(r"^    held by thread %d \"tokio-runtime-w\" \(inferred\), polling task %d "
+                     r"fx_tokio::stall_holder\n      in fx_tokio::stall_holder::\{async_fn#0\} at "
+                     r"main\.rs:%d$" % (holder, h["id"], holder_line), out, re.M), out[-3000:])
+        for tid, tid_task in zip(f["threads"], f["tasks"]):
+            ok(re.search(r"^    worker %d \"tokio-runtime-w\" parked, polling task %d "
+                         r"fx_tokio::stall_want\n      in fx_tokio::stall_want::\{async_fn#0\} at "
+                         r"main\.rs:%d$" % (tid, tid_task, want_line), out, re.M), out[-3000:])
+        queued = sum(1 for x in rt["tasks"] if x["state"] == "scheduled")
+        ok(queued > 100, queued)
+    # The thread view's lock block: each waiter and the holder with its task.
+    eq(lk.rc, DEADLOCK, lk.err)
+    contains(lk.out, '%d "tokio-runtime-w" [task %d]' % (holder, h["id"]))
+    for tid, tid_task in zip(f["threads"], f["tasks"]):
+        contains(lk.out, '%d "tokio-runtime-w" [task %d]' % (tid, tid_task))
+        ok(re.search(r'^Thread %d "tokio-runtime-w" .*\[task %d\]$' % (tid, tid_task), t.out,
+                     re.M), tid)
+
+
+def test_future_lock_named():
+    for name, _ in VERSIONS:
+        future_lock(name)
+
+
+def future_lock(fx_name):
+    """holder_task keeps a tokio::sync::Mutex guard and awaits a Notify
+    that never comes; mutex_task queues behind it; no worker polls a
+    task: the FutureLock, named in the findings (JSON and text) and under
+    the lock in `locks`. The ABBA pair is a deadlock, no FutureLock."""
+    with Tokio(fx_name) as tk:
+        want = expected(tk.file)
+        j = sdtest.run("--format", "json", tk.fx.pid)
+        t = sdtest.run(tk.fx.pid)
+        lk = sdtest.run("locks", tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    doc = j.json()
+    rt = doc["runtimes"][0]
+    tasks = by_future(rt)
+    holder, waiter = tasks["fx_tokio::holder_task"], tasks["fx_tokio::mutex_task"]
+    addr = holder["holds"][0]["address"]
+    fl = [f for f in doc["findings"] if f["kind"] == "future_lock"]
+    eq(len(fl), 1, doc["findings"])
+    eq(fl[0]["tasks"], [holder["id"], waiter["id"]], fl)
+    eq(fl[0]["holder_task"], holder["id"], fl)
+    eq(fl[0]["objects"][0]["address"], "0x%x" % addr, fl)
+    eq(fl[0]["objects"][0]["kind"], "tokio::sync::Mutex", fl)
+    dl = [f for f in doc["findings"] if f["kind"] == "task_deadlock"]
+    eq(len(dl), 1, doc["findings"])
+    a, b = tasks["fx_tokio::abba_a"], tasks["fx_tokio::abba_b"]
+    eq(sorted(dl[0]["tasks"]), sorted([a["id"], b["id"]]), dl)
+    eq(sorted(int(o["address"], 16) for o in dl[0]["objects"]),
+       sorted([a["holds"][0]["address"], b["holds"][0]["address"]]), dl)
+    eq(rt["polling"], [], rt)
+    hold_line = want["holder"][1][0][1]
+    wait_line = want["mutex"][1][-1][1]
+    for out in (t.out, lk.out):
+        ok(re.search(r"^Verdict: DEADLOCK \(1 cycle among tasks\)", out, re.M), out[-3000:])
+        ok(re.search(r"^  FutureLock: task %d fx_tokio::holder_task holds tokio::sync::Mutex 0x%x "
+                     r"while it awaits something else; 1 task waits for it\n"
+                     r"    task %d awaits notify tokio::sync::notify::Notified \(Notify 0x[0-9a-f]+\) "
+                     r"at \S*src/main\.rs:%d\n"
+                     r"      holding the lock \(inferred\): g in fx_tokio::holder_task at "
+                     r"\S*src/main\.rs:%d\n"
+                     r"    waiting for the lock: task %d \(\S*src/main\.rs:%d\)\n"
+                     r"    no thread of the runtime polls a task \(\d+ idle\): a thread dump shows "
+                     r"an idle runtime$" %
+                     (holder["id"], addr, holder["id"], hold_line, hold_line, waiter["id"],
+                      wait_line), out, re.M), out[-3000:])
+        ok(re.search(r"^  deadlock among tasks: 2 tasks wait for each other's locks$", out, re.M),
+           out[-3000:])
+        for x, y in ((a, b), (b, a)):
+            ok(re.search(r"^    task %d %s awaits tokio::sync::Mutex 0x%x held by task %d\n"
+                         r"      at \S*src/main\.rs:%d$" %
+                         (x["id"], x["future"], x["awaits"][-1]["detail"] and
+                          int(x["awaits"][-1]["detail"].split()[-1], 16), y["id"],
+                          x["awaits"][0]["line"]), out, re.M), out[-3000:])
+    # Under the lock in `locks`: the holder is suspended elsewhere.
+    ok(re.search(r"^tokio::sync::Mutex 0x%x: held \(inferred\) by task %d fx_tokio::holder_task\n"
+                 r"  evidence: .*\n"
+                 r"  awaited by 1 task: .*\n"
+                 r"  FutureLock: the holder is suspended, it awaits notify "
+                 r"tokio::sync::notify::Notified \(Notify 0x[0-9a-f]+\) at \S*src/main\.rs:%d$" %
+                 (addr, holder["id"], hold_line), lk.out, re.M), lk.out)
+    eq(lk.out.count("FutureLock: the holder is suspended"), 1, lk.out)
 
 
 def test_threads_only():
