@@ -483,6 +483,87 @@ def future_lock(fx_name):
     eq(lk.out.count("FutureLock: the holder is suspended"), 1, lk.out)
 
 
+def chains_agree(rt, want, src, names):
+    """Each task NAMES of WANT has its levels as the fixture wrote them,
+    Tokio's own below them (from SRC), and a leaf of its kind."""
+    tasks = by_future(rt)
+    for name in names:
+        kind, levels = want[name]
+        t = tasks.get(levels[0][0])
+        ok(t, "no task runs %s: %r" % (levels[0][0], sorted(tasks)))
+        eq(t["state"], "idle", t)
+        eq(t["worker"], None, t)
+        aw = t["awaits"]
+        eq([(a["function"], a["line"]) for a in aw[:len(levels)]], levels, (name, aw))
+        for a in aw[len(levels):-1]:
+            ok(a["function"].startswith("tokio::") and src in a["file"], (name, a))
+        eq(aw[-1]["kind"], kind, (name, aw[-1]))
+
+
+def test_current_thread_runtime():
+    for name, src in VERSIONS:
+        current_thread(name, src)
+
+
+def current_thread(fx_name, src):
+    """The same tasks on a current_thread runtime, driven by the main
+    thread's block_on: flavor current_thread, that thread its one worker,
+    every chain as the fixture wrote it, the ABBA a deadlock still."""
+    with Tokio(fx_name, mode="current") as tk:
+        want = expected(tk.file)
+        r = sdtest.run("--format", "json", tk.fx.pid)
+        t = sdtest.run(tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    eq(r.rc, DEADLOCK, r.err)
+    doc = r.json()
+    eq(doc["tokio"]["note"], None)
+    eq(len(doc["runtimes"]), 1, doc["runtimes"])
+    rt = doc["runtimes"][0]
+    eq(rt["flavor"], "current_thread")
+    eq(rt["workers"], [doc["pid"]], rt["workers"])
+    eq(len(rt["tasks"]), TASKS, [x["future"] for x in rt["tasks"]])
+    chains_agree(rt, want, src, want)
+    eq(len(rt["deadlocks"]), 1, rt["deadlocks"])
+    contains(t.out, "(current_thread), %d tasks" % TASKS)
+    contains(t.out, "Found 1 deadlock among tasks:")
+
+
+def test_two_runtimes_in_one_process():
+    for name, src in VERSIONS:
+        two_runtimes(name, src)
+
+
+def two_runtimes(fx_name, src):
+    """The multi_thread runtime with its 9 tasks and, on the thread
+    second-rt, a current_thread one with second_task: two runtimes, each
+    with its own workers and tasks, none of one in the other."""
+    with Tokio(fx_name, mode="two") as tk:
+        want = expected(tk.file)
+        second = int(mode_lines(tk.file)["second-tid"][0][0])
+        r = sdtest.run("--format", "json", tk.fx.pid)
+        t = sdtest.run(tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    eq(r.rc, DEADLOCK, r.err)
+    doc = r.json()
+    rts = sorted(doc["runtimes"], key=lambda x: x["flavor"])
+    eq([x["flavor"] for x in rts], ["current_thread", "multi_thread"], rts)
+    cur, multi = rts
+    ok(cur["id"] != multi["id"], rts)
+    eq(cur["workers"], [second], cur)
+    ok(second not in multi["workers"] and doc["pid"] in multi["workers"], multi)
+    eq([x["future"] for x in cur["tasks"]], ["fx_tokio::second_task"], cur["tasks"])
+    chains_agree(cur, want, src, ["second"])
+    eq(len(multi["tasks"]), TASKS, [x["future"] for x in multi["tasks"]])
+    chains_agree(multi, want, src, [n for n in want if n != "second"])
+    # Task ids come from one counter of the process: none is in both.
+    ok(not {x["id"] for x in cur["tasks"]} & {x["id"] for x in multi["tasks"]}, rts)
+    # Text: one header per runtime, each with its threads.
+    ok(re.search(r"Tokio runtime 0x%x \(current_thread\), 1 task(, \d+ in its global queue)?, threads %d$" % (cur["id"], second),
+                 t.out, re.M), t.out[t.out.find("Tokio runtime"):])
+    ok(re.search(r"Tokio runtime 0x%x \(multi_thread\), %d tasks, 0 in its global queue, threads " %
+                 (multi["id"], TASKS), t.out, re.M), t.out[t.out.find("Tokio runtime"):])
+
+
 def test_threads_only():
     with Tokio() as tk:
         j = sdtest.run("--threads", "--format", "json", tk.fx.pid)
