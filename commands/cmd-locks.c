@@ -11,6 +11,7 @@
 #include "format.h"
 #include "format-go.h"
 #include "locks.h"
+#include "longpoll.h"
 #include "terminal.h"
 #include "cmd.h"
 
@@ -82,6 +83,17 @@ static int report(struct cmd_ctx *ctx, struct sd_snapshot **snaps, size_t n, int
 		format_text_locks(&sb, s, g, parked, nparked, n, span, &ro);
 		/* A Tokio program: the locks its tasks hold and await. */
 		format_tokio_locks_text(&sb, s, &ro);
+		/* ... and the workers inside one poll across the snapshots. */
+		struct sd_long_poll *lp = NULL;
+		size_t nlp = longpoll_find(snaps, n, &lp);
+		if (nlp)
+			strbuf_addf(&sb, "\nLong polls (the same poll of a task in the last %zu snapshots):\n", n);
+		for (size_t i = 0; i < nlp; i++) {
+			strbuf_adds(&sb, "  ");
+			longpoll_text(&sb, s, &lp[i]);
+			strbuf_adds(&sb, "\n");
+		}
+		free(lp);
 		format_fit_width(&sb, 0, ro.width);
 		cmd_write(ctx, sb.buf, sb.len);
 		strbuf_release(&sb);

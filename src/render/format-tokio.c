@@ -368,6 +368,12 @@ void format_tokio_json(struct jsonw *w, const struct sd_snapshot *s)
 			jsonw_object_begin(w);
 			jsonw_kint(w, "thread", rt->workers[k]);
 			jsonw_ku64(w, "task", rt->worker_tasks[k]);
+			/* Its worker core's tick: the same in two snapshots with the
+			 * same task, one poll (a long poll). */
+			if (rt->worker_ticks && rt->worker_ticks[k] >= 0)
+				jsonw_kint(w, "tick", rt->worker_ticks[k]);
+			else
+				jsonw_knull(w, "tick");
 			jsonw_object_end(w);
 		}
 		jsonw_array_end(w);

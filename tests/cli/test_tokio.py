@@ -564,6 +564,50 @@ def two_runtimes(fx_name, src):
                  (multi["id"], TASKS), t.out, re.M), t.out[t.out.find("Tokio runtime"):])
 
 
+def test_long_poll_named():
+    for name, _ in VERSIONS:
+        long_poll(name)
+
+
+def long_poll(fx_name):
+    """long_poll sleeps an hour between two awaits on one worker (its TID
+    and the line of the sleep written by the fixture); yielder, on the
+    other, polls again and again (20 ms each). Over 3 snapshots `locks`
+    names the first as a long poll, with its task, where it is and for at
+    least the time between the snapshots; never the second, whose
+    worker's tick moves."""
+    with Tokio(fx_name, mode="longpoll") as tk:
+        tid, line = (int(x) for x in mode_lines(tk.file)["long-poll"][0])
+        j1 = sdtest.run("--format", "json", tk.fx.pid)
+        j2 = sdtest.run("--format", "json", tk.fx.pid)
+        r = sdtest.run("locks", "--count", "3", "--interval", "200ms", tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    eq(r.rc, DEADLOCK, r.err)
+    d1, d2 = j1.json(), j2.json()
+    tasks = by_future(d2["runtimes"][0])
+    lp = tasks["fx_tokio::long_poll"]
+    eq((lp["state"], lp["worker"]), ("running", tid), lp)
+    p1 = {p["thread"]: p for p in d1["runtimes"][0]["polling"]}
+    p2 = {p["thread"]: p for p in d2["runtimes"][0]["polling"]}
+    eq(p1[tid]["task"], lp["id"])
+    ok(p1[tid]["tick"] is not None and p1[tid]["tick"] == p2[tid]["tick"], (p1, p2))
+    y = tasks["fx_tokio::yielder"]
+    for t in set(p1) & set(p2):
+        if t != tid and p1[t]["task"] == p2[t]["task"] == y["id"]:
+            # Polled again, not once: its worker took other tasks between.
+            ok(p1[t]["tick"] != p2[t]["tick"], (p1[t], p2[t]))
+    m = re.findall(r"^  worker (\d+) \"tokio-runtime-w\" has polled task (\d+), (\S+) at "
+                   r"main\.rs:(\d+), for at least ([0-9.]+) s \(one poll: its tick (\d+) in 3 "
+                   r"snapshots\)$", r.out, re.M)
+    eq(len(m), 1, r.out[r.out.find("Long polls"):])
+    w, task, fut, at, secs, tick = m[0]
+    eq((int(w), int(task), fut, int(at), int(tick)),
+       (tid, lp["id"], "fx_tokio::long_poll", line, p1[tid]["tick"]), m)
+    # Two intervals at least lie between the first and the last snapshot.
+    ok(float(secs) >= 0.4, secs)
+    contains(r.out, "Long polls (the same poll of a task in the last 3 snapshots):")
+
+
 def test_threads_only():
     with Tokio() as tk:
         j = sdtest.run("--threads", "--format", "json", tk.fx.pid)
