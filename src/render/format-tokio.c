@@ -417,6 +417,11 @@ void format_tokio_json(struct jsonw *w, const struct sd_snapshot *s)
 				jsonw_ku64(w, "held_by", t->held_by);
 			else
 				jsonw_knull(w, "held_by");
+			/* The tokio::sync lock its leaf waits for. */
+			if (t->wait_addr)
+				jsonw_khex(w, "waits_for", t->wait_addr);
+			else
+				jsonw_knull(w, "waits_for");
 			jsonw_kstr(w, "note", t->note);
 			jsonw_object_end(w);
 		}

@@ -11,6 +11,7 @@
 # grouping, --threads, a stripped copy and one with limited debug info (a
 # note that says what to rebuild with, the threads intact) and a program
 # without Tokio.
+import json
 import os
 import re
 import sys
@@ -606,6 +607,114 @@ def long_poll(fx_name):
     # Two intervals at least lie between the first and the last snapshot.
     ok(float(secs) >= 0.4, secs)
     contains(r.out, "Long polls (the same poll of a task in the last 3 snapshots):")
+
+
+def shell(*lines):
+    return sdtest.run(input="\n".join(lines) + "\n")
+
+
+def test_record_and_report_keep_the_tasks():
+    for name, src in VERSIONS:
+        record_report(name, src)
+
+
+def record_report(fx_name, src):
+    """record saves each snapshot's runtimes and tasks; every saved chain
+    agrees with what the fixture wrote; `report` names the deadlock among
+    tasks, the FutureLock and the long poll (with its worker, task and
+    line, over the 3 snapshots); a saved file without tasks (as older ones
+    are) loads; one whose tasks are damaged loads with a note, its
+    threads intact."""
+    with Tokio(fx_name, mode="longpoll") as tk:
+        want = expected(tk.file)
+        tid, line = (int(x) for x in mode_lines(tk.file)["long-poll"][0])
+        out = os.path.join(tk.tmp.name, "rec")
+        rec = sdtest.run("record", tk.fx.pid, "--out", out, "--every", "300ms", "--count", "3")
+        sdtest.assert_running(tk.fx.pid)
+        eq(rec.rc, 0, rec.err)
+        files = sorted(f for f in os.listdir(out) if f.startswith("snap-"))
+        eq(len(files), 3, files)
+        for f in files:
+            with open(os.path.join(out, f)) as fh:
+                doc = json.load(fh)
+            eq(len(doc["runtimes"]), 1, f)
+            rt = doc["runtimes"][0]
+            chains_agree(rt, want, src, want)
+            lp = by_future(rt)["fx_tokio::long_poll"]
+            eq((lp["state"], lp["worker"]), ("running", tid), lp)
+            eq([p["task"] for p in rt["polling"] if p["thread"] == tid], [lp["id"]], rt["polling"])
+            kinds = [x["kind"] for x in doc["findings"]]
+            ok("task_deadlock" in kinds and "future_lock" in kinds, kinds)
+        r = sdtest.run("report", out)
+        j = sdtest.run("report", "--format", "json", out)
+        # Loaded back: the tasks, as the dump showed them.
+        first = os.path.join(out, files[0])
+        ld = shell("load " + first, "dump")
+        # A file saved without tasks (before they were saved), and one
+        # whose tasks are damaged.
+        with open(first) as fh:
+            doc = json.load(fh)
+        old = dict(doc)
+        del old["runtimes"], old["tokio"]
+        bad = json.loads(json.dumps(doc))
+        bad["runtimes"][0]["tasks"][0]["state"] = "sleeping"
+        paths = []
+        for name, d in (("old.json", old), ("bad.json", bad)):
+            paths.append(os.path.join(tk.tmp.name, name))
+            with open(paths[-1], "w") as fh:
+                json.dump(d, fh)
+        lo = shell("load " + paths[0], "dump")
+        lb = shell("load " + paths[1], "dump")
+    eq(r.rc, 0, r.err)
+    tasks = by_future(doc["runtimes"][0])
+    a, b = tasks["fx_tokio::abba_a"], tasks["fx_tokio::abba_b"]
+    h = tasks["fx_tokio::holder_task"]
+    ok(re.search(r"^  deadlock among tasks: 2 tasks wait for each other's locks in %d \"%s\"\n"
+                 r"    \S+-\S+, snapshots 1-3$" % (doc["pid"], doc["comm"]), r.out, re.M), r.out)
+    ok(re.search(r"^  FutureLock: task %d fx_tokio::holder_task holds tokio::sync::Mutex 0x%x " %
+                 (h["id"], h["holds"][0]["address"]), r.out, re.M), r.out)
+    m = re.search(r"^  long poll in %d \"%s\": worker %d \"tokio-runtime-w\" has polled task %d, "
+                  r"fx_tokio::long_poll at main\.rs:%d, for at least ([0-9.]+) s \(one poll: its "
+                  r"tick \d+ in 3 snapshots\)\n    \S+-\S+, snapshots 1-3$" %
+                  (doc["pid"], doc["comm"], tid, tasks["fx_tokio::long_poll"]["id"], line),
+                  r.out, re.M)
+    ok(m and float(m.group(1)) >= 0.6, r.out)
+    eq(r.out.count("long poll in "), 1, r.out)
+    # Deadlocks first: the one among tasks before any other kind.
+    eq(j.rc, 0, j.err)
+    kinds = [x["kind"] for x in j.json()["findings"]]
+    ok(kinds and kinds[0] == "task_deadlock" and "future_lock" in kinds and
+       "long_poll" in kinds, kinds)
+    poll = [x for x in j.json()["findings"] if x["kind"] == "long_poll"][0]
+    eq((poll["tids"], poll["first"], poll["last"]), ([tid], 1, 3), poll)
+    ok(re.search(r"^task %d \[idle\] fx_tokio::abba_a$" % a["id"], ld.out, re.M), ld.out)
+    contains(ld.out, "Found 1 deadlock among tasks:")
+    ok("Tokio" not in lo.out and "Thread " in lo.out, lo.out)
+    contains(lb.out, "note: the saved tasks could not be read (task %d: no state of the five): "
+             "not shown" % doc["runtimes"][0]["tasks"][0]["id"])
+    contains(lb.out, "Thread ")
+    ok(not re.search(r"^task \d+ ", lb.out, re.M), lb.out)
+    ok(a["held_by"] == b["id"] and b["held_by"] == a["id"], (a, b))
+
+
+def test_report_names_the_stall():
+    with Tokio(mode="stall") as tk:
+        m = mode_lines(tk.file)
+        out = os.path.join(tk.tmp.name, "rec")
+        rec = sdtest.run("record", tk.fx.pid, "--out", out, "--every", "200ms", "--count", "2")
+        sdtest.assert_running(tk.fx.pid)
+        r = sdtest.run("report", out)
+    eq(rec.rc, 0, rec.err)
+    eq(r.rc, 0, r.err)
+    addr = int(m["stall-mutex"][0][0], 16)
+    holder = int(m["stall-holder"][0][0])
+    ok(re.search(r"^  Tokio stall: 3 workers parked on rust-mutex 0x%x <fx_tokio::STALL>: .*\n"
+                 r"    \S+-\S+, snapshots 1-2\n"
+                 r"    held by thread %d \"tokio-runtime-w\" \(inferred\), polling task \d+ "
+                 r"fx_tokio::stall_holder$" % (addr, holder), r.out, re.M), r.out)
+    for w in m["stall-want"]:
+        ok(re.search(r"^    worker %s \"tokio-runtime-w\" parked, polling task \d+ "
+                     r"fx_tokio::stall_want$" % w[0], r.out, re.M), r.out)
 
 
 def test_threads_only():
