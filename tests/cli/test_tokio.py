@@ -264,7 +264,9 @@ def running_task(fx_name):
     # The thread view says which task the worker polls, and JSON too.
     ok(re.search(r"^Thread %d \"tokio-runtime-w\".* \[task %d\]$" % (tid, spin["id"]), t.out,
                  re.M), t.out)
-    eq([p for p in rt["polling"] if p["thread"] == tid], [{"thread": tid, "task": spin["id"]}])
+    eq([(p["thread"], p["task"]) for p in rt["polling"] if p["thread"] == tid], [(tid, spin["id"])])
+    # Its worker's tick, read from its core (a multi_thread worker).
+    ok(all(isinstance(p["tick"], int) for p in rt["polling"] if p["thread"] == tid), rt["polling"])
     eq(len(re.findall(r"\[task \d+\]$", t.out, re.M)), len(rt["polling"]), rt["polling"])
 
 
