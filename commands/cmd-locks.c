@@ -65,11 +65,14 @@ static int report(struct cmd_ctx *ctx, struct sd_snapshot **snaps, size_t n, int
 	struct sd_parked *parked = NULL;
 	size_t nparked = n > 1 ? locks_parked(snaps, n, &parked) : 0;
 	double span = s->time - snaps[0]->time;
+	/* A Tokio program's workers inside one poll across the snapshots. */
+	struct sd_long_poll *lp = NULL;
+	size_t nlp = longpoll_find(snaps, n, &lp);
 	if (cmd_is(ctx, LOCKS_FORMAT, "json")) {
 		struct strbuf sb;
 		struct jsonw w;
 		cmd_json_init(&w, &sb);
-		format_json_locks(&w, s, g, parked, nparked, n, span);
+		format_json_locks(&w, s, g, parked, nparked, n, span, lp, nlp);
 		cmd_print_json(ctx, &w);
 	} else {
 		struct sd_render_opts ro = {0};
@@ -84,8 +87,6 @@ static int report(struct cmd_ctx *ctx, struct sd_snapshot **snaps, size_t n, int
 		/* A Tokio program: the locks its tasks hold and await. */
 		format_tokio_locks_text(&sb, s, &ro);
 		/* ... and the workers inside one poll across the snapshots. */
-		struct sd_long_poll *lp = NULL;
-		size_t nlp = longpoll_find(snaps, n, &lp);
 		if (nlp)
 			strbuf_addf(&sb, "\nLong polls (the same poll of a task in the last %zu snapshots):\n", n);
 		for (size_t i = 0; i < nlp; i++) {
@@ -93,7 +94,6 @@ static int report(struct cmd_ctx *ctx, struct sd_snapshot **snaps, size_t n, int
 			longpoll_text(&sb, s, &lp[i]);
 			strbuf_adds(&sb, "\n");
 		}
-		free(lp);
 		format_fit_width(&sb, 0, ro.width);
 		cmd_write(ctx, sb.buf, sb.len);
 		strbuf_release(&sb);
@@ -104,6 +104,7 @@ static int report(struct cmd_ctx *ctx, struct sd_snapshot **snaps, size_t n, int
 	int rc = g->ndeadlocks || format_go_deadlock_count(s) || task_cycles ? EXIT_DEADLOCK
 				: (s->partial || partial_series) ? EXIT_PARTIAL : EXIT_OK;
 	free(parked);
+	free(lp);
 	locks_graph_free(g);
 	return rc;
 }

@@ -112,10 +112,13 @@ void format_text_locks(struct strbuf *out, const struct sd_snapshot *s,
 		       const struct sd_lockgraph *g, const struct sd_parked *parked, size_t nparked,
 		       size_t nsnaps, double span, const struct sd_render_opts *o);
 /* The JSON of the lock view, written through W: {"pid", "comm", ...,
- * "locks", "idle", "deadlocks"} plus, for a series, "snapshots", "seconds"
- * and "parked". The schema is in docs/json.md. */
+ * "locks", "idle", "deadlocks"} plus, for a series, "snapshots", "seconds",
+ * "parked" and "long_polls" (LP, NLP: a Tokio program's, longpoll.h).
+ * The schema is in docs/json.md. */
+struct sd_long_poll;
 void format_json_locks(struct jsonw *w, const struct sd_snapshot *s, const struct sd_lockgraph *g,
-		       const struct sd_parked *parked, size_t nparked, size_t nsnaps, double span);
+		       const struct sd_parked *parked, size_t nparked, size_t nsnaps, double span,
+		       const struct sd_long_poll *lp, size_t nlp);
 
 
 /* Findings of one snapshot (format-findings.c), from S and its lock graph

@@ -584,8 +584,11 @@ def long_poll(fx_name):
         j1 = sdtest.run("--format", "json", tk.fx.pid)
         j2 = sdtest.run("--format", "json", tk.fx.pid)
         r = sdtest.run("locks", "--count", "3", "--interval", "200ms", tk.fx.pid)
+        lj = sdtest.run("locks", "--format", "json", "--count", "2", "--interval", "200ms",
+                        tk.fx.pid)
         sdtest.assert_running(tk.fx.pid)
     eq(r.rc, DEADLOCK, r.err)
+    eq(lj.rc, DEADLOCK, lj.err)
     d1, d2 = j1.json(), j2.json()
     tasks = by_future(d2["runtimes"][0])
     lp = tasks["fx_tokio::long_poll"]
@@ -609,6 +612,10 @@ def long_poll(fx_name):
     # Two intervals at least lie between the first and the last snapshot.
     ok(float(secs) >= 0.4, secs)
     contains(r.out, "Long polls (the same poll of a task in the last 3 snapshots):")
+    lps = lj.json()["long_polls"]
+    eq([(x["tid"], x["task"], x["future"], x["line"], x["tick"], x["snapshots"]) for x in lps],
+       [(tid, lp["id"], "fx_tokio::long_poll", line, p1[tid]["tick"], 2)], lps)
+    ok(lps[0]["seconds"] >= 0.2 and lps[0]["file"].endswith("main.rs"), lps)
 
 
 def shell(*lines):
