@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "format-tokio.h"
 #include "format.h"
 #include "locks.h"
 #include "terminal.h"
@@ -78,7 +79,7 @@ static int core_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	}
 	int rc = cmd_snapshot_status(s);
 	struct sd_lockgraph *g = locks_graph(s);
-	if (g->ndeadlocks && rc == EXIT_OK)
+	if ((g->ndeadlocks || format_tokio_task_cycles(s)) && rc == EXIT_OK)
 		rc = EXIT_DEADLOCK; /* as in dump and locks */
 	locks_graph_free(g);
 	snapshot_free(s);

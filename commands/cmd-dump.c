@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "format-tokio.h"
 #include "format.h"
 #include "locks.h"
 #include "symbols.h"
@@ -83,7 +84,7 @@ static int emit(struct cmd_ctx *ctx, struct sd_target *t, struct sd_snapshot *s,
 		struct dump_json *dj)
 {
 	struct sd_lockgraph *g = locks_graph(s);
-	int deadlock = g->ndeadlocks > 0;
+	int deadlock = g->ndeadlocks > 0 || format_tokio_task_cycles(s) > 0;
 	if (dj) {
 		locks_graph_free(g);
 		sd_grow(&dj->docs, &dj->cap, dj->n + 1, sizeof(*dj->docs));

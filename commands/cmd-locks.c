@@ -11,6 +11,7 @@
 #include "format.h"
 #include "format-go.h"
 #include "locks.h"
+#include "longpoll.h"
 #include "terminal.h"
 #include "cmd.h"
 
@@ -64,11 +65,14 @@ static int report(struct cmd_ctx *ctx, struct sd_snapshot **snaps, size_t n, int
 	struct sd_parked *parked = NULL;
 	size_t nparked = n > 1 ? locks_parked(snaps, n, &parked) : 0;
 	double span = s->time - snaps[0]->time;
+	/* A Tokio program's workers inside one poll across the snapshots. */
+	struct sd_long_poll *lp = NULL;
+	size_t nlp = longpoll_find(snaps, n, &lp);
 	if (cmd_is(ctx, LOCKS_FORMAT, "json")) {
 		struct strbuf sb;
 		struct jsonw w;
 		cmd_json_init(&w, &sb);
-		format_json_locks(&w, s, g, parked, nparked, n, span);
+		format_json_locks(&w, s, g, parked, nparked, n, span, lp, nlp);
 		cmd_print_json(ctx, &w);
 	} else {
 		struct sd_render_opts ro = {0};
@@ -82,6 +86,14 @@ static int report(struct cmd_ctx *ctx, struct sd_snapshot **snaps, size_t n, int
 		format_text_locks(&sb, s, g, parked, nparked, n, span, &ro);
 		/* A Tokio program: the locks its tasks hold and await. */
 		format_tokio_locks_text(&sb, s, &ro);
+		/* ... and the workers inside one poll across the snapshots. */
+		if (nlp)
+			strbuf_addf(&sb, "\nLong polls (the same poll of a task in the last %zu snapshots):\n", n);
+		for (size_t i = 0; i < nlp; i++) {
+			strbuf_adds(&sb, "  ");
+			longpoll_text(&sb, s, &lp[i]);
+			strbuf_adds(&sb, "\n");
+		}
 		format_fit_width(&sb, 0, ro.width);
 		cmd_write(ctx, sb.buf, sb.len);
 		strbuf_release(&sb);
@@ -92,6 +104,7 @@ static int report(struct cmd_ctx *ctx, struct sd_snapshot **snaps, size_t n, int
 	int rc = g->ndeadlocks || format_go_deadlock_count(s) || task_cycles ? EXIT_DEADLOCK
 				: (s->partial || partial_series) ? EXIT_PARTIAL : EXIT_OK;
 	free(parked);
+	free(lp);
 	locks_graph_free(g);
 	return rc;
 }

@@ -112,6 +112,7 @@ void snapshot_free(struct sd_snapshot *s)
 		free(s->tokio[i].tasks);
 		free(s->tokio[i].workers);
 		free(s->tokio[i].worker_tasks);
+		free(s->tokio[i].worker_ticks);
 	}
 	free(s->tokio);
 	free(s->outside);

@@ -327,6 +327,9 @@ struct sd_tokio_rt {
 	const char *flavor;
 	pid_t *workers;
 	uint64_t *worker_tasks; /* per worker: the task it polls, 0 none */
+	/* per worker polling a task: its core's tick (one more each task it
+	 * takes from its queues), -1 not known; NULL: none known */
+	int64_t *worker_ticks;
 	size_t nworkers;
 	int64_t injected;	/* tasks in its global (inject) queue, -1 not known */
 	struct sd_tokio_task *tasks;

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 // Findings of one snapshot, what a reader wants before any stack: deadlock
 // cycles, the lock with the most waiters and its holder, threads stuck in
-// D state. The plain dump and the lock view say them first at a terminal
+// D state; in a Tokio program, deadlocks among tasks, workers parked on a
+// lock (the std-mutex stall) and the FutureLock (format-tokio.c says
+// those). The plain dump and the lock view say them first at a terminal
 // (last in a pipe); a JSON dump carries them as "findings".
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "format-tokio.h"
 #include "format.h"
 #include "group.h"
 #include "locks.h"
@@ -121,11 +124,11 @@ static int in_deadlock(const struct sd_lockgraph *g, pid_t tid)
 
 /* The lock with the most waiters that a deadlock does not already
  * explain, or NULL. The graph's locks come most waiters first. */
-static const struct sd_lock *contended(const struct sd_lockgraph *g)
+static const struct sd_lock *contended(const struct sd_snapshot *s, const struct sd_lockgraph *g)
 {
 	for (size_t i = 0; i < g->nlocks; i++) {
 		const struct sd_lock *l = &g->locks[i];
-		if (l->kind == SD_WAIT_JOIN || !l->nwaiters)
+		if (l->kind == SD_WAIT_JOIN || !l->nwaiters || format_tokio_stalled_on(s, l))
 			continue;
 		size_t free_waiters = 0;
 		for (size_t k = 0; k < l->nwaiters; k++)
@@ -148,8 +151,13 @@ static size_t count_d(const struct sd_snapshot *s)
  * (DETAIL, each "    ...\n"); either may be NULL. Returns whether
  * there is a finding of KIND number I. */
 static int finding(const struct sd_snapshot *s, const struct sd_lockgraph *g, int kind, size_t i,
-		   struct strbuf *summary, struct strbuf *detail)
+		   struct strbuf *summary, struct strbuf *detail, const struct sd_render_opts *o)
 {
+	/* Kinds 1 to 3: among a Tokio program's tasks. */
+	if (kind >= 1 && kind <= 3)
+		return format_tokio_finding(s, g, kind - 1, i, summary, detail, o);
+	if (kind > 3)
+		kind -= 3;
 	if (kind == 0) {
 		if (i >= g->ndeadlocks)
 			return 0;
@@ -182,7 +190,7 @@ static int finding(const struct sd_snapshot *s, const struct sd_lockgraph *g, in
 		return 1;
 	}
 	if (kind == 1) {
-		const struct sd_lock *l = i == 0 ? contended(g) : NULL;
+		const struct sd_lock *l = i == 0 ? contended(s, g) : NULL;
 		if (!l)
 			return 0;
 		if (summary) {
@@ -248,15 +256,16 @@ static int finding(const struct sd_snapshot *s, const struct sd_lockgraph *g, in
 	return 0;
 }
 
-#define NKINDS 3
+#define NKINDS 6
 
-static const char *const kind_names[NKINDS] = {"deadlock", "contended_lock", "d_state"};
+static const char *const kind_names[NKINDS] = {"deadlock",	"task_deadlock", "tokio_stall",
+					       "future_lock",	"contended_lock", "d_state"};
 
 size_t format_findings_count(const struct sd_snapshot *s, const struct sd_lockgraph *g)
 {
 	size_t n = 0;
 	for (int kind = 0; kind < NKINDS; kind++)
-		for (size_t i = 0; finding(s, g, kind, i, NULL, NULL); i++)
+		for (size_t i = 0; finding(s, g, kind, i, NULL, NULL, NULL); i++)
 			n++;
 	return n;
 }
@@ -274,9 +283,10 @@ size_t format_text_findings(struct strbuf *out, const struct sd_snapshot *s,
 		return 0;
 	}
 	strbuf_addf(out, "%sVerdict:%s ", col(o, C_BOLD), col(o, C_RESET));
-	if (g->ndeadlocks)
-		strbuf_addf(out, "%sDEADLOCK%s (%zu cycle%s)", col(o, C_WARN), col(o, C_RESET),
-			    g->ndeadlocks, g->ndeadlocks == 1 ? "" : "s");
+	size_t cycles = g->ndeadlocks + format_tokio_task_cycles(s);
+	if (cycles)
+		strbuf_addf(out, "%sDEADLOCK%s (%zu cycle%s%s)", col(o, C_WARN), col(o, C_RESET),
+			    cycles, cycles == 1 ? "" : "s", g->ndeadlocks ? "" : " among tasks");
 	else
 		strbuf_adds(out, "no deadlock");
 	strbuf_addf(out, ", %zu finding%s\n", n, n == 1 ? "" : "s");
@@ -285,9 +295,9 @@ size_t format_text_findings(struct strbuf *out, const struct sd_snapshot *s,
 			struct strbuf sum, det;
 			strbuf_init(&sum);
 			strbuf_init(&det);
-			int got = finding(s, g, kind, i, &sum, &det);
+			int got = finding(s, g, kind, i, &sum, &det, o);
 			if (got) {
-				strbuf_addf(out, "  %s%s%s\n", col(o, kind == 0 ? C_WARN : C_BOLD),
+				strbuf_addf(out, "  %s%s%s\n", col(o, kind <= 1 ? C_WARN : C_BOLD),
 					    sum.buf, col(o, C_RESET));
 				strbuf_add(out, det.buf, det.len);
 			}
@@ -322,7 +332,7 @@ void format_json_findings(struct jsonw *w, const struct sd_snapshot *s,
 		for (size_t i = 0;; i++) {
 			struct strbuf sum;
 			strbuf_init(&sum);
-			int got = finding(s, g, kind, i, &sum, NULL);
+			int got = finding(s, g, kind, i, &sum, NULL, NULL);
 			if (!got) {
 				strbuf_release(&sum);
 				break;
@@ -331,6 +341,11 @@ void format_json_findings(struct jsonw *w, const struct sd_snapshot *s,
 			jsonw_kstr(w, "kind", kind_names[kind]);
 			jsonw_kstr(w, "summary", sum.buf);
 			strbuf_release(&sum);
+			if (kind >= 1 && kind <= 3) {
+				format_tokio_finding_json(w, s, g, kind - 1, i);
+				jsonw_object_end(w);
+				continue;
+			}
 			jsonw_karray(w, "threads");
 			if (kind == 0) {
 				const struct sd_deadlock *d = &g->deadlocks[i];
@@ -341,8 +356,8 @@ void format_json_findings(struct jsonw *w, const struct sd_snapshot *s,
 				for (size_t e = 0; e < d->n; e++)
 					json_object(w, d->edges[e].kind, d->edges[e].address,
 						    d->edges[e].symbol, 1, d->edges[e].owner);
-			} else if (kind == 1) {
-				const struct sd_lock *l = contended(g);
+			} else if (kind == 4) {
+				const struct sd_lock *l = contended(s, g);
 				if (l->owner_known)
 					jsonw_int(w, l->owner);
 				for (size_t k = 0; k < l->nwaiters; k++)
@@ -359,8 +374,8 @@ void format_json_findings(struct jsonw *w, const struct sd_snapshot *s,
 				jsonw_karray(w, "objects");
 			}
 			jsonw_array_end(w);
-			if (kind == 1) {
-				const struct sd_lock *l = contended(g);
+			if (kind == 4) {
+				const struct sd_lock *l = contended(s, g);
 				if (l->owner_known)
 					jsonw_kint(w, "holder", l->owner);
 				else

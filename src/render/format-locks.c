@@ -10,8 +10,10 @@
 #include "analyze.h"
 #include "format.h"
 #include "format-go.h"
+#include "format-tokio.h"
 #include "group.h"
 #include "locks.h"
+#include "longpoll.h"
 
 #define C_RESET "\033[0m"
 #define C_BOLD "\033[1m"
@@ -38,6 +40,11 @@ static void add_thread_label(struct strbuf *out, const struct sd_snapshot *s, pi
 		strbuf_add_escaped(out, th->name);
 		strbuf_adds(out, "\"");
 	}
+	/* A Tokio worker: the task it polls (the std-mutex stall's waiters
+	 * and holder). */
+	uint64_t task = format_tokio_task_of(s, tid);
+	if (task)
+		strbuf_addf(out, " [task %" PRIu64 "]", task);
 }
 
 static void add_lock_label(struct strbuf *out, enum sd_wait_kind kind, uint64_t address,
@@ -480,7 +487,8 @@ static void json_lock(struct jsonw *w, const struct sd_snapshot *s, const struct
 }
 
 void format_json_locks(struct jsonw *w, const struct sd_snapshot *s, const struct sd_lockgraph *g,
-		       const struct sd_parked *parked, size_t nparked, size_t nsnaps, double span)
+		       const struct sd_parked *parked, size_t nparked, size_t nsnaps, double span,
+		       const struct sd_long_poll *lp, size_t nlp)
 {
 	jsonw_object_begin(w);
 	jsonw_kint(w, "pid", s->pid);
@@ -543,6 +551,26 @@ void format_json_locks(struct jsonw *w, const struct sd_snapshot *s, const struc
 			jsonw_kdouble(w, "seconds", p->seconds);
 			jsonw_kbool(w, "moved", p->moved);
 			jsonw_ku64(w, "voluntary_ctxt_switches", p->switches);
+			jsonw_object_end(w);
+		}
+		jsonw_array_end(w);
+		/* A Tokio program's workers inside one poll across the series. */
+		jsonw_karray(w, "long_polls");
+		for (size_t i = 0; i < nlp; i++) {
+			jsonw_object_begin(w);
+			jsonw_kint(w, "tid", lp[i].tid);
+			jsonw_ku64(w, "runtime", lp[i].runtime);
+			jsonw_ku64(w, "task", lp[i].task);
+			jsonw_kstr(w, "future", lp[i].future);
+			jsonw_kstr(w, "function", lp[i].function);
+			jsonw_kstr(w, "file", lp[i].file);
+			if (lp[i].file && lp[i].line > 0)
+				jsonw_kint(w, "line", lp[i].line);
+			else
+				jsonw_knull(w, "line");
+			jsonw_kint(w, "tick", lp[i].tick);
+			jsonw_ku64(w, "snapshots", lp[i].snaps);
+			jsonw_kdouble(w, "seconds", lp[i].seconds);
 			jsonw_object_end(w);
 		}
 		jsonw_array_end(w);

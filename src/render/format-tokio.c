@@ -8,6 +8,10 @@
 #include <string.h>
 
 #include "group.h"
+#include "locks.h"
+
+static int in_cycle(const struct sd_tokio_rt *rt, size_t idx);
+static void task_wait_text(struct strbuf *out, const struct sd_tokio_task *t);
 
 static int same_str(const char *a, const char *b)
 {
@@ -284,6 +288,14 @@ size_t format_tokio_locks_text(struct strbuf *out, const struct sd_snapshot *s,
 					}
 				}
 				strbuf_adds(out, "\n");
+				/* Suspended on something else while it keeps the lock:
+				 * the FutureLock (a cycle is a deadlock, below). */
+				if (t->state && !strcmp(t->state, "idle") && !t->held_by &&
+				    !in_cycle(rt, k)) {
+					strbuf_adds(out, "  FutureLock: the holder is suspended, it awaits ");
+					task_wait_text(out, t);
+					strbuf_adds(out, "\n");
+				}
 			}
 		}
 		deadlocks(out, rt, o);
@@ -356,6 +368,12 @@ void format_tokio_json(struct jsonw *w, const struct sd_snapshot *s)
 			jsonw_object_begin(w);
 			jsonw_kint(w, "thread", rt->workers[k]);
 			jsonw_ku64(w, "task", rt->worker_tasks[k]);
+			/* Its worker core's tick: the same in two snapshots with the
+			 * same task, one poll (a long poll). */
+			if (rt->worker_ticks && rt->worker_ticks[k] >= 0)
+				jsonw_kint(w, "tick", rt->worker_ticks[k]);
+			else
+				jsonw_knull(w, "tick");
 			jsonw_object_end(w);
 		}
 		jsonw_array_end(w);
@@ -399,6 +417,11 @@ void format_tokio_json(struct jsonw *w, const struct sd_snapshot *s)
 				jsonw_ku64(w, "held_by", t->held_by);
 			else
 				jsonw_knull(w, "held_by");
+			/* The tokio::sync lock its leaf waits for. */
+			if (t->wait_addr)
+				jsonw_khex(w, "waits_for", t->wait_addr);
+			else
+				jsonw_knull(w, "waits_for");
 			jsonw_kstr(w, "note", t->note);
 			jsonw_object_end(w);
 		}
@@ -414,4 +437,470 @@ void format_tokio_json(struct jsonw *w, const struct sd_snapshot *s)
 		jsonw_object_end(w);
 	}
 	jsonw_array_end(w);
+}
+
+/* ---- Findings among tasks (format-findings.c lists them) ---- */
+
+/* Threads and tasks named on a finding's lines before "... and N more". */
+#define FIND_SHOWN 8
+
+static const char *base_name(const char *p)
+{
+	const char *b = p ? strrchr(p, '/') : NULL;
+	return b ? b + 1 : p;
+}
+
+static void thread_label(struct strbuf *out, const struct sd_snapshot *s, pid_t tid)
+{
+	const struct sd_thread *th = snapshot_find_thread(s, tid);
+	strbuf_addf(out, "%d", (int)tid);
+	if (th && th->name) {
+		strbuf_adds(out, " \"");
+		strbuf_add_escaped(out, th->name);
+		strbuf_adds(out, "\"");
+	}
+}
+
+static const struct sd_tokio_task *task_by_id(const struct sd_tokio_rt *rt, uint64_t id)
+{
+	for (size_t i = 0; id && i < rt->ntasks; i++)
+		if (rt->tasks[i].id == id)
+			return &rt->tasks[i];
+	return NULL;
+}
+
+/* The runtime thread TID drives in S (and the task it polls), or NULL. */
+static const struct sd_tokio_rt *runtime_of(const struct sd_snapshot *s, pid_t tid,
+					    uint64_t *task)
+{
+	for (size_t i = 0; i < s->ntokio; i++)
+		for (size_t k = 0; k < s->tokio[i].nworkers; k++)
+			if (s->tokio[i].workers[k] == tid) {
+				*task = s->tokio[i].worker_tasks ? s->tokio[i].worker_tasks[k] : 0;
+				return &s->tokio[i];
+			}
+	return NULL;
+}
+
+/* "task 15 fx::want" for the task TID polls; nothing when it polls none. */
+static int polled_task(struct strbuf *out, const struct sd_snapshot *s, pid_t tid)
+{
+	uint64_t id = 0;
+	const struct sd_tokio_rt *rt = runtime_of(s, tid, &id);
+	const struct sd_tokio_task *t = rt ? task_by_id(rt, id) : NULL;
+	if (!t)
+		return 0;
+	strbuf_addf(out, "task %" PRIu64, t->id);
+	if (t->future) {
+		strbuf_adds(out, " ");
+		strbuf_add_escaped(out, t->future);
+	}
+	/* Where in it: the frame of its own async fn or block on TID's stack
+	 * ("fx::want::{async_fn#0}"), innermost first. */
+	const struct sd_thread *th = snapshot_find_thread(s, tid);
+	size_t fl = t->future ? strlen(t->future) : 0;
+	for (size_t k = 0; th && fl && k < th->nframes; k++) {
+		const struct sd_frame *f = &th->frames[k];
+		if (!f->function || strncmp(f->function, t->future, fl) ||
+		    (f->function[fl] && f->function[fl] != ':'))
+			continue;
+		strbuf_adds(out, "\n      in ");
+		strbuf_add_escaped(out, f->function);
+		if (f->file && f->line > 0) {
+			strbuf_adds(out, " at ");
+			strbuf_add_escaped(out, base_name(f->file));
+			strbuf_addf(out, ":%d", f->line);
+		}
+		break;
+	}
+	return 1;
+}
+
+/* Is L a lock that threads of a Tokio runtime are parked on (the std-mutex
+ * stall: a worker parked in a lock stops every task behind it)? */
+int format_tokio_stalled_on(const struct sd_snapshot *s, const struct sd_lock *l)
+{
+	uint64_t task;
+	if (l->kind == SD_WAIT_JOIN || locks_is_idle(l->kind))
+		return 0;
+	for (size_t k = 0; k < l->nwaiters; k++)
+		if (runtime_of(s, l->waiters[k], &task))
+			return 1;
+	return 0;
+}
+
+static const struct sd_lock *stall_lock(const struct sd_snapshot *s, const struct sd_lockgraph *g,
+					size_t i)
+{
+	for (size_t k = 0; k < g->nlocks; k++)
+		if (format_tokio_stalled_on(s, &g->locks[k]) && i-- == 0)
+			return &g->locks[k];
+	return NULL;
+}
+
+static int in_cycle(const struct sd_tokio_rt *rt, size_t idx)
+{
+	size_t all = 0;
+	for (size_t c = 0; c < rt->ncycles; c++)
+		all += rt->cycle_len[c];
+	for (size_t k = 0; k < all; k++)
+		if (rt->cycle_tasks[k] == idx)
+			return 1;
+	return 0;
+}
+
+static size_t lock_waiters(const struct sd_tokio_rt *rt, const struct sd_tokio_task *t,
+			   uint64_t addr)
+{
+	size_t n = 0;
+	for (size_t w = 0; w < rt->ntasks; w++)
+		n += rt->tasks[w].wait_addr == addr && rt->tasks[w].held_by == t->id;
+	return n;
+}
+
+/* The I-th FutureLock of S: a task suspended (idle) on something other
+ * than a lock another task holds, keeping a lock tasks wait for. */
+static int future_lock(const struct sd_snapshot *s, size_t i, const struct sd_tokio_rt **rtp,
+		       const struct sd_tokio_task **tp, const struct sd_tokio_hold **hp)
+{
+	for (size_t r = 0; r < s->ntokio; r++) {
+		const struct sd_tokio_rt *rt = &s->tokio[r];
+		for (size_t k = 0; k < rt->ntasks; k++) {
+			const struct sd_tokio_task *t = &rt->tasks[k];
+			if (!t->nholds || !t->state || strcmp(t->state, "idle") || t->held_by ||
+			    in_cycle(rt, k))
+				continue;
+			for (size_t h = 0; h < t->nholds; h++) {
+				if (!lock_waiters(rt, t, t->holds[h].addr) || i-- != 0)
+					continue;
+				*rtp = rt;
+				*tp = t;
+				*hp = &t->holds[h];
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+/* The I-th cycle among the tasks of S's runtimes: its runtime and where
+ * its tasks start in cycle_tasks. */
+static int task_cycle(const struct sd_snapshot *s, size_t i, const struct sd_tokio_rt **rtp,
+		      size_t *at, size_t *len)
+{
+	for (size_t r = 0; r < s->ntokio; r++) {
+		const struct sd_tokio_rt *rt = &s->tokio[r];
+		size_t from = 0;
+		for (size_t c = 0; c < rt->ncycles; from += rt->cycle_len[c], c++)
+			if (i-- == 0) {
+				*rtp = rt;
+				*at = from;
+				*len = rt->cycle_len[c];
+				return 1;
+			}
+	}
+	return 0;
+}
+
+size_t format_tokio_task_cycles(const struct sd_snapshot *s)
+{
+	size_t n = 0;
+	for (size_t r = 0; r < s->ntokio; r++)
+		n += s->tokio[r].ncycles;
+	return n;
+}
+
+static void task_wait_text(struct strbuf *out, const struct sd_tokio_task *t)
+{
+	const struct sd_tokio_await *leaf = t->nawaits ? &t->awaits[t->nawaits - 1] : NULL;
+	const struct sd_tokio_await *lv = own_level(t);
+	if (leaf && leaf->kind) {
+		strbuf_adds(out, leaf->kind);
+		strbuf_adds(out, " ");
+		strbuf_add_escaped(out, leaf->function ? leaf->function : "?");
+		if (leaf->detail) {
+			strbuf_adds(out, " (");
+			strbuf_add_escaped(out, leaf->detail);
+			strbuf_adds(out, ")");
+		}
+	} else {
+		strbuf_adds(out, "something");
+	}
+	if (lv) {
+		strbuf_adds(out, " at ");
+		strbuf_add_escaped(out, lv->file);
+		strbuf_addf(out, ":%d", lv->line);
+	}
+}
+
+static int stall_finding(const struct sd_snapshot *s, const struct sd_lockgraph *g, size_t i,
+			 struct strbuf *summary, struct strbuf *detail)
+{
+	const struct sd_lock *l = stall_lock(s, g, i);
+	if (!l)
+		return 0;
+	size_t nw = 0;
+	uint64_t task;
+	const struct sd_tokio_rt *rt = NULL;
+	for (size_t k = 0; k < l->nwaiters; k++)
+		if (runtime_of(s, l->waiters[k], &task)) {
+			rt = rt ? rt : runtime_of(s, l->waiters[k], &task);
+			nw++;
+		}
+	if (summary) {
+		strbuf_addf(summary, "Tokio stall: %zu worker%s parked on %s 0x%" PRIx64, nw,
+			    nw == 1 ? "" : "s", locks_kind_name(l->kind), l->address);
+		if (l->symbol) {
+			strbuf_adds(summary, " <");
+			strbuf_add_escaped(summary, l->symbol);
+			strbuf_adds(summary, ">");
+		}
+		strbuf_adds(summary, ": the tasks they poll and those queued behind them wait");
+	}
+	if (!detail)
+		return 1;
+	strbuf_adds(detail, "    ");
+	if (l->owner_known) {
+		strbuf_adds(detail, "held by thread ");
+		thread_label(detail, s, l->owner);
+		if (l->owner_evidence == SD_EVIDENCE_STACK)
+			strbuf_adds(detail, " (inferred)");
+		struct strbuf pt;
+		strbuf_init(&pt);
+		if (polled_task(&pt, s, l->owner)) {
+			strbuf_adds(detail, ", polling ");
+			strbuf_add(detail, pt.buf, pt.len);
+		} else if (runtime_of(s, l->owner, &task)) {
+			strbuf_adds(detail, ", a thread of the runtime polling no task of it");
+		}
+		strbuf_release(&pt);
+	} else {
+		strbuf_adds(detail, "holder unknown");
+	}
+	strbuf_adds(detail, "\n");
+	size_t shown = 0;
+	for (size_t k = 0; k < l->nwaiters; k++) {
+		if (!runtime_of(s, l->waiters[k], &task))
+			continue;
+		if (shown++ == FIND_SHOWN) {
+			strbuf_addf(detail, "    ... and %zu more workers\n", nw - FIND_SHOWN);
+			break;
+		}
+		strbuf_adds(detail, "    worker ");
+		thread_label(detail, s, l->waiters[k]);
+		strbuf_adds(detail, " parked, polling ");
+		if (!polled_task(detail, s, l->waiters[k]))
+			strbuf_adds(detail, "no task it could name");
+		strbuf_adds(detail, "\n");
+	}
+	size_t queued = 0;
+	for (size_t k = 0; rt && k < rt->ntasks; k++)
+		queued += rt->tasks[k].state && !strcmp(rt->tasks[k].state, "scheduled");
+	if (queued)
+		strbuf_addf(detail, "    %zu task%s scheduled, waiting for a worker\n", queued,
+			    queued == 1 ? "" : "s");
+	return 1;
+}
+
+static int future_lock_finding(const struct sd_snapshot *s, size_t i, struct strbuf *summary,
+			       struct strbuf *detail, const struct sd_render_opts *o)
+{
+	const struct sd_tokio_rt *rt;
+	const struct sd_tokio_task *t;
+	const struct sd_tokio_hold *hd;
+	if (!future_lock(s, i, &rt, &t, &hd))
+		return 0;
+	size_t nw = lock_waiters(rt, t, hd->addr);
+	if (summary) {
+		strbuf_addf(summary, "FutureLock: task %" PRIu64, t->id);
+		if (t->future) {
+			strbuf_adds(summary, " ");
+			strbuf_add_escaped(summary, t->future);
+		}
+		strbuf_addf(summary, " holds %s 0x%" PRIx64 " while it awaits something else; %zu task%s wait%s for it",
+			    hd->kind, hd->addr, nw, nw == 1 ? "" : "s", nw == 1 ? "s" : "");
+	}
+	if (!detail)
+		return 1;
+	strbuf_addf(detail, "    task %" PRIu64 " awaits ", t->id);
+	task_wait_text(detail, t);
+	strbuf_adds(detail, "\n");
+	if (hd->evidence) {
+		strbuf_adds(detail, "      holding the lock (inferred): ");
+		strbuf_add_escaped(detail, hd->evidence);
+		strbuf_adds(detail, "\n");
+	}
+	strbuf_adds(detail, "    waiting for the lock:");
+	size_t shown = 0;
+	for (size_t w = 0; w < rt->ntasks; w++) {
+		const struct sd_tokio_task *x = &rt->tasks[w];
+		if (x->wait_addr != hd->addr || x->held_by != t->id)
+			continue;
+		if (shown++ == FIND_SHOWN) {
+			strbuf_addf(detail, " ... and %zu more", nw - FIND_SHOWN);
+			break;
+		}
+		const struct sd_tokio_await *lv = own_level(x);
+		strbuf_addf(detail, " task %" PRIu64, x->id);
+		if (lv && !o->no_source) {
+			strbuf_adds(detail, " (");
+			strbuf_add_escaped(detail, lv->file);
+			strbuf_addf(detail, ":%d)", lv->line);
+		}
+	}
+	strbuf_adds(detail, "\n");
+	size_t polling = 0;
+	for (size_t k = 0; k < rt->nworkers; k++)
+		polling += rt->worker_tasks && rt->worker_tasks[k];
+	if (!polling && rt->nworkers)
+		strbuf_addf(detail, "    no thread of the runtime polls a task (%zu idle): a thread dump "
+				    "shows an idle runtime\n",
+			    rt->nworkers);
+	return 1;
+}
+
+static int deadlock_finding(const struct sd_snapshot *s, size_t i, struct strbuf *summary,
+			    struct strbuf *detail, const struct sd_render_opts *o)
+{
+	const struct sd_tokio_rt *rt;
+	size_t at, len;
+	if (!task_cycle(s, i, &rt, &at, &len))
+		return 0;
+	if (summary)
+		strbuf_addf(summary, "deadlock among tasks: %zu tasks wait for each other's locks", len);
+	for (size_t k = 0; detail && k < len; k++) {
+		const struct sd_tokio_task *t = &rt->tasks[rt->cycle_tasks[at + k]];
+		const struct sd_tokio_task *h = &rt->tasks[rt->cycle_tasks[at + (k + 1) % len]];
+		strbuf_addf(detail, "    task %" PRIu64, t->id);
+		if (t->future) {
+			strbuf_adds(detail, " ");
+			strbuf_add_escaped(detail, t->future);
+		}
+		strbuf_addf(detail, " awaits %s 0x%" PRIx64 " held by task %" PRIu64 "\n",
+			    hold_kind(h, t->wait_addr), t->wait_addr, h->id);
+		const struct sd_tokio_await *lv = own_level(t);
+		if (lv && !o->no_source) {
+			strbuf_adds(detail, "      at ");
+			strbuf_add_escaped(detail, lv->file);
+			strbuf_addf(detail, ":%d\n", lv->line);
+		}
+	}
+	return 1;
+}
+
+int format_tokio_finding(const struct sd_snapshot *s, const struct sd_lockgraph *g, int kind,
+			 size_t i, struct strbuf *summary, struct strbuf *detail,
+			 const struct sd_render_opts *o)
+{
+	static const struct sd_render_opts none;
+	if (!o)
+		o = &none;
+	if (!s->ntokio)
+		return 0;
+	switch (kind) {
+	case SD_TOKIO_FINDING_DEADLOCK:
+		return deadlock_finding(s, i, summary, detail, o);
+	case SD_TOKIO_FINDING_STALL:
+		return stall_finding(s, g, i, summary, detail);
+	case SD_TOKIO_FINDING_FUTURE_LOCK:
+		return future_lock_finding(s, i, summary, detail, o);
+	}
+	return 0;
+}
+
+static void lock_object(struct jsonw *w, const char *kind, uint64_t addr, const char *symbol)
+{
+	jsonw_object_begin(w);
+	jsonw_kstr(w, "kind", kind);
+	jsonw_khex(w, "address", addr);
+	jsonw_kstr(w, "symbol", symbol);
+	jsonw_knull(w, "owner");
+	jsonw_object_end(w);
+}
+
+void format_tokio_finding_json(struct jsonw *w, const struct sd_snapshot *s,
+			       const struct sd_lockgraph *g, int kind, size_t i)
+{
+	jsonw_karray(w, "threads");
+	if (kind == SD_TOKIO_FINDING_DEADLOCK) {
+		const struct sd_tokio_rt *rt;
+		size_t at, len;
+		task_cycle(s, i, &rt, &at, &len);
+		jsonw_array_end(w);
+		jsonw_karray(w, "objects");
+		for (size_t k = 0; k < len; k++) {
+			const struct sd_tokio_task *t = &rt->tasks[rt->cycle_tasks[at + k]];
+			const struct sd_tokio_task *h = &rt->tasks[rt->cycle_tasks[at + (k + 1) % len]];
+			lock_object(w, hold_kind(h, t->wait_addr), t->wait_addr, NULL);
+		}
+		jsonw_array_end(w);
+		jsonw_karray(w, "tasks");
+		for (size_t k = 0; k < len; k++)
+			jsonw_u64(w, rt->tasks[rt->cycle_tasks[at + k]].id);
+		jsonw_array_end(w);
+		jsonw_ku64(w, "runtime", rt->id);
+		return;
+	}
+	if (kind == SD_TOKIO_FINDING_STALL) {
+		const struct sd_lock *l = stall_lock(s, g, i);
+		uint64_t task = 0, id;
+		const struct sd_tokio_rt *rt = NULL;
+		for (size_t k = 0; k < l->nwaiters; k++)
+			if (runtime_of(s, l->waiters[k], &task)) {
+				jsonw_int(w, l->waiters[k]);
+				rt = rt ? rt : runtime_of(s, l->waiters[k], &task);
+			}
+		jsonw_array_end(w);
+		jsonw_karray(w, "objects");
+		jsonw_object_begin(w);
+		jsonw_kstr(w, "kind", locks_kind_name(l->kind));
+		jsonw_khex(w, "address", l->address);
+		jsonw_kstr(w, "symbol", l->symbol);
+		if (l->owner_known)
+			jsonw_kint(w, "owner", l->owner);
+		else
+			jsonw_knull(w, "owner");
+		jsonw_object_end(w);
+		jsonw_array_end(w);
+		/* The task each parked worker polls, in the order of "threads"
+		 * (null: none named). */
+		jsonw_karray(w, "tasks");
+		for (size_t k = 0; k < l->nwaiters; k++) {
+			if (!runtime_of(s, l->waiters[k], &task))
+				continue;
+			if (task)
+				jsonw_u64(w, task);
+			else
+				jsonw_null(w);
+		}
+		jsonw_array_end(w);
+		if (l->owner_known)
+			jsonw_kint(w, "holder", l->owner);
+		else
+			jsonw_knull(w, "holder");
+		id = 0;
+		if (l->owner_known && runtime_of(s, l->owner, &id) && id)
+			jsonw_ku64(w, "holder_task", id);
+		else
+			jsonw_knull(w, "holder_task");
+		if (rt)
+			jsonw_ku64(w, "runtime", rt->id);
+		return;
+	}
+	const struct sd_tokio_rt *rt;
+	const struct sd_tokio_task *t;
+	const struct sd_tokio_hold *hd;
+	future_lock(s, i, &rt, &t, &hd);
+	jsonw_array_end(w);
+	jsonw_karray(w, "objects");
+	lock_object(w, hd->kind, hd->addr, NULL);
+	jsonw_array_end(w);
+	jsonw_karray(w, "tasks");
+	jsonw_u64(w, t->id);
+	for (size_t k = 0; k < rt->ntasks; k++)
+		if (rt->tasks[k].wait_addr == hd->addr && rt->tasks[k].held_by == t->id)
+			jsonw_u64(w, rt->tasks[k].id);
+	jsonw_array_end(w);
+	jsonw_ku64(w, "holder_task", t->id);
+	jsonw_ku64(w, "runtime", rt->id);
 }

@@ -112,10 +112,13 @@ void format_text_locks(struct strbuf *out, const struct sd_snapshot *s,
 		       const struct sd_lockgraph *g, const struct sd_parked *parked, size_t nparked,
 		       size_t nsnaps, double span, const struct sd_render_opts *o);
 /* The JSON of the lock view, written through W: {"pid", "comm", ...,
- * "locks", "idle", "deadlocks"} plus, for a series, "snapshots", "seconds"
- * and "parked". The schema is in docs/json.md. */
+ * "locks", "idle", "deadlocks"} plus, for a series, "snapshots", "seconds",
+ * "parked" and "long_polls" (LP, NLP: a Tokio program's, longpoll.h).
+ * The schema is in docs/json.md. */
+struct sd_long_poll;
 void format_json_locks(struct jsonw *w, const struct sd_snapshot *s, const struct sd_lockgraph *g,
-		       const struct sd_parked *parked, size_t nparked, size_t nsnaps, double span);
+		       const struct sd_parked *parked, size_t nparked, size_t nsnaps, double span,
+		       const struct sd_long_poll *lp, size_t nlp);
 
 
 /* Findings of one snapshot (format-findings.c), from S and its lock graph
@@ -130,10 +133,12 @@ size_t format_findings_count(const struct sd_snapshot *s, const struct sd_lockgr
 size_t format_text_findings(struct strbuf *out, const struct sd_snapshot *s,
 			    const struct sd_lockgraph *g, int always,
 			    const struct sd_render_opts *o);
-/* The member "findings": [{"kind": "deadlock" | "contended_lock" |
- * "d_state", "summary", "threads": [tid...], "objects": [{"kind",
- * "address", "symbol", "owner"}...]}...] (contended_lock adds "holder"
- * and "waiters"), inside an object the caller opened. */
+/* The member "findings": [{"kind": "deadlock" | "task_deadlock" |
+ * "tokio_stall" | "future_lock" | "contended_lock" | "d_state", "summary",
+ * "threads": [tid...], "objects": [{"kind", "address", "symbol",
+ * "owner"}...]}...] (contended_lock adds "holder" and "waiters"; the
+ * Tokio kinds "tasks" and "runtime", see format-tokio.h), inside an
+ * object the caller opened. */
 void format_json_findings(struct jsonw *w, const struct sd_snapshot *s,
 			  const struct sd_lockgraph *g);
 

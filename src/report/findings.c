@@ -9,8 +9,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "format-tokio.h"
 #include "format.h"
 #include "locks.h"
+#include "longpoll.h"
 
 /* How many hot spots and held locks are worth a line before the details. */
 #define MAX_HOT 3
@@ -556,6 +558,110 @@ static int fold_who(struct strbuf *out, const char *detail)
 	return ok && n;
 }
 
+/* ---- a Tokio program's ---------------------------------------------------- */
+
+/* " in 4242 "comm"" */
+static void in_process(struct strbuf *sb, const struct sd_snapshot *s)
+{
+	strbuf_addf(sb, " in %d \"", (int)s->pid);
+	strbuf_add_escaped(sb, s->comm ? s->comm : "");
+	strbuf_adds(sb, "\"");
+}
+
+/* The finding of KIND of process PID keyed KEY among F's from START, or NULL. */
+static struct sd_finding *same_key(struct sd_findings *f, size_t start,
+				   enum sd_finding_kind kind, pid_t pid, uint64_t key)
+{
+	for (size_t j = start; j < f->n; j++)
+		if (f->v[j].kind == kind && f->v[j].pid == pid && f->v[j].key == key)
+			return &f->v[j];
+	return NULL;
+}
+
+/* DETAIL's lines without the 4 spaces of the dump's indent. */
+static char *unindent(const struct strbuf *d)
+{
+	struct strbuf o;
+	strbuf_init(&o);
+	for (const char *p = d->buf; p && *p;) {
+		size_t l = strcspn(p, "\n");
+		size_t sp = 0;
+		while (sp < 4 && sp < l && p[sp] == ' ')
+			sp++;
+		strbuf_add(&o, p + sp, l - sp);
+		strbuf_adds(&o, "\n");
+		p += l + (p[l] == '\n');
+	}
+	return strbuf_detach(&o);
+}
+
+static void find_tokio(const struct sd_snapshot *const *s, size_t n, struct sd_findings *f,
+		       size_t *cap)
+{
+	static const enum sd_finding_kind kinds[] = {SD_FINDING_TASK_DEADLOCK, SD_FINDING_TOKIO_STALL,
+						     SD_FINDING_FUTURE_LOCK};
+	size_t start = f->n;
+	for (size_t k = 0; k < n; k++) {
+		if (!s[k]->ntokio)
+			continue;
+		struct sd_lockgraph *g = locks_graph(s[k]);
+		for (int kind = 0; kind < 3; kind++) {
+			for (size_t i = 0;; i++) {
+				struct strbuf sum, det;
+				strbuf_init(&sum);
+				strbuf_init(&det);
+				int got = format_tokio_finding(s[k], g, kind, i, &sum, &det, NULL);
+				uint64_t key = got ? sd_hash(sum.buf, sum.len, 0x70f) : 0;
+				struct sd_finding *x = got ? same_key(f, start, kinds[kind], s[k]->pid, key) : NULL;
+				if (x && x->last + 1 >= k) {
+					set_span(x, s, x->first, k, x->seen + 1);
+				} else if (got) {
+					x = add(f, cap, kinds[kind]);
+					x->pid = s[k]->pid;
+					x->key = key;
+					set_span(x, s, k, k, 1);
+					in_process(&sum, s[k]);
+					x->title = strbuf_detach(&sum);
+					x->detail = unindent(&det);
+				}
+				strbuf_release(&sum);
+				strbuf_release(&det);
+				if (!got)
+					break;
+			}
+		}
+		locks_graph_free(g);
+	}
+	/* Long polls: the run of snapshots up to each one; one finding per
+	 * poll (worker, task, tick), its longest run. */
+	for (size_t k = 1; k < n; k++) {
+		struct sd_long_poll *lp = NULL;
+		size_t nlp = longpoll_find((struct sd_snapshot *const *)s, k + 1, &lp);
+		for (size_t i = 0; i < nlp; i++) {
+			uint64_t key = sd_hash(&lp[i].tid, sizeof(lp[i].tid),
+					       sd_hash(&lp[i].task, 8, sd_hash(&lp[i].tick, 8, 0x10f)));
+			struct sd_finding *x = same_key(f, start, SD_FINDING_LONG_POLL, s[k]->pid, key);
+			if (!x) {
+				x = add(f, cap, SD_FINDING_LONG_POLL);
+				x->pid = s[k]->pid;
+				x->key = key;
+				x->holder = lp[i].tid;
+				add_tid(x, lp[i].tid);
+			}
+			free(x->title);
+			struct strbuf t;
+			strbuf_init(&t);
+			strbuf_adds(&t, "long poll");
+			in_process(&t, s[k]);
+			strbuf_adds(&t, ": ");
+			longpoll_text(&t, s[k], &lp[i]);
+			x->title = strbuf_detach(&t);
+			set_span(x, s, k + 1 - lp[i].snaps, k, lp[i].snaps);
+		}
+		free(lp);
+	}
+}
+
 /* ---- the whole set ------------------------------------------------------- */
 
 void findings_analyze(const struct sd_snapshot *const *s, size_t n, struct sd_findings *f)
@@ -566,6 +672,7 @@ void findings_analyze(const struct sd_snapshot *const *s, size_t n, struct sd_fi
 		return;
 	size_t cap = 0;
 	find_deadlocks(s, n, f, &cap);
+	find_tokio(s, n, f, &cap);
 	find_held(s, n, f, &cap);
 	find_stuck(s, n, f, &cap);
 	find_hot(s, n, f, &cap);
@@ -634,6 +741,10 @@ static const char *kind_name(enum sd_finding_kind k)
 	case SD_FINDING_LOCK_HELD: return "lock_held";
 	case SD_FINDING_STUCK: return "stuck";
 	case SD_FINDING_HOT: return "hot_spot";
+	case SD_FINDING_TASK_DEADLOCK: return "task_deadlock";
+	case SD_FINDING_TOKIO_STALL: return "tokio_stall";
+	case SD_FINDING_FUTURE_LOCK: return "future_lock";
+	case SD_FINDING_LONG_POLL: return "long_poll";
 	}
 	return "?";
 }

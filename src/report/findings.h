@@ -15,6 +15,11 @@ enum sd_finding_kind {
 	SD_FINDING_LOCK_HELD,
 	SD_FINDING_STUCK,
 	SD_FINDING_HOT,
+	/* A Tokio program's (findings among tasks, see format-tokio.h) */
+	SD_FINDING_TASK_DEADLOCK,
+	SD_FINDING_TOKIO_STALL,
+	SD_FINDING_FUTURE_LOCK,
+	SD_FINDING_LONG_POLL,
 };
 
 /* One finding. Strings are heap copies owned by the finding set. */
@@ -31,6 +36,7 @@ struct sd_finding {
 	uint64_t address;      /* the lock, 0 if none */
 	pid_t holder;	       /* lock held: its holder */
 	uint64_t count, total; /* hot spot: samples in it, on-CPU samples */
+	uint64_t key;	       /* Tokio: what makes it the same finding again */
 };
 
 struct sd_findings {
@@ -41,13 +47,18 @@ struct sd_findings {
 
 /* Analyze the N snapshots S (ordered by time; threads keyed by pid and
  * tid, so several processes may be mixed) into F, in this order:
- * deadlocks (each cycle once, over the snapshots it was in), locks held
+ * deadlocks (each cycle once, over the snapshots it was in), a Tokio
+ * program's findings (below), locks held
  * by the same thread in consecutive snapshots (longest first, at most
  * three, leaving out holders already in a deadlock), threads that sat
  * on the same lock wait or in D state with the same stack in three
  * consecutive snapshots or more (two when there are fewer), grouped by
  * what they wait for, then on-CPU hot spots (functions on top of at
- * least 10% of the on-CPU thread samples, at most three). F copies what
+ * least 10% of the on-CPU thread samples, at most three). A Tokio
+ * program's: deadlocks among tasks, stalls (workers parked on a lock),
+ * FutureLocks, each once over the snapshots it was in, and long polls
+ * (a worker inside one poll of a task across consecutive snapshots, each
+ * once with its longest run). F copies what
  * it keeps, so the snapshots may be freed before it. Release F with
  * findings_release (which accepts a zeroed or released set). */
 void findings_analyze(const struct sd_snapshot *const *s, size_t n, struct sd_findings *f);

@@ -26,6 +26,7 @@
 #include "strpool.h"
 #include "tokio-graph.h"
 #include "tokio-layout.h"
+#include "tokio-tick.h"
 #include "tokio-tls.h"
 
 /* Bounds on what the target's memory may claim. */
@@ -69,6 +70,7 @@ struct sd_tokioruntime {
 	struct tkvt *vts;
 	size_t nvts, vts_cap;
 	struct tktls *tls; /* glibc's thread list, NULL: threads are stopped alone */
+	struct tktick *tick; /* the workers' ticks */
 	int tls_tried;
 	const char *tls_why;
 };
@@ -79,6 +81,7 @@ void tokioruntime_free(struct sd_tokioruntime *rt)
 		return;
 	tkl_free(rt->l);
 	tktls_free(rt->tls);
+	tktick_free(rt->tick);
 	dwt_free(rt->d);
 	free(rt->vts);
 	free(rt);
@@ -287,6 +290,7 @@ static struct sd_tokioruntime *runtime_for(struct sd_tokioruntime **rtp, struct 
 		rt->state = -2;
 		return rt;
 	}
+	rt->tick = tktick_new(rt->d, rt->l, &rt->ctx_t);
 	rt->state = 1;
 	return rt;
 }
@@ -301,6 +305,7 @@ struct tkread {
 		pid_t tid;
 		uint64_t rt_id;   /* the runtime its context names, 0 none */
 		uint64_t task_id; /* the task it polls, 0 none */
+		int64_t tick;	  /* its worker core's tick, -1 not known */
 	} *thr;
 	size_t nthr;
 	uint8_t *buf;
@@ -481,6 +486,7 @@ static size_t read_contexts(struct tkread *r, struct rtent *rts, size_t max)
 		t->tid = th->tid;
 		t->rt_id = id;
 		t->task_id = task_of(r, b + toff, len - toff);
+		t->tick = t->task_id ? tktick_read(rt->tick, &r->mem, tp, addr + co) : -1;
 		if (!id)
 			continue;
 		size_t k = 0;
@@ -853,6 +859,9 @@ static void read_tasks(struct tkread *r, const struct rtent *re, struct sd_tokio
 			out->worker_tasks = sd_xrealloc(out->worker_tasks,
 							(out->nworkers + 1) * sizeof(uint64_t));
 			out->worker_tasks[out->nworkers] = r->thr[i].task_id;
+			out->worker_ticks = sd_xrealloc(out->worker_ticks,
+							(out->nworkers + 1) * sizeof(int64_t));
+			out->worker_ticks[out->nworkers] = r->thr[i].tick;
 			out->workers[out->nworkers++] = r->thr[i].tid;
 		}
 	/* The global queue's depth, where its counter is found. */
@@ -888,6 +897,18 @@ static void read_tasks(struct tkread *r, const struct rtent *re, struct sd_tokio
 			r->changed = 1;
 	hashmap_release(&seen);
 	free(heads);
+	/* A thread's context names a task of the blocking pool (a worker runs
+	 * inside one, as does a spawn_blocking job) when it polls none of the
+	 * runtime's own: not a task it polls. */
+	for (size_t k = 0; k < out->nworkers; k++) {
+		size_t i = 0;
+		while (out->worker_tasks[k] && i < out->ntasks && out->tasks[i].id != out->worker_tasks[k])
+			i++;
+		if (i == out->ntasks) {
+			out->worker_tasks[k] = 0;
+			out->worker_ticks[k] = -1;
+		}
+	}
 	tokio_lock_graph(out);
 	if (r->cut) {
 		char msg[200];

@@ -3,6 +3,7 @@
 // range, the place of anything wrong named ("threads[2].frames[0].addr")
 // instead of trusting it, gzip recognized by its magic.
 #include "snapio.h"
+#include "snapio-tokio.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -694,6 +695,8 @@ static int read_doc(struct rd *r, json_t *doc, struct snapio_meta *m)
 			return -1;
 		rd_pop(r, old);
 	}
+	/* A Tokio program's tasks: never fails the load (snapio-tokio.c). */
+	snapio_get_tokio(doc, s);
 	return 0;
 }
 

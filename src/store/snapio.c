@@ -4,6 +4,7 @@
 // the JSON writer into a buffer. Loading is snapio-load.c, files fileio.c,
 // the recording directory recording.c.
 #include "snapio.h"
+#include "snapio-tokio.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -278,6 +279,8 @@ static void put_snapshot(struct jsonw *w, const struct sd_snapshot *s,
 	struct sd_lockgraph *g = locks_graph(s);
 	format_json_findings(w, s, g);
 	locks_graph_free(g);
+	/* A Tokio program's runtimes and tasks (snapio-tokio.c). */
+	snapio_put_tokio(w, s);
 
 	jsonw_karray(w, "threads");
 	for (size_t i = 0; i < s->nthreads; i++)

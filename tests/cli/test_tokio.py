@@ -11,6 +11,7 @@
 # grouping, --threads, a stripped copy and one with limited debug info (a
 # note that says what to rebuild with, the threads intact) and a program
 # without Tokio.
+import json
 import os
 import re
 import sys
@@ -22,6 +23,9 @@ from fixture import available, start  # noqa: E402
 from sdtest import contains, eq, ok  # noqa: E402
 
 TASKS = 9
+# The fixture always holds the ABBA between abba_a and abba_b: a dump of
+# it exits 3, as for a deadlock among threads.
+DEADLOCK = 3
 
 
 def need(name):
@@ -37,7 +41,8 @@ def expected(path):
     ok("ready" in lines, lines)
     out = {}
     for line in lines:
-        if not line or line == "ready" or line.startswith("spin-tid "):
+        # Lines of a mode ("spin-tid TID", "stall-want TID" ...) are not tasks.
+        if not line or line == "ready" or "-" in line.split()[0]:
             continue
         parts = line.split()
         levels = []
@@ -84,7 +89,7 @@ def every_chain(fx_name, src):
         want = expected(tk.file)
         r = sdtest.run("--format", "json", tk.fx.pid)
         sdtest.assert_running(tk.fx.pid)
-    eq(r.rc, 0, r.err)
+    eq(r.rc, DEADLOCK, r.err)
     doc = r.json()
     ok(doc["threads"], "the threads are shown too")
     eq(doc["tokio"]["note"], None)
@@ -174,7 +179,7 @@ def text_after_the_threads(fx_name):
         want = expected(tk.file)
         r = sdtest.run(tk.fx.pid)
         sdtest.assert_running(tk.fx.pid)
-    eq(r.rc, 0, r.err)
+    eq(r.rc, DEADLOCK, r.err)
     at = r.out.find("Tokio runtime 0x")
     ok(at > 0, r.out)
     ok(r.out.find("Thread ") < at, "the threads come first")
@@ -210,8 +215,8 @@ def test_identical_chains_grouped():
     with Tokio(idle=idle) as tk:
         g = sdtest.run("--group", tk.fx.pid)
         n = sdtest.run("--no-group", "--format", "json", tk.fx.pid)
-    eq(g.rc, 0, g.err)
-    eq(n.rc, 0, n.err)
+    eq(g.rc, DEADLOCK, g.err)
+    eq(n.rc, DEADLOCK, n.err)
     rt = n.json()["runtimes"][0]
     eq(len(rt["tasks"]), TASKS + idle)
     ids = sorted(t["id"] for t in rt["tasks"] if t["future"] == "fx_tokio::idle_task")
@@ -240,7 +245,7 @@ def running_task(fx_name):
         r = sdtest.run("--format", "json", tk.fx.pid)
         t = sdtest.run(tk.fx.pid)
         sdtest.assert_running(tk.fx.pid)
-    eq(r.rc, 0, r.err)
+    eq(r.rc, DEADLOCK, r.err)
     rt = r.json()["runtimes"][0]
     eq(len(rt["tasks"]), TASKS + 1)
     ok(tid in rt["workers"], (tid, rt["workers"]))
@@ -259,7 +264,9 @@ def running_task(fx_name):
     # The thread view says which task the worker polls, and JSON too.
     ok(re.search(r"^Thread %d \"tokio-runtime-w\".* \[task %d\]$" % (tid, spin["id"]), t.out,
                  re.M), t.out)
-    eq([p for p in rt["polling"] if p["thread"] == tid], [{"thread": tid, "task": spin["id"]}])
+    eq([(p["thread"], p["task"]) for p in rt["polling"] if p["thread"] == tid], [(tid, spin["id"])])
+    # Its worker's tick, read from its core (a multi_thread worker).
+    ok(all(isinstance(p["tick"], int) for p in rt["polling"] if p["thread"] == tid), rt["polling"])
     eq(len(re.findall(r"\[task \d+\]$", t.out, re.M)), len(rt["polling"]), rt["polling"])
 
 
@@ -274,7 +281,7 @@ def test_tasks_born_and_gone_while_read():
         want = expected(tk.file)
         for _ in range(15):
             r = sdtest.run("--format", "json", tk.fx.pid)
-            eq(r.rc, 0, r.err)
+            ok(r.rc in (0, DEADLOCK), r.err)
             doc = r.json()
             rt = doc["runtimes"][0]
             note = doc["tokio"]["note"]
@@ -330,6 +337,393 @@ def test_locks_names_holders_and_the_async_deadlock():
         plain = sdtest.run("locks", fx.pid)
     eq(plain.rc, 0, plain.err)
     ok("Tokio" not in plain.out and "among tasks" not in plain.out, plain.out)
+
+
+def mode_lines(path):
+    """The lines of a mode ("stall-want 123" ...): {key: [fields...], ...},
+    each key's lines in order."""
+    out = {}
+    with open(path) as f:
+        for line in f.read().split("\n"):
+            parts = line.split()
+            if parts and "-" in parts[0]:
+                out.setdefault(parts[0], []).append(parts[1:])
+    return out
+
+
+def test_std_mutex_stall_named():
+    for name, _ in VERSIONS:
+        std_mutex_stall(name)
+
+
+def std_mutex_stall(fx_name):
+    """4 workers; stall_holder holds the std Mutex STALL across a blocking
+    sleep, 200 stall_want tasks want it: the 3 other workers park on it.
+    The findings name the mutex (at the address the fixture wrote), each
+    parked worker with the task it polls (a stall_want, at the line of its
+    lock()), and the holder thread with its task (stall_holder, at the line
+    of its sleep), in the dump's JSON and text and in `locks`."""
+    with Tokio(fx_name, mode="stall") as tk:
+        m = mode_lines(tk.file)
+        j = sdtest.run("--format", "json", tk.fx.pid)
+        t = sdtest.run(tk.fx.pid)
+        lk = sdtest.run("locks", tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    addr = int(m["stall-mutex"][0][0], 16)
+    holder, holder_line = (int(x) for x in m["stall-holder"][0])
+    wanters = sorted(int(x[0]) for x in m["stall-want"])
+    want_line = int(m["stall-want-line"][0][0])
+    eq(len(wanters), 3, m)
+    eq(j.rc, DEADLOCK, j.err)
+    doc = j.json()
+    rt = doc["runtimes"][0]
+    tasks = {x["id"]: x for x in rt["tasks"]}
+    stalls = [f for f in doc["findings"] if f["kind"] == "tokio_stall"]
+    eq(len(stalls), 1, doc["findings"])
+    f = stalls[0]
+    eq(f["objects"][0]["address"], "0x%x" % addr, f)
+    eq(f["objects"][0]["kind"], "rust-mutex", f)
+    eq(f["objects"][0]["symbol"], "fx_tokio::STALL", f)
+    eq(sorted(f["threads"]), wanters, f)
+    eq(f["holder"], holder, f)
+    eq(f["runtime"], rt["id"])
+    ok(f["holder_task"] in tasks, f)
+    h = tasks[f["holder_task"]]
+    eq((h["future"], h["state"], h["worker"]), ("fx_tokio::stall_holder", "running", holder), h)
+    eq(len(f["tasks"]), 3, f)
+    for tid, tid_task in zip(f["threads"], f["tasks"]):
+        w = tasks[tid_task]
+        eq((w["future"], w["state"], w["worker"]), ("fx_tokio::stall_want", "running", tid), w)
+    # The lock view of the threads no longer calls it merely contended.
+    eq([x for x in doc["findings"] if x["kind"] == "contended_lock"], [], doc["findings"])
+    # Text: the verdict says it plainly, line by line.
+    eq(t.rc, DEADLOCK, t.err)
+    for out in (t.out, lk.out):
+        ok(re.search(r"^  Tokio stall: 3 workers parked on rust-mutex 0x%x <fx_tokio::STALL>" % addr,
+                     out, re.M), out[-3000:])
+        ok(re.search(r"^    held by thread %d \"tokio-runtime-w\" \(inferred\), polling task %d "
+                     r"fx_tokio::stall_holder\n      in fx_tokio::stall_holder::\{async_fn#0\} at "
+                     r"main\.rs:%d$" % (holder, h["id"], holder_line), out, re.M), out[-3000:])
+        for tid, tid_task in zip(f["threads"], f["tasks"]):
+            ok(re.search(r"^    worker %d \"tokio-runtime-w\" parked, polling task %d "
+                         r"fx_tokio::stall_want\n      in fx_tokio::stall_want::\{async_fn#0\} at "
+                         r"main\.rs:%d$" % (tid, tid_task, want_line), out, re.M), out[-3000:])
+        queued = sum(1 for x in rt["tasks"] if x["state"] == "scheduled")
+        ok(queued > 100, queued)
+    # The thread view's lock block: each waiter and the holder with its task.
+    eq(lk.rc, DEADLOCK, lk.err)
+    contains(lk.out, '%d "tokio-runtime-w" [task %d]' % (holder, h["id"]))
+    for tid, tid_task in zip(f["threads"], f["tasks"]):
+        contains(lk.out, '%d "tokio-runtime-w" [task %d]' % (tid, tid_task))
+        ok(re.search(r'^Thread %d "tokio-runtime-w" .*\[task %d\]$' % (tid, tid_task), t.out,
+                     re.M), tid)
+
+
+def test_future_lock_named():
+    for name, _ in VERSIONS:
+        future_lock(name)
+
+
+def future_lock(fx_name):
+    """holder_task keeps a tokio::sync::Mutex guard and awaits a Notify
+    that never comes; mutex_task queues behind it; no worker polls a
+    task: the FutureLock, named in the findings (JSON and text) and under
+    the lock in `locks`. The ABBA pair is a deadlock, no FutureLock."""
+    with Tokio(fx_name) as tk:
+        want = expected(tk.file)
+        j = sdtest.run("--format", "json", tk.fx.pid)
+        t = sdtest.run(tk.fx.pid)
+        lk = sdtest.run("locks", tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    doc = j.json()
+    rt = doc["runtimes"][0]
+    tasks = by_future(rt)
+    holder, waiter = tasks["fx_tokio::holder_task"], tasks["fx_tokio::mutex_task"]
+    addr = holder["holds"][0]["address"]
+    fl = [f for f in doc["findings"] if f["kind"] == "future_lock"]
+    eq(len(fl), 1, doc["findings"])
+    eq(fl[0]["tasks"], [holder["id"], waiter["id"]], fl)
+    eq(fl[0]["holder_task"], holder["id"], fl)
+    eq(fl[0]["objects"][0]["address"], "0x%x" % addr, fl)
+    eq(fl[0]["objects"][0]["kind"], "tokio::sync::Mutex", fl)
+    dl = [f for f in doc["findings"] if f["kind"] == "task_deadlock"]
+    eq(len(dl), 1, doc["findings"])
+    a, b = tasks["fx_tokio::abba_a"], tasks["fx_tokio::abba_b"]
+    eq(sorted(dl[0]["tasks"]), sorted([a["id"], b["id"]]), dl)
+    eq(sorted(int(o["address"], 16) for o in dl[0]["objects"]),
+       sorted([a["holds"][0]["address"], b["holds"][0]["address"]]), dl)
+    eq(rt["polling"], [], rt)
+    hold_line = want["holder"][1][0][1]
+    wait_line = want["mutex"][1][-1][1]
+    for out in (t.out, lk.out):
+        ok(re.search(r"^Verdict: DEADLOCK \(1 cycle among tasks\)", out, re.M), out[-3000:])
+        ok(re.search(r"^  FutureLock: task %d fx_tokio::holder_task holds tokio::sync::Mutex 0x%x "
+                     r"while it awaits something else; 1 task waits for it\n"
+                     r"    task %d awaits notify tokio::sync::notify::Notified \(Notify 0x[0-9a-f]+\) "
+                     r"at \S*src/main\.rs:%d\n"
+                     r"      holding the lock \(inferred\): g in fx_tokio::holder_task at "
+                     r"\S*src/main\.rs:%d\n"
+                     r"    waiting for the lock: task %d \(\S*src/main\.rs:%d\)\n"
+                     r"    no thread of the runtime polls a task \(\d+ idle\): a thread dump shows "
+                     r"an idle runtime$" %
+                     (holder["id"], addr, holder["id"], hold_line, hold_line, waiter["id"],
+                      wait_line), out, re.M), out[-3000:])
+        ok(re.search(r"^  deadlock among tasks: 2 tasks wait for each other's locks$", out, re.M),
+           out[-3000:])
+        for x, y in ((a, b), (b, a)):
+            ok(re.search(r"^    task %d %s awaits tokio::sync::Mutex 0x%x held by task %d\n"
+                         r"      at \S*src/main\.rs:%d$" %
+                         (x["id"], x["future"], x["awaits"][-1]["detail"] and
+                          int(x["awaits"][-1]["detail"].split()[-1], 16), y["id"],
+                          x["awaits"][0]["line"]), out, re.M), out[-3000:])
+    # Under the lock in `locks`: the holder is suspended elsewhere.
+    ok(re.search(r"^tokio::sync::Mutex 0x%x: held \(inferred\) by task %d fx_tokio::holder_task\n"
+                 r"  evidence: .*\n"
+                 r"  awaited by 1 task: .*\n"
+                 r"  FutureLock: the holder is suspended, it awaits notify "
+                 r"tokio::sync::notify::Notified \(Notify 0x[0-9a-f]+\) at \S*src/main\.rs:%d$" %
+                 (addr, holder["id"], hold_line), lk.out, re.M), lk.out)
+    eq(lk.out.count("FutureLock: the holder is suspended"), 1, lk.out)
+
+
+def chains_agree(rt, want, src, names):
+    """Each task NAMES of WANT has its levels as the fixture wrote them,
+    Tokio's own below them (from SRC), and a leaf of its kind."""
+    tasks = by_future(rt)
+    for name in names:
+        kind, levels = want[name]
+        t = tasks.get(levels[0][0])
+        ok(t, "no task runs %s: %r" % (levels[0][0], sorted(tasks)))
+        eq(t["state"], "idle", t)
+        eq(t["worker"], None, t)
+        aw = t["awaits"]
+        eq([(a["function"], a["line"]) for a in aw[:len(levels)]], levels, (name, aw))
+        for a in aw[len(levels):-1]:
+            ok(a["function"].startswith("tokio::") and src in a["file"], (name, a))
+        eq(aw[-1]["kind"], kind, (name, aw[-1]))
+
+
+def test_current_thread_runtime():
+    for name, src in VERSIONS:
+        current_thread(name, src)
+
+
+def current_thread(fx_name, src):
+    """The same tasks on a current_thread runtime, driven by the main
+    thread's block_on: flavor current_thread, that thread its one worker,
+    every chain as the fixture wrote it, the ABBA a deadlock still."""
+    with Tokio(fx_name, mode="current") as tk:
+        want = expected(tk.file)
+        r = sdtest.run("--format", "json", tk.fx.pid)
+        t = sdtest.run(tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    eq(r.rc, DEADLOCK, r.err)
+    doc = r.json()
+    eq(doc["tokio"]["note"], None)
+    eq(len(doc["runtimes"]), 1, doc["runtimes"])
+    rt = doc["runtimes"][0]
+    eq(rt["flavor"], "current_thread")
+    eq(rt["workers"], [doc["pid"]], rt["workers"])
+    eq(len(rt["tasks"]), TASKS, [x["future"] for x in rt["tasks"]])
+    chains_agree(rt, want, src, want)
+    eq(len(rt["deadlocks"]), 1, rt["deadlocks"])
+    contains(t.out, "(current_thread), %d tasks" % TASKS)
+    contains(t.out, "Found 1 deadlock among tasks:")
+
+
+def test_two_runtimes_in_one_process():
+    for name, src in VERSIONS:
+        two_runtimes(name, src)
+
+
+def two_runtimes(fx_name, src):
+    """The multi_thread runtime with its 9 tasks and, on the thread
+    second-rt, a current_thread one with second_task: two runtimes, each
+    with its own workers and tasks, none of one in the other."""
+    with Tokio(fx_name, mode="two") as tk:
+        want = expected(tk.file)
+        second = int(mode_lines(tk.file)["second-tid"][0][0])
+        r = sdtest.run("--format", "json", tk.fx.pid)
+        t = sdtest.run(tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    eq(r.rc, DEADLOCK, r.err)
+    doc = r.json()
+    rts = sorted(doc["runtimes"], key=lambda x: x["flavor"])
+    eq([x["flavor"] for x in rts], ["current_thread", "multi_thread"], rts)
+    cur, multi = rts
+    ok(cur["id"] != multi["id"], rts)
+    eq(cur["workers"], [second], cur)
+    ok(second not in multi["workers"] and doc["pid"] in multi["workers"], multi)
+    eq([x["future"] for x in cur["tasks"]], ["fx_tokio::second_task"], cur["tasks"])
+    chains_agree(cur, want, src, ["second"])
+    eq(len(multi["tasks"]), TASKS, [x["future"] for x in multi["tasks"]])
+    chains_agree(multi, want, src, [n for n in want if n != "second"])
+    # Task ids come from one counter of the process: none is in both.
+    ok(not {x["id"] for x in cur["tasks"]} & {x["id"] for x in multi["tasks"]}, rts)
+    # Text: one header per runtime, each with its threads.
+    ok(re.search(r"Tokio runtime 0x%x \(current_thread\), 1 task(, \d+ in its global queue)?, threads %d$" % (cur["id"], second),
+                 t.out, re.M), t.out[t.out.find("Tokio runtime"):])
+    ok(re.search(r"Tokio runtime 0x%x \(multi_thread\), %d tasks, 0 in its global queue, threads " %
+                 (multi["id"], TASKS), t.out, re.M), t.out[t.out.find("Tokio runtime"):])
+
+
+def test_long_poll_named():
+    for name, _ in VERSIONS:
+        long_poll(name)
+
+
+def long_poll(fx_name):
+    """long_poll sleeps an hour between two awaits on one worker (its TID
+    and the line of the sleep written by the fixture); yielder, on the
+    other, polls again and again (20 ms each). Over 3 snapshots `locks`
+    names the first as a long poll, with its task, where it is and for at
+    least the time between the snapshots; never the second, whose
+    worker's tick moves."""
+    with Tokio(fx_name, mode="longpoll") as tk:
+        tid, line = (int(x) for x in mode_lines(tk.file)["long-poll"][0])
+        j1 = sdtest.run("--format", "json", tk.fx.pid)
+        j2 = sdtest.run("--format", "json", tk.fx.pid)
+        r = sdtest.run("locks", "--count", "3", "--interval", "200ms", tk.fx.pid)
+        lj = sdtest.run("locks", "--format", "json", "--count", "2", "--interval", "200ms",
+                        tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    eq(r.rc, DEADLOCK, r.err)
+    eq(lj.rc, DEADLOCK, lj.err)
+    d1, d2 = j1.json(), j2.json()
+    tasks = by_future(d2["runtimes"][0])
+    lp = tasks["fx_tokio::long_poll"]
+    eq((lp["state"], lp["worker"]), ("running", tid), lp)
+    p1 = {p["thread"]: p for p in d1["runtimes"][0]["polling"]}
+    p2 = {p["thread"]: p for p in d2["runtimes"][0]["polling"]}
+    eq(p1[tid]["task"], lp["id"])
+    ok(p1[tid]["tick"] is not None and p1[tid]["tick"] == p2[tid]["tick"], (p1, p2))
+    y = tasks["fx_tokio::yielder"]
+    for t in set(p1) & set(p2):
+        if t != tid and p1[t]["task"] == p2[t]["task"] == y["id"]:
+            # Polled again, not once: its worker took other tasks between.
+            ok(p1[t]["tick"] != p2[t]["tick"], (p1[t], p2[t]))
+    m = re.findall(r"^  worker (\d+) \"tokio-runtime-w\" has polled task (\d+), (\S+) at "
+                   r"main\.rs:(\d+), for at least ([0-9.]+) s \(one poll: its tick (\d+) in 3 "
+                   r"snapshots\)$", r.out, re.M)
+    eq(len(m), 1, r.out[r.out.find("Long polls"):])
+    w, task, fut, at, secs, tick = m[0]
+    eq((int(w), int(task), fut, int(at), int(tick)),
+       (tid, lp["id"], "fx_tokio::long_poll", line, p1[tid]["tick"]), m)
+    # Two intervals at least lie between the first and the last snapshot.
+    ok(float(secs) >= 0.4, secs)
+    contains(r.out, "Long polls (the same poll of a task in the last 3 snapshots):")
+    lps = lj.json()["long_polls"]
+    eq([(x["tid"], x["task"], x["future"], x["line"], x["tick"], x["snapshots"]) for x in lps],
+       [(tid, lp["id"], "fx_tokio::long_poll", line, p1[tid]["tick"], 2)], lps)
+    ok(lps[0]["seconds"] >= 0.2 and lps[0]["file"].endswith("main.rs"), lps)
+
+
+def shell(*lines):
+    return sdtest.run(input="\n".join(lines) + "\n")
+
+
+def test_record_and_report_keep_the_tasks():
+    for name, src in VERSIONS:
+        record_report(name, src)
+
+
+def record_report(fx_name, src):
+    """record saves each snapshot's runtimes and tasks; every saved chain
+    agrees with what the fixture wrote; `report` names the deadlock among
+    tasks, the FutureLock and the long poll (with its worker, task and
+    line, over the 3 snapshots); a saved file without tasks (as older ones
+    are) loads; one whose tasks are damaged loads with a note, its
+    threads intact."""
+    with Tokio(fx_name, mode="longpoll") as tk:
+        want = expected(tk.file)
+        tid, line = (int(x) for x in mode_lines(tk.file)["long-poll"][0])
+        out = os.path.join(tk.tmp.name, "rec")
+        rec = sdtest.run("record", tk.fx.pid, "--out", out, "--every", "300ms", "--count", "3")
+        sdtest.assert_running(tk.fx.pid)
+        eq(rec.rc, 0, rec.err)
+        files = sorted(f for f in os.listdir(out) if f.startswith("snap-"))
+        eq(len(files), 3, files)
+        for f in files:
+            with open(os.path.join(out, f)) as fh:
+                doc = json.load(fh)
+            eq(len(doc["runtimes"]), 1, f)
+            rt = doc["runtimes"][0]
+            chains_agree(rt, want, src, want)
+            lp = by_future(rt)["fx_tokio::long_poll"]
+            eq((lp["state"], lp["worker"]), ("running", tid), lp)
+            eq([p["task"] for p in rt["polling"] if p["thread"] == tid], [lp["id"]], rt["polling"])
+            kinds = [x["kind"] for x in doc["findings"]]
+            ok("task_deadlock" in kinds and "future_lock" in kinds, kinds)
+        r = sdtest.run("report", out)
+        j = sdtest.run("report", "--format", "json", out)
+        # Loaded back: the tasks, as the dump showed them.
+        first = os.path.join(out, files[0])
+        ld = shell("load " + first, "dump")
+        # A file saved without tasks (before they were saved), and one
+        # whose tasks are damaged.
+        with open(first) as fh:
+            doc = json.load(fh)
+        old = dict(doc)
+        del old["runtimes"], old["tokio"]
+        bad = json.loads(json.dumps(doc))
+        bad["runtimes"][0]["tasks"][0]["state"] = "sleeping"
+        paths = []
+        for name, d in (("old.json", old), ("bad.json", bad)):
+            paths.append(os.path.join(tk.tmp.name, name))
+            with open(paths[-1], "w") as fh:
+                json.dump(d, fh)
+        lo = shell("load " + paths[0], "dump")
+        lb = shell("load " + paths[1], "dump")
+    eq(r.rc, 0, r.err)
+    tasks = by_future(doc["runtimes"][0])
+    a, b = tasks["fx_tokio::abba_a"], tasks["fx_tokio::abba_b"]
+    h = tasks["fx_tokio::holder_task"]
+    ok(re.search(r"^  deadlock among tasks: 2 tasks wait for each other's locks in %d \"%s\"\n"
+                 r"    \S+-\S+, snapshots 1-3$" % (doc["pid"], doc["comm"]), r.out, re.M), r.out)
+    ok(re.search(r"^  FutureLock: task %d fx_tokio::holder_task holds tokio::sync::Mutex 0x%x " %
+                 (h["id"], h["holds"][0]["address"]), r.out, re.M), r.out)
+    m = re.search(r"^  long poll in %d \"%s\": worker %d \"tokio-runtime-w\" has polled task %d, "
+                  r"fx_tokio::long_poll at main\.rs:%d, for at least ([0-9.]+) s \(one poll: its "
+                  r"tick \d+ in 3 snapshots\)\n    \S+-\S+, snapshots 1-3$" %
+                  (doc["pid"], doc["comm"], tid, tasks["fx_tokio::long_poll"]["id"], line),
+                  r.out, re.M)
+    ok(m and float(m.group(1)) >= 0.6, r.out)
+    eq(r.out.count("long poll in "), 1, r.out)
+    # Deadlocks first: the one among tasks before any other kind.
+    eq(j.rc, 0, j.err)
+    kinds = [x["kind"] for x in j.json()["findings"]]
+    ok(kinds and kinds[0] == "task_deadlock" and "future_lock" in kinds and
+       "long_poll" in kinds, kinds)
+    poll = [x for x in j.json()["findings"] if x["kind"] == "long_poll"][0]
+    eq((poll["tids"], poll["first"], poll["last"]), ([tid], 1, 3), poll)
+    ok(re.search(r"^task %d \[idle\] fx_tokio::abba_a$" % a["id"], ld.out, re.M), ld.out)
+    contains(ld.out, "Found 1 deadlock among tasks:")
+    ok("Tokio" not in lo.out and "Thread " in lo.out, lo.out)
+    contains(lb.out, "note: the saved tasks could not be read (task %d: no state of the five): "
+             "not shown" % doc["runtimes"][0]["tasks"][0]["id"])
+    contains(lb.out, "Thread ")
+    ok(not re.search(r"^task \d+ ", lb.out, re.M), lb.out)
+    ok(a["held_by"] == b["id"] and b["held_by"] == a["id"], (a, b))
+
+
+def test_report_names_the_stall():
+    with Tokio(mode="stall") as tk:
+        m = mode_lines(tk.file)
+        out = os.path.join(tk.tmp.name, "rec")
+        rec = sdtest.run("record", tk.fx.pid, "--out", out, "--every", "200ms", "--count", "2")
+        sdtest.assert_running(tk.fx.pid)
+        r = sdtest.run("report", out)
+    eq(rec.rc, 0, rec.err)
+    eq(r.rc, 0, r.err)
+    addr = int(m["stall-mutex"][0][0], 16)
+    holder = int(m["stall-holder"][0][0])
+    ok(re.search(r"^  Tokio stall: 3 workers parked on rust-mutex 0x%x <fx_tokio::STALL>: .*\n"
+                 r"    \S+-\S+, snapshots 1-2\n"
+                 r"    held by thread %d \"tokio-runtime-w\" \(inferred\), polling task \d+ "
+                 r"fx_tokio::stall_holder$" % (addr, holder), r.out, re.M), r.out)
+    for w in m["stall-want"]:
+        ok(re.search(r"^    worker %s \"tokio-runtime-w\" parked, polling task \d+ "
+                     r"fx_tokio::stall_want$" % w[0], r.out, re.M), r.out)
 
 
 def test_threads_only():
