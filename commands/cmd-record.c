@@ -127,6 +127,7 @@ static int parse_options(struct rec *r, pid_t **tids)
 	if (cmd_snap_opts(ctx, &r->o.snap, tids) < 0)
 		return -1;
 	r->o.snap.keep_files = 1; /* a snapshot every few seconds, for minutes */
+	r->o.snap.goroutines = 1; /* a Go program's goroutines, for report */
 	r->o.dir = cmd_str(ctx, REC_OUT);
 	if (!r->o.dir || !*r->o.dir) {
 		cmd_error(ctx, "record: --out DIR is required (where the snapshots go)");

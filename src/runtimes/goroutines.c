@@ -56,20 +56,6 @@ struct sd_goruntime {
 	    st_preempted, st_scan;
 };
 
-const char *goroutine_status_name(enum sd_go_status st)
-{
-	switch (st) {
-	case SD_GO_IDLE: return "idle";
-	case SD_GO_RUNNABLE: return "runnable";
-	case SD_GO_RUNNING: return "running";
-	case SD_GO_SYSCALL: return "syscall";
-	case SD_GO_WAITING: return "waiting";
-	case SD_GO_PREEMPTED: return "preempted";
-	case SD_GO_COPYSTACK: return "copystack";
-	}
-	return "?";
-}
-
 void goruntime_free(struct sd_goruntime *rt)
 {
 	if (!rt)

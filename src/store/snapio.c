@@ -17,6 +17,7 @@
 #include "format.h"
 #include "jsonw.h"
 #include "locks.h"
+#include "snapio-go.h"
 #include "version.h"
 
 void snapio_meta_init(struct snapio_meta *m)
@@ -278,6 +279,7 @@ static void put_snapshot(struct jsonw *w, const struct sd_snapshot *s,
 	struct sd_lockgraph *g = locks_graph(s);
 	format_json_findings(w, s, g);
 	locks_graph_free(g);
+	snapio_go_put(w, s);
 
 	jsonw_karray(w, "threads");
 	for (size_t i = 0; i < s->nthreads; i++)
