@@ -488,5 +488,70 @@ def test_saved_goroutines_malformed():
         shutil.rmtree(out, ignore_errors=True)
 
 
+def folded_counts(text):
+    out = {}
+    for line in text.splitlines():
+        stack, n = line.rsplit(" ", 1)
+        out[stack] = out.get(stack, 0) + int(n)
+    return out
+
+
+def test_profile_goroutines_formats():
+    """profile --goroutines --format folded / -o FILE.pprof: each sample
+    counts each goroutine's stack once: the fixture's WAITERS goroutines
+    in main.contend count WAITERS per sample, the ABBA pair 2, the holder
+    1, against the fixture's own list of goroutines; go tool pprof reads
+    the pprof file to the same counts; a tiny --cpu-budget slows the
+    goroutine sampling and says so, as for threads."""
+    need("fx-golocks")
+    gotool = shutil.which("go")
+    ok(gotool, "go (golang-go) is needed to read the pprof file")
+    with start("fx-golocks", WAITERS, stdin=True) as fx, tempfile.TemporaryDirectory() as d:
+        known = facts(fx)
+        fo = sdtest.run("profile", "--goroutines", "--count", "3", "--interval", "100ms",
+                        "--format", "folded", fx.pid)
+        path = os.path.join(d, "g.pprof")
+        pp = sdtest.run("profile", "--goroutines", "--count", "4", "--interval", "100ms",
+                        "-o", path, fx.pid)
+        slow = sdtest.run("profile", "--goroutines", "--duration", "4s", "--interval", "10ms",
+                          "--cpu-budget", "0.01", "-o", os.path.join(d, "s.json"), fx.pid)
+        sdtest.assert_running(fx.pid)
+        top = subprocess.run([gotool, "tool", "pprof", "-top", "-sample_index=samples", path],
+                             capture_output=True, text=True, timeout=120)
+        with open(os.path.join(d, "s.json")) as f:
+            sj = json.load(f)
+    eq(fo.rc, 0, fo.err)
+    role = known["g"]
+    counts = folded_counts(fo.out)
+
+    def total(fn):
+        return sum(n for st, n in counts.items() if (";%s;" % fn) in st + ";")
+
+    eq(total("main.contend"), 3 * len(role["contend"]))
+    eq(total("main.transfer"), 3 * 2)
+    eq(total("main.hold"), 3)
+    eq(total("main.recv"), 3)
+    # Every sample has the same goroutines: the total is a multiple of 3.
+    eq(sum(counts.values()) % 3, 0)
+    contains(fo.err, "stackdump: folded profile: 3 samples in")
+    eq(pp.rc, 0, pp.err)
+    eq(top.returncode, 0, top.stderr)
+    m = re.search(r"Total samples = (\d+)", top.stdout)
+    ok(m, top.stdout)
+    eq(int(m.group(1)), sum(counts.values()) // 3 * 4)
+    cum = {}
+    for line in top.stdout.splitlines():
+        f = line.split()
+        if len(f) >= 6 and f[0].isdigit():
+            cum[f[5]] = int(f[3])
+    eq(cum.get("main.contend"), 4 * len(role["contend"]), top.stdout)
+    eq(cum.get("main.hold"), 4, top.stdout)
+    eq(slow.rc, 0, slow.err)
+    contains(slow.err, "over the budget of 0.01% (--cpu-budget)")
+    eq(sj["rate_asked"], 100.0)
+    ok(sj["samples"] < 4 * 100 * 0.9, sj["samples"])
+    contains(sj["rate_note"], "CPU budget")
+
+
 if __name__ == "__main__":
     sdtest.main(globals())
