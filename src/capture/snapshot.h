@@ -250,7 +250,7 @@ struct sd_goroutine {
  * the object's own, freed with the snapshot. */
 struct sd_goobject {
 	const char *kind;         /* "chan", "sync.Mutex", "sync.RWMutex",
-				   * "sync.WaitGroup", "semaphore" */
+				   * "sync.WaitGroup", "sync.Cond", "semaphore" */
 	uint64_t address;
 	const char *symbol;       /* the global it is (or lies in), or NULL */
 	const char *mode;         /* sync.RWMutex: "read" or "write" waiters */

@@ -454,6 +454,9 @@ void format_go_locks_text(struct strbuf *out, const struct sd_snapshot *s,
 		} else if (!strcmp(ob->kind, "sync.WaitGroup")) {
 			strbuf_adds(out, "  a WaitGroup has no holder: its waiters wait for its count "
 					 "to reach zero\n");
+		} else if (!strcmp(ob->kind, "sync.Cond")) {
+			strbuf_adds(out, "  a Cond has no holder: its waiters wait for a Signal or a "
+					 "Broadcast\n");
 		} else if (ob->note) {
 			strbuf_adds(out, "  holder unknown: ");
 			strbuf_add_escaped(out, ob->note);
@@ -478,7 +481,8 @@ void format_go_locks_text(struct strbuf *out, const struct sd_snapshot *s,
 	for (size_t i = 0; i < s->ngoobjects; i++) {
 		const struct sd_goobject *ob = &s->goobjects[i];
 		unnamed += !ob->holder && ob->locked != 0 && strcmp(ob->kind, "chan") &&
-			   strcmp(ob->kind, "sync.WaitGroup") && strcmp(ob->kind, "semaphore");
+			   strcmp(ob->kind, "sync.WaitGroup") && strcmp(ob->kind, "semaphore") &&
+			   strcmp(ob->kind, "sync.Cond");
 	}
 	if (nd)
 		format_go_deadlocks_text(out, s, d, nd, o);
