@@ -33,13 +33,19 @@ void profile_add_goroutines(struct sd_profile *p, struct sd_snapshot *s)
 		sd_grow(&f, &cap, g->nframes, sizeof(*f));
 		for (size_t k = 0; k < g->nframes; k++) {
 			const struct sd_frame *sf = &g->frames[k];
-			f[k] = (struct sd_pframe){
-			    .function = sf->function, .module = sf->module, .build_id = sf->build_id,
-			    .file = sf->file, .pc = sf->pc, .offset = sf->offset, .symoff = sf->symoff,
-			    .line = sf->line, .flags = sf->flags};
+			f[k] = (struct sd_pframe){.function = sf->function,
+						  .module = sf->module,
+						  .build_id = sf->build_id,
+						  .file = sf->file,
+						  .pc = sf->pc,
+						  .offset = sf->offset,
+						  .symoff = sf->symoff,
+						  .line = sf->line,
+						  .flags = sf->flags};
 		}
 		const char *state = g->wait_reason ? g->wait_reason : sd_go_status_name(g->status);
-		profile_add_stack(p, f, g->nframes, 1, (uint64_t)on, s->pid, 0, "goroutines", state);
+		profile_add_stack(p, f, g->nframes, 1, (uint64_t)on, s->pid, 0, "goroutines",
+				  state);
 	}
 	free(f);
 }

@@ -127,7 +127,7 @@ static const struct sd_goobject *object_of(const struct sd_snapshot *s,
 					   const struct sd_goroutine *g)
 {
 	return g->nwaits_on && g->waits_on[0] < s->ngoobjects ? &s->goobjects[g->waits_on[0]]
-							       : NULL;
+							      : NULL;
 }
 
 /* sync.Mutex 0x588a70 <main.ledger> */
@@ -181,7 +181,8 @@ static void find_deadlocks(const struct sd_snapshot *const *s, size_t n, struct 
 				struct sd_finding *y = &(*v)[j];
 				int same = y->pid == s[k]->pid && y->ngoids == d[i].n;
 				for (size_t e = 0; same && e < d[i].n; e++)
-					same = y->goids[e] == s[k]->goroutines[d[i].goroutines[e]].id;
+					same =
+					    y->goids[e] == s[k]->goroutines[d[i].goroutines[e]].id;
 				if (same)
 					x = y;
 			}
@@ -195,13 +196,15 @@ static void find_deadlocks(const struct sd_snapshot *const *s, size_t n, struct 
 			struct strbuf t, dt;
 			strbuf_init(&t);
 			strbuf_init(&dt);
-			strbuf_addf(&t, "deadlock: %zu goroutine%s ", d[i].n, d[i].n == 1 ? "" : "s");
+			strbuf_addf(&t, "deadlock: %zu goroutine%s ", d[i].n,
+				    d[i].n == 1 ? "" : "s");
 			process(&t, s[k]);
 			strbuf_adds(&t, " (inferred: Go's mutexes do not record their owner)");
 			/* In the cycle's order, from its smallest id. */
 			x->goids = sd_xmalloc(d[i].n * sizeof(*x->goids));
 			for (size_t e = 0; e < d[i].n; e++) {
-				const struct sd_goroutine *g = &s[k]->goroutines[d[i].goroutines[e]];
+				const struct sd_goroutine *g =
+				    &s[k]->goroutines[d[i].goroutines[e]];
 				const struct sd_goobject *o = &s[k]->goobjects[d[i].objects[e]];
 				x->goids[e] = g->id;
 				strbuf_addf(&dt, "goroutine %" PRIu64 " waits for ", g->id);
@@ -244,9 +247,9 @@ static void where_they_are(struct strbuf *d, const struct sd_snapshot *s,
 		size_t k = 0;
 		for (; k < np; k++)
 			if (!strcmp(p[k].status, st) &&
-			    (p[k].f == f || (p[k].f && f && p[k].f->function && f->function &&
-					     !strcmp(p[k].f->function, f->function) &&
-					     p[k].f->line == f->line)))
+			    (p[k].f == f ||
+			     (p[k].f && f && p[k].f->function && f->function &&
+			      !strcmp(p[k].f->function, f->function) && p[k].f->line == f->line)))
 				break;
 		if (k == np) {
 			sd_grow(&p, &cap, np + 1, sizeof(*p));
@@ -293,7 +296,8 @@ static void find_leaks(const struct sd_snapshot *const *s, size_t n, struct sd_f
 		for (size_t i = 0; i < gl->nsites && found < MAX_LEAKS; i++) {
 			const struct sd_goleak_site *site = &gl->sites[order[i]];
 			uint64_t a = site->counts[0], b = site->counts[m - 1];
-			if (!site->function || !goleak_site_grew(site, m) || b - a < LEAK_MIN_GROWTH)
+			if (!site->function || !goleak_site_grew(site, m) ||
+			    b - a < LEAK_MIN_GROWTH)
 				continue;
 			found++;
 			struct sd_finding *x = add(v, nv, cap, SD_FINDING_GOLEAK);
@@ -356,9 +360,9 @@ static int blocked(const struct sd_snapshot *s, const struct sd_goroutine *g)
 	if (!r)
 		return 0;
 	static const char *const reasons[] = {
-	    "semacquire",	   "sync.Mutex.Lock",	     "sync.RWMutex.Lock",
-	    "sync.RWMutex.RLock", "sync.WaitGroup.Wait", "sync.Cond.Wait",
-	    "chan send",	   "chan send (nil chan)", "chan receive (nil chan)",
+	    "semacquire",	  "sync.Mutex.Lock",	  "sync.RWMutex.Lock",
+	    "sync.RWMutex.RLock", "sync.WaitGroup.Wait",  "sync.Cond.Wait",
+	    "chan send",	  "chan send (nil chan)", "chan receive (nil chan)",
 	};
 	for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
 		if (!strcmp(r, reasons[i]))
@@ -383,7 +387,7 @@ static uint64_t ghash(const struct sd_snapshot *s, const struct sd_goroutine *g)
 /* A goroutine's current run of one wait and stack, and its longest. */
 struct grun {
 	uint64_t id, hash;
-	size_t first, last;	      /* positions among the process's snapshots */
+	size_t first, last; /* positions among the process's snapshots */
 	uint64_t best_hash;
 	size_t best_first, best_last; /* its longest run of NEED or more */
 	int have, have_best;
@@ -433,8 +437,9 @@ static void find_stuck(const struct sd_snapshot *const *s, size_t n, struct sd_f
 					continue;
 				uint64_t h = ghash(sn, g);
 				int found;
-				struct grun *r = hashmap_put(&runs, g->id * 0x9e3779b97f4a7c15ull + 1,
-							     &g->id, grun_eq, &found);
+				struct grun *r =
+				    hashmap_put(&runs, g->id * 0x9e3779b97f4a7c15ull + 1, &g->id,
+						grun_eq, &found);
 				if (!found) {
 					memset(r, 0, sizeof(*r));
 					r->id = g->id;
@@ -461,8 +466,7 @@ static void find_stuck(const struct sd_snapshot *const *s, size_t n, struct sd_f
 		size_t pos = 0;
 		struct grun *r;
 		while ((r = hashmap_next(&runs, &pos))) {
-			if (!r->have_best ||
-			    in_cycle(*v, cycles_from, cycles_to, pid, r->id))
+			if (!r->have_best || in_cycle(*v, cycles_from, cycles_to, pid, r->id))
 				continue;
 			size_t j = 0;
 			for (; j < ng; j++)
@@ -471,7 +475,8 @@ static void find_stuck(const struct sd_snapshot *const *s, size_t n, struct sd_f
 					break;
 			if (j == ng) {
 				sd_grow(&grp, &gcap, ng + 1, sizeof(*grp));
-				grp[ng++] = (struct ggroup){r->best_hash, r->best_first, r->best_last, 0};
+				grp[ng++] =
+				    (struct ggroup){r->best_hash, r->best_first, r->best_last, 0};
 				struct sd_finding *x = add(v, nv, cap, SD_FINDING_GOSTUCK);
 				x->pid = pid;
 				span(x, s, idx[r->best_first], idx[r->best_last],
@@ -494,7 +499,8 @@ static void find_stuck(const struct sd_snapshot *const *s, size_t n, struct sd_f
 			struct strbuf t, d;
 			strbuf_init(&t);
 			strbuf_init(&d);
-			strbuf_addf(&t, "stuck: %zu goroutine%s [", x->ngoids, x->ngoids == 1 ? "" : "s");
+			strbuf_addf(&t, "stuck: %zu goroutine%s [", x->ngoids,
+				    x->ngoids == 1 ? "" : "s");
 			strbuf_add_escaped(&t, g && g->wait_reason ? g->wait_reason : "waiting");
 			strbuf_adds(&t, "]");
 			const struct sd_goobject *o = g ? object_of(sl, g) : NULL;
@@ -535,8 +541,8 @@ static void find_stuck(const struct sd_snapshot *const *s, size_t n, struct sd_f
 	free(idx);
 }
 
-void findings_go(const struct sd_snapshot *const *s, size_t n, int deadlocks,
-		 struct sd_finding **v, size_t *n_v, size_t *cap)
+void findings_go(const struct sd_snapshot *const *s, size_t n, int deadlocks, struct sd_finding **v,
+		 size_t *n_v, size_t *cap)
 {
 	if (deadlocks) {
 		find_deadlocks(s, n, v, n_v, cap);

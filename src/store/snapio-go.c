@@ -104,8 +104,7 @@ static int get_int(struct gr *r, const json_t *o, const char *key, int required,
 	return 1;
 }
 
-static int get_str(struct gr *r, const json_t *o, const char *key, int required,
-		   const char **out)
+static int get_str(struct gr *r, const json_t *o, const char *key, int required, const char **out)
 {
 	json_t *v = json_object_get(o, key);
 	if (!v || json_is_null(v))
@@ -170,7 +169,8 @@ static int read_frame(struct gr *r, const json_t *o, struct sd_frame *f)
 	    get_str(r, o, "module", 0, &f->module) < 0 ||
 	    get_str(r, o, "build_id", 0, &f->build_id) < 0 ||
 	    get_str(r, o, "function", 0, &f->function) < 0 ||
-	    get_str(r, o, "file", 0, &f->file) < 0 || get_int(r, o, "line", 0, 0, INT_MAX, &line) < 0 ||
+	    get_str(r, o, "file", 0, &f->file) < 0 ||
+	    get_int(r, o, "line", 0, 0, INT_MAX, &line) < 0 ||
 	    get_bool(r, o, "inlined", &inl) < 0 || get_bool(r, o, "signal_frame", &sig) < 0)
 		return -1;
 	f->line = (int)line;
@@ -207,9 +207,10 @@ static int read_object(struct gr *r, const json_t *o, struct sd_goobject *ob)
 		return fail(r, NULL, "expected an object, found %s", tname(o));
 	long long x = 0;
 	int locked = 0;
-	if (get_str(r, o, "kind", 1, &ob->kind) < 0 || get_hex(r, o, "address", 1, &ob->address) < 0 ||
-	    get_str(r, o, "symbol", 0, &ob->symbol) < 0 || get_str(r, o, "mode", 0, &ob->mode) < 0 ||
-	    get_str(r, o, "note", 0, &ob->note) < 0)
+	if (get_str(r, o, "kind", 1, &ob->kind) < 0 ||
+	    get_hex(r, o, "address", 1, &ob->address) < 0 ||
+	    get_str(r, o, "symbol", 0, &ob->symbol) < 0 ||
+	    get_str(r, o, "mode", 0, &ob->mode) < 0 || get_str(r, o, "note", 0, &ob->note) < 0)
 		return -1;
 	int k = get_bool(r, o, "locked", &locked);
 	if (k < 0)
@@ -309,7 +310,8 @@ static int read_waits(struct gr *r, const json_t *o, struct sd_goroutine *g, int
 				ob->holder = (uint64_t)holder;
 			if (mode)
 				ob->mode = mode;
-			ob->waiters = sd_xrealloc(ob->waiters, (ob->nwaiters + 1) * sizeof(uint64_t));
+			ob->waiters =
+			    sd_xrealloc(ob->waiters, (ob->nwaiters + 1) * sizeof(uint64_t));
 			ob->waiters[ob->nwaiters++] = g->id;
 		}
 		if (mode)
@@ -339,7 +341,8 @@ static int read_waits(struct gr *r, const json_t *o, struct sd_goroutine *g, int
 			struct sd_goobject *ob = &s->goobjects[k];
 			size_t c = ob->ncandidates;
 			ob->candidates = sd_xrealloc(ob->candidates, (c + 1) * sizeof(uint64_t));
-			ob->candidate_frames = sd_xrealloc(ob->candidate_frames, (c + 1) * sizeof(int));
+			ob->candidate_frames =
+			    sd_xrealloc(ob->candidate_frames, (c + 1) * sizeof(int));
 			ob->candidates[c] = g->id;
 			ob->candidate_frames[c] = (int)fr;
 			ob->ncandidates++;
@@ -403,7 +406,8 @@ static int read_goroutine(struct gr *r, const json_t *o, struct sd_goroutine *g,
 	json_t *ws = json_object_get(o, "wait_seconds");
 	if (ws && !json_is_null(ws)) {
 		if (!json_is_number(ws) || json_number_value(ws) < 0)
-			return fail(r, "wait_seconds", "expected a number of seconds or null, found %s",
+			return fail(r, "wait_seconds",
+				    "expected a number of seconds or null, found %s",
 				    json_is_number(ws) ? "a negative number" : tname(ws));
 		g->wait_seconds = json_number_value(ws);
 	}

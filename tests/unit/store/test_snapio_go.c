@@ -249,9 +249,9 @@ static void test_corrupted_bytes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_roundtrip),
-		cmocka_unit_test(test_rejects),
-		cmocka_unit_test(test_corrupted_bytes),
+	    cmocka_unit_test(test_roundtrip),
+	    cmocka_unit_test(test_rejects),
+	    cmocka_unit_test(test_corrupted_bytes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
