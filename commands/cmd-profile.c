@@ -94,7 +94,7 @@ static const struct cmd_option profile_options[] = {
     [PROF_VERBOSE] =
 	OPT_FLAG("verbose", 'v', "timings, sampling cost and cache hit rates on stderr"),
     [PROF_GOROUTINES] = OPT_FLAG("goroutines", 0, "a Go program: goroutines by creation site "
-						  "in each sample (a leak grows)"),
+						  "(a leak grows), or with --format/-o their stacks"),
     {0},
 };
 
@@ -201,13 +201,6 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	for (size_t i = 0; i < nt; i++)
 		tv[i].t = ctx->target.procs[i].t;
 	int partial = ctx->target.failed > 0;
-	if (cmd_has(ctx, PROF_GOROUTINES)) { /* the goroutine-leak view */
-		rc = goleak_profile(ctx, &so, interval_us, duration_us, count,
-				    cmd_real(ctx, PROF_CPU_BUDGET), (size_t)cmd_num(ctx, PROF_LIMIT),
-				    strcmp(format, "top") || outpath || locks);
-		goto out;
-	}
-
 	if (outpath) {
 		/* Created before sampling, so that a refused name fails at
 		 * once (safefile.h: never through a link or FIFO). */
@@ -233,6 +226,13 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	po.locks = locks;
 	po.no_inline = so.no_inline;
 	po.no_source = so.no_source;
+	if (cmd_has(ctx, PROF_GOROUTINES)) { /* the goroutines' view */
+		rc = goleak_profile(ctx, &so, interval_us, duration_us, count,
+				    cmd_real(ctx, PROF_CPU_BUDGET), (size_t)cmd_num(ctx, PROF_LIMIT),
+				    format, have_out ? &sf : NULL, outpath, locks, &ro, &po);
+		have_out = 0;
+		goto out;
+	}
 	prof = profile_new(&po);
 	prof->interval_us = interval_us;
 	prof->rate_asked = 1e6 / (double)interval_us;
@@ -255,10 +255,9 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		}
 		if (sampler_choice(tv[i].smp) && !prof->engine_why)
 			prof->engine_why = strpool_intern(prof->pool, sampler_choice(tv[i].smp));
-		if (sampler_engine(tv[i].smp) == SD_ENGINE_PERF)
-			nperf++;
-		else
-			nptrace++;
+		int perf = sampler_engine(tv[i].smp) == SD_ENGINE_PERF;
+		nperf += perf;
+		nptrace += !perf;
 	}
 	prof->engine = strpool_intern(prof->pool, nperf && nptrace ? "perf+ptrace"
 						  : nperf	    ? "perf"
@@ -485,7 +484,8 @@ const struct cmd_entry cmd_profile_entry = {
 	    "back by 'diff'). Samples are wall-clock: threads off CPU are counted too, with\n"
 	    "their state, so --off-cpu shows where threads block. Ctrl-C stops early and\n"
 	    "still writes the profile. --goroutines: a Go program's goroutines counted by\n"
-	    "the go statement that created them, sample by sample (a leak only grows).\n"
+	    "the go statement that created them, sample by sample (a leak only grows); with\n"
+	    "--format or -o, each sample counts each goroutine's stack instead.\n"
 	    "Exit status: 0 profile written, 1 partial (a process exited or could not be\n"
 	    "sampled), 2 failure, 64 usage error, 130 interrupted before any sample.",
 	.options = profile_options,

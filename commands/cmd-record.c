@@ -128,6 +128,7 @@ static int parse_options(struct rec *r, pid_t **tids)
 		return -1;
 	r->o.snap.keep_files = 1; /* a snapshot every few seconds, for minutes */
 	r->o.snap.tokio = 1;	  /* a Tokio program's tasks are saved with its threads */
+	r->o.snap.goroutines = 1; /* a Go program's goroutines, for report */
 	r->o.dir = cmd_str(ctx, REC_OUT);
 	if (!r->o.dir || !*r->o.dir) {
 		cmd_error(ctx, "record: --out DIR is required (where the snapshots go)");

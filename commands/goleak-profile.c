@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // profile --goroutines (goleak-profile.h): one consistent snapshot of the
-// goroutines per tick, counted by creation site, under the CPU budget of
-// every sampling command.
+// goroutines per tick, counted by creation site (the leak table) or folded
+// into a profile of their stacks, under the CPU budget of every sampling
+// command.
 #include "goleak-profile.h"
 
 #include <stdlib.h>
@@ -10,7 +11,10 @@
 
 #include "budget.h"
 #include "format-goleak.h"
+#include "format-run.h"
 #include "goleak.h"
+#include "profile.h"
+#include "safefile.h"
 #include "sampling.h"
 
 /* Sleep until NS on the monotonic clock unless interrupted. */
@@ -28,23 +32,34 @@ static void sleep_until(uint64_t ns)
 
 int goleak_profile(struct cmd_ctx *ctx, struct sd_snap_opts *so, uint64_t interval_us,
 		   uint64_t duration_us, uint64_t count, double budget, size_t limit,
-		   int other_output)
+		   const char *format, struct safefile *sf, const char *outpath, int locks,
+		   const struct sd_prender *ro, const struct sd_profile_opts *po)
 {
-	if (other_output) {
-		cmd_error(ctx, "profile: --goroutines writes its table to stdout: not with "
-			       "--format, -o or --locks");
-		return EXIT_USAGE;
-	}
-	if (ctx->target.nprocs != 1) {
-		cmd_error(ctx, "profile: --goroutines samples one process (%zu given)",
-			  ctx->target.nprocs);
+	/* The leak table at the terminal; any other output: the profile of
+	 * the goroutines' stacks in it. */
+	int table = !strcmp(format, "top") && !sf;
+	if (locks || ctx->target.nprocs != 1) {
+		if (locks)
+			cmd_error(ctx, "profile: --goroutines: not with --locks (the lock view of "
+				       "goroutines is 'stackdump locks')");
+		else
+			cmd_error(ctx, "profile: --goroutines samples one process (%zu given)",
+				  ctx->target.nprocs);
+		if (sf)
+			safefile_abort(sf);
 		return EXIT_USAGE;
 	}
 	struct sd_target *t = ctx->target.procs[0].t;
 	so->goroutines = 1;
-	so->no_symbols = 0; /* creation sites are named from the line tables */
+	so->no_symbols = 0; /* creation sites and frames are named from the line tables */
 	so->reuse = 0;
 	struct sd_goleak *gl = goleak_new();
+	struct sd_profile *prof = table ? NULL : profile_new(po);
+	if (prof) {
+		prof->interval_us = interval_us;
+		prof->rate_asked = 1e6 / (double)interval_us;
+		prof->engine = strpool_intern(prof->pool, "ptrace");
+	}
 	uint64_t start = sd_now_ns(), next = start, interval_ns = interval_us * 1000;
 	uint64_t end = duration_us ? start + duration_us * 1000 : 0;
 	double cpu0 = sd_cpu_seconds();
@@ -71,11 +86,17 @@ int goleak_profile(struct cmd_ctx *ctx, struct sd_snap_opts *so, uint64_t interv
 			goto out;
 		}
 		goleak_add(gl, s);
+		if (prof) {
+			profile_add_goroutines(prof, s);
+			prof->samples++;
+		}
 		if (s->partial)
 			rc = EXIT_PARTIAL;
 		snapshot_free(s);
 		uint64_t now = sd_now_ns();
 		int change = budget_tick(&b, now, sd_cpu_seconds() - cpu0);
+		if (change == BUDGET_SLOWER && prof)
+			prof->rate_note = "slowed to keep within the CPU budget (--cpu-budget)";
 		if (change != BUDGET_SAME)
 			sampling_say(ctx, 0, &b, change, NULL);
 		interval_ns = b.interval_ns;
@@ -91,12 +112,36 @@ int goleak_profile(struct cmd_ctx *ctx, struct sd_snap_opts *so, uint64_t interv
 		rc = EXIT_INTERRUPTED;
 		goto out;
 	}
-	struct strbuf sb;
-	strbuf_init(&sb);
-	format_goleak_text(&sb, gl, limit);
-	cmd_write(ctx, sb.buf, sb.len);
-	strbuf_release(&sb);
+	if (table) {
+		struct strbuf sb;
+		strbuf_init(&sb);
+		format_goleak_text(&sb, gl, limit);
+		cmd_write(ctx, sb.buf, sb.len);
+		strbuf_release(&sb);
+		goto out;
+	}
+	/* The wall time covered: the samples' intervals, or the clock when
+	 * the run was cut short. */
+	prof->duration_us = (sd_now_ns() - start) / 1000;
+	if (!cmd_interrupted && prof->duration_us < prof->samples * b.interval_ns / 1000)
+		prof->duration_us = prof->samples * b.interval_ns / 1000;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	struct sd_error rerr = {0};
+	if (format_profile_as(prof, format, ro, &buf, &len, &rerr) < 0) {
+		cmd_error(ctx, "%s", rerr.msg);
+		rc = EXIT_FAIL;
+		goto out;
+	}
+	int written = sampling_write(ctx, prof, format, buf, len, sf, outpath);
+	sf = NULL; /* committed or aborted */
+	free(buf);
+	if (written < 0)
+		rc = EXIT_FAIL;
 out:
+	if (sf)
+		safefile_abort(sf);
+	profile_free(prof);
 	goleak_free(gl);
 	return rc;
 }

@@ -160,7 +160,7 @@ complete -c stackdump -n '__fish_seen_subcommand_from profile' -l min-percent -x
 complete -c stackdump -n '__fish_seen_subcommand_from profile' -l title -x -d 'svg: the title of the flame graph'
 complete -c stackdump -n '__fish_seen_subcommand_from profile' -s q -l quiet -d 'no progress line'
 complete -c stackdump -n '__fish_seen_subcommand_from profile' -s v -l verbose -d 'timings, sampling cost and cache hit rates on stderr'
-complete -c stackdump -n '__fish_seen_subcommand_from profile' -l goroutines -d 'a Go program: goroutines by creation site in each sample (a leak grows)'
+complete -c stackdump -n '__fish_seen_subcommand_from profile' -l goroutines -d 'a Go program: goroutines by creation site (a leak grows), or with --format/-o their stacks'
 complete -c stackdump -n '__fish_seen_subcommand_from profile' -s h -l help -d 'show how to use the command'
 complete -c stackdump -n '__fish_seen_subcommand_from profile' -a '(__stackdump_pids)'
 complete -c stackdump -n '__fish_seen_subcommand_from ps' -s a -l all -d 'include kernel threads (which cannot be attached)'

@@ -309,6 +309,26 @@ enum sd_wait_kind sd_wait_kind_parse(const char *name)
 	return SD_WAIT_NONE;
 }
 
+static const char *const go_status_names[] = {
+    [SD_GO_IDLE] = "idle",	   [SD_GO_RUNNABLE] = "runnable",   [SD_GO_RUNNING] = "running",
+    [SD_GO_SYSCALL] = "syscall",   [SD_GO_WAITING] = "waiting",	    [SD_GO_PREEMPTED] = "preempted",
+    [SD_GO_COPYSTACK] = "copystack",
+};
+#define NGO_STATUS (sizeof(go_status_names) / sizeof(go_status_names[0]))
+
+const char *sd_go_status_name(enum sd_go_status st)
+{
+	return (unsigned)st < NGO_STATUS ? go_status_names[st] : "?";
+}
+
+int sd_go_status_parse(const char *name)
+{
+	for (size_t i = 0; name && i < NGO_STATUS; i++)
+		if (!strcmp(go_status_names[i], name))
+			return (int)i;
+	return -1;
+}
+
 static const char *const capture_kinds[] = {"frozen", "asleep", "reused", "kernel"};
 
 const char *snapshot_capture_kind_name(enum sd_capture_kind k)

@@ -263,7 +263,7 @@ struct sd_goroutine {
  * the object's own, freed with the snapshot. */
 struct sd_goobject {
 	const char *kind;         /* "chan", "sync.Mutex", "sync.RWMutex",
-				   * "sync.WaitGroup", "semaphore" */
+				   * "sync.WaitGroup", "sync.Cond", "semaphore" */
 	uint64_t address;
 	const char *symbol;       /* the global it is (or lies in), or NULL */
 	const char *mode;         /* sync.RWMutex: "read" or "write" waiters */
@@ -477,6 +477,12 @@ const char *snapshot_capture_kind_name(enum sd_capture_kind k);
 enum sd_capture_kind snapshot_capture_kind_parse(const char *name);
 /* "memory", "stack", or NULL for none. */
 const char *sd_evidence_name(enum sd_evidence e);
+
+/* A goroutine's status as the JSON names it: "idle", "runnable",
+ * "running", "syscall", "waiting", "preempted", "copystack"; the parse
+ * returns the enum value or -1 for a name not among them. */
+const char *sd_go_status_name(enum sd_go_status st);
+int sd_go_status_parse(const char *name);
 
 /* Short name of a wait kind, as in JSON ("mutex", "rwlock-read"...). */
 const char *sd_wait_kind_name(enum sd_wait_kind k);

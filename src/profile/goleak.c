@@ -111,6 +111,16 @@ void goleak_add(struct sd_goleak *g, const struct sd_snapshot *s)
 	g->note = s->go_note ? strpool_intern(g->pool, s->go_note) : NULL;
 }
 
+int goleak_site_grew(const struct sd_goleak_site *s, size_t n)
+{
+	if (n < 2 || s->counts[n - 1] <= s->counts[0])
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if (s->counts[i] < s->counts[i - 1])
+			return 0;
+	return 1;
+}
+
 /* A site's place in the order: growth, then the last count. */
 struct okey {
 	int64_t growth;

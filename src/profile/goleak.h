@@ -41,6 +41,10 @@ void goleak_free(struct sd_goleak *g);
  * a program that is not Go counts as a sample with no goroutine. */
 void goleak_add(struct sd_goleak *g, const struct sd_snapshot *s);
 
+/* Did the count of S only grow over the N samples: more in the last than
+ * in the first, and never fewer than in the sample before? */
+int goleak_site_grew(const struct sd_goleak_site *s, size_t n);
+
 /* The sites in the order to show them: the most grown (last sample minus
  * first) first, then the most goroutines in the last sample. Heap array
  * of N indexes into g->sites. */

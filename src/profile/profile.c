@@ -612,7 +612,7 @@ static ssize_t cooked_lookup(struct sd_profile *p, struct sd_snapshot *s,
 
 /* ---- processes and locks ---- */
 
-static struct sd_pproc *proc_get(struct sd_profile *p, struct sd_snapshot *s)
+struct sd_pproc *profile_proc_get(struct sd_profile *p, struct sd_snapshot *s)
 {
 	for (size_t i = 0; i < p->nprocs; i++)
 		if (p->procs[i].pid == s->pid)
@@ -625,7 +625,7 @@ static struct sd_pproc *proc_get(struct sd_profile *p, struct sd_snapshot *s)
 	return pr;
 }
 
-static void proc_modules(struct sd_profile *p, struct sd_pproc *pr, const struct sd_snapshot *s)
+void profile_proc_modules(struct sd_profile *p, struct sd_pproc *pr, const struct sd_snapshot *s)
 {
 	for (size_t i = 0; i < s->nmodules; i++) {
 		const struct sd_module *m = &s->modules[i];
@@ -786,9 +786,9 @@ static void hold_mark(struct sd_profile *p, struct sd_pstack *st, const struct s
 void profile_add_snapshot(struct sd_profile *p, struct sd_target *t, struct sd_snapshot *s,
 			  ssize_t *groups)
 {
-	struct sd_pproc *pr = proc_get(p, s);
+	struct sd_pproc *pr = profile_proc_get(p, s);
 	pr->samples++;
-	proc_modules(p, pr, s);
+	profile_proc_modules(p, pr, s);
 	if (!p->start_time)
 		p->start_time = s->time;
 	p->capture_us += s->capture_us;

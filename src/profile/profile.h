@@ -199,6 +199,18 @@ ssize_t profile_add_stack(struct sd_profile *p, const struct sd_pframe *frames, 
 			  uint64_t count, uint64_t on_cpu, pid_t pid, pid_t tid, const char *name,
 			  const char *state);
 
+/* The process of S in P (added when new, its comm interned), and S's
+ * modules added to its own (those it did not have). For the adders of
+ * samples beside profile_add_snapshot. */
+struct sd_pproc *profile_proc_get(struct sd_profile *p, struct sd_snapshot *s);
+void profile_proc_modules(struct sd_profile *p, struct sd_pproc *pr, const struct sd_snapshot *s);
+/* Fold the goroutines of S (a Go program's snapshot with its goroutines
+ * read and symbolized) into P as one sample of each goroutine's stack
+ * (profile-go.c): thread "goroutines" (no tid), the state its wait reason
+ * or status, on a CPU when it runs. P's CPU filter applies; goroutines
+ * without frames are counted lost. The caller counts the tick
+ * (p->samples). */
+void profile_add_goroutines(struct sd_profile *p, struct sd_snapshot *s);
 /* Sort stacks by count, largest first (stack indices change; lock holder
  * indices are remapped). */
 void profile_sort(struct sd_profile *p);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "godeadlocks.h"
 #include "golocks.h"
 #include "goroutines.h"
 #include "group.h"
@@ -15,7 +16,7 @@ const char *format_go_status(const struct sd_goroutine *g)
 {
 	if (g->status == SD_GO_WAITING && g->wait_reason)
 		return g->wait_reason;
-	return goroutine_status_name(g->status);
+	return sd_go_status_name(g->status);
 }
 
 /* ", 5 minutes" as Go's traceback writes a wait of a minute or more. */
@@ -368,12 +369,12 @@ void format_go_text(struct strbuf *out, const struct sd_snapshot *s,
 		strbuf_adds(out, "\n");
 	}
 	struct sd_godeadlock *d;
-	size_t nd = golocks_deadlocks(s, &d);
+	size_t nd = godeadlocks_find(s, &d);
 	if (nd) {
 		strbuf_adds(out, "\n");
 		format_go_deadlocks_text(out, s, d, nd, NULL);
 	}
-	golocks_deadlocks_free(d, nd);
+	godeadlocks_free(d, nd);
 }
 
 /* "goroutine 7 [sync.Mutex.Lock]" */
@@ -540,6 +541,9 @@ void format_go_locks_text(struct strbuf *out, const struct sd_snapshot *s,
 		} else if (!strcmp(ob->kind, "sync.WaitGroup")) {
 			strbuf_adds(out, "  a WaitGroup has no holder: its waiters wait for its count "
 					 "to reach zero\n");
+		} else if (!strcmp(ob->kind, "sync.Cond")) {
+			strbuf_adds(out, "  a Cond has no holder: its waiters wait for a Signal or a "
+					 "Broadcast\n");
 		} else if (ob->note) {
 			strbuf_adds(out, "  holder unknown: ");
 			strbuf_add_escaped(out, ob->note);
@@ -558,13 +562,14 @@ void format_go_locks_text(struct strbuf *out, const struct sd_snapshot *s,
 	}
 	free(ix);
 	struct sd_godeadlock *d;
-	size_t nd = golocks_deadlocks(s, &d);
+	size_t nd = godeadlocks_find(s, &d);
 	strbuf_adds(out, "\n");
 	size_t unnamed = 0;
 	for (size_t i = 0; i < s->ngoobjects; i++) {
 		const struct sd_goobject *ob = &s->goobjects[i];
 		unnamed += !ob->holder && ob->locked != 0 && strcmp(ob->kind, "chan") &&
-			   strcmp(ob->kind, "sync.WaitGroup") && strcmp(ob->kind, "semaphore");
+			   strcmp(ob->kind, "sync.WaitGroup") && strcmp(ob->kind, "semaphore") &&
+			   strcmp(ob->kind, "sync.Cond");
 	}
 	if (nd)
 		format_go_deadlocks_text(out, s, d, nd, o);
@@ -576,15 +581,15 @@ void format_go_locks_text(struct strbuf *out, const struct sd_snapshot *s,
 			    unnamed == 1 ? "it" : "them");
 	else
 		strbuf_adds(out, "No deadlock found among goroutines.\n");
-	golocks_deadlocks_free(d, nd);
+	godeadlocks_free(d, nd);
 }
 
 size_t format_go_deadlock_count(const struct sd_snapshot *s)
 {
 	struct sd_godeadlock *d;
-	size_t nd = s->go_read ? golocks_deadlocks(s, &d) : 0;
+	size_t nd = s->go_read ? godeadlocks_find(s, &d) : 0;
 	if (nd)
-		golocks_deadlocks_free(d, nd);
+		godeadlocks_free(d, nd);
 	return nd;
 }
 
@@ -636,7 +641,7 @@ static void json_goobject(struct jsonw *w, const struct sd_goobject *ob)
 static void json_deadlocks(struct jsonw *w, const struct sd_snapshot *s)
 {
 	struct sd_godeadlock *d;
-	size_t nd = golocks_deadlocks(s, &d);
+	size_t nd = godeadlocks_find(s, &d);
 	jsonw_karray(w, "deadlocks");
 	for (size_t i = 0; i < nd; i++) {
 		jsonw_array_begin(w);
@@ -658,7 +663,7 @@ static void json_deadlocks(struct jsonw *w, const struct sd_snapshot *s)
 		jsonw_array_end(w);
 	}
 	jsonw_array_end(w);
-	golocks_deadlocks_free(d, nd);
+	godeadlocks_free(d, nd);
 }
 
 void format_go_locks_json(struct jsonw *w, const struct sd_snapshot *s)
@@ -669,12 +674,18 @@ void format_go_locks_json(struct jsonw *w, const struct sd_snapshot *s)
 	jsonw_kstr(w, "version", s->go_version);
 	jsonw_kstr(w, "note", s->go_note);
 	jsonw_kstr(w, "objects_note", s->golocks_note);
-	jsonw_karray(w, "objects");
+	jsonw_key(w, "objects");
+	format_go_objects_json(w, s);
+	json_deadlocks(w, s);
+	jsonw_object_end(w);
+}
+
+void format_go_objects_json(struct jsonw *w, const struct sd_snapshot *s)
+{
+	jsonw_array_begin(w);
 	for (size_t i = 0; i < s->ngoobjects; i++)
 		json_goobject(w, &s->goobjects[i]);
 	jsonw_array_end(w);
-	json_deadlocks(w, s);
-	jsonw_object_end(w);
 }
 
 /* The object O as a member of a goroutine's "waiting_on" or "holds". */
@@ -740,7 +751,7 @@ void format_go_json(struct jsonw *w, const struct sd_snapshot *s)
 		const struct sd_goroutine *g = &s->goroutines[i];
 		jsonw_object_begin(w);
 		jsonw_ku64(w, "id", g->id);
-		jsonw_kstr(w, "status", goroutine_status_name(g->status));
+		jsonw_kstr(w, "status", sd_go_status_name(g->status));
 		jsonw_kstr(w, "wait_reason", g->wait_reason);
 		if (g->wait_seconds >= 0)
 			jsonw_kdouble(w, "wait_seconds", g->wait_seconds);

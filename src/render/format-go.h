@@ -39,6 +39,9 @@ void format_go_locks_text(struct strbuf *out, const struct sd_snapshot *s,
 /* The member "goroutines" of the lock view's JSON object (objects and
  * deadlocks), nothing when S has no goroutines read. */
 void format_go_locks_json(struct jsonw *w, const struct sd_snapshot *s);
+/* The array of S's wait objects (each as in the lock view's "objects"),
+ * written through W as one value (after a key, or in an array). */
+void format_go_objects_json(struct jsonw *w, const struct sd_snapshot *s);
 /* How many deadlocks S's goroutines are in (0 for other programs). */
 size_t format_go_deadlock_count(const struct sd_snapshot *s);
 

@@ -19,17 +19,6 @@ static void site_name(struct strbuf *out, const struct sd_goleak_site *s)
 	}
 }
 
-/* Did the count of S only grow, from its first sample to its last? */
-static int only_grew(const struct sd_goleak_site *s, size_t n)
-{
-	if (n < 2 || s->counts[n - 1] <= s->counts[0])
-		return 0;
-	for (size_t i = 1; i < n; i++)
-		if (s->counts[i] < s->counts[i - 1])
-			return 0;
-	return 1;
-}
-
 void format_goleak_text(struct strbuf *out, const struct sd_goleak *g, size_t limit)
 {
 	size_t n = g->nsamples;
@@ -62,7 +51,7 @@ void format_goleak_text(struct strbuf *out, const struct sd_goleak *g, size_t li
 	size_t leaks = 0;
 	for (size_t i = 0; i < g->nsites; i++) {
 		const struct sd_goleak_site *s = &g->sites[order[i]];
-		if (!only_grew(s, n))
+		if (!goleak_site_grew(s, n))
 			continue;
 		if (!leaks++)
 			strbuf_adds(out, "\n");

@@ -673,8 +673,10 @@ void findings_analyze(const struct sd_snapshot *const *s, size_t n, struct sd_fi
 	size_t cap = 0;
 	find_deadlocks(s, n, f, &cap);
 	find_tokio(s, n, f, &cap);
+	findings_go(s, n, 1, &f->v, &f->n, &cap);
 	find_held(s, n, f, &cap);
 	find_stuck(s, n, f, &cap);
+	findings_go(s, n, 0, &f->v, &f->n, &cap);
 	find_hot(s, n, f, &cap);
 }
 
@@ -684,6 +686,10 @@ void findings_release(struct sd_findings *f)
 		free(f->v[i].title);
 		free(f->v[i].detail);
 		free(f->v[i].tids);
+		free(f->v[i].goids);
+		free(f->v[i].site_function);
+		free(f->v[i].site_file);
+		free(f->v[i].counts);
 	}
 	free(f->v);
 	memset(f, 0, sizeof(*f));
@@ -745,8 +751,39 @@ static const char *kind_name(enum sd_finding_kind k)
 	case SD_FINDING_TOKIO_STALL: return "tokio_stall";
 	case SD_FINDING_FUTURE_LOCK: return "future_lock";
 	case SD_FINDING_LONG_POLL: return "long_poll";
+	case SD_FINDING_GODEADLOCK: return "goroutine_deadlock";
+	case SD_FINDING_GOLEAK: return "goroutine_leak";
+	case SD_FINDING_GOSTUCK: return "goroutines_stuck";
 	}
 	return "?";
+}
+
+/* What a goroutine finding adds: its goroutines, the holder goroutine of
+ * what they wait on, a leak's creation site and counts. */
+static void go_members(struct jsonw *w, const struct sd_finding *x)
+{
+	jsonw_karray(w, "goroutines");
+	for (size_t k = 0; k < x->ngoids; k++)
+		jsonw_u64(w, x->goids[k]);
+	jsonw_array_end(w);
+	if (x->goholder)
+		jsonw_ku64(w, "holder_goroutine", x->goholder);
+	else
+		jsonw_knull(w, "holder_goroutine");
+	if (x->kind != SD_FINDING_GOLEAK)
+		return;
+	jsonw_kobject(w, "created_by");
+	jsonw_kstr(w, "function", x->site_function);
+	jsonw_kstr(w, "file", x->site_file);
+	if (x->site_line)
+		jsonw_kint(w, "line", x->site_line);
+	else
+		jsonw_knull(w, "line");
+	jsonw_object_end(w);
+	jsonw_karray(w, "counts");
+	for (size_t k = 0; k < x->ncounts; k++)
+		jsonw_u64(w, x->counts[k]);
+	jsonw_array_end(w);
 }
 
 void findings_json(struct jsonw *w, const struct sd_findings *f)
@@ -776,6 +813,8 @@ void findings_json(struct jsonw *w, const struct sd_findings *f)
 			jsonw_kint(w, "holder", x->holder);
 		else
 			jsonw_knull(w, "holder");
+		if (x->kind >= SD_FINDING_GODEADLOCK)
+			go_members(w, x);
 		jsonw_object_end(w);
 	}
 	jsonw_array_end(w);

@@ -20,6 +20,9 @@ enum sd_finding_kind {
 	SD_FINDING_TOKIO_STALL,
 	SD_FINDING_FUTURE_LOCK,
 	SD_FINDING_LONG_POLL,
+	SD_FINDING_GODEADLOCK, /* a cycle among goroutines (findings-go.c) */
+	SD_FINDING_GOLEAK,     /* goroutines of one creation site only grew */
+	SD_FINDING_GOSTUCK,    /* goroutines on the same wait and stack */
 };
 
 /* One finding. Strings are heap copies owned by the finding set. */
@@ -37,6 +40,17 @@ struct sd_finding {
 	pid_t holder;	       /* lock held: its holder */
 	uint64_t count, total; /* hot spot: samples in it, on-CPU samples */
 	uint64_t key;	       /* Tokio: what makes it the same finding again */
+	/* Goroutine findings: the goroutines concerned (stuck, in a cycle),
+	 * the holder of what the stuck ones wait on (0 none), a leak's
+	 * creation site and its count in each snapshot of the process from
+	 * first to last. */
+	uint64_t *goids;
+	size_t ngoids;
+	uint64_t goholder;
+	char *site_function, *site_file;
+	int site_line;
+	uint64_t *counts;
+	size_t ncounts;
 };
 
 struct sd_findings {
@@ -62,6 +76,18 @@ struct sd_findings {
  * it keeps, so the snapshots may be freed before it. Release F with
  * findings_release (which accepts a zeroed or released set). */
 void findings_analyze(const struct sd_snapshot *const *s, size_t n, struct sd_findings *f);
+
+/* The goroutine findings of the N snapshots S (findings-go.c): with
+ * DEADLOCKS the cycles among goroutines (each once, over the snapshots it
+ * was in), else goroutine leaks (a creation site whose count grew from
+ * the first snapshot of its process to the last and never fell, by two
+ * or more) then goroutines stuck on the same wait with the same stack in
+ * three consecutive snapshots or more (two when there are fewer), a wait
+ * that is no idleness: on a mutex, a WaitGroup, a semaphore, sync.Cond,
+ * a channel send or a nil channel; grouped by wait and stack, leaving out
+ * those in a cycle. Appends to *V (N_V entries, *CAP its room). */
+void findings_go(const struct sd_snapshot *const *s, size_t n, int deadlocks,
+		 struct sd_finding **v, size_t *n_v, size_t *cap);
 void findings_release(struct sd_findings *f);
 
 /* Append "16:26:18-16:26:24, snapshots 12-16" (UTC; one time and

@@ -344,6 +344,34 @@ int dwt_global(struct dwt *d, const char *name, uint64_t *vaddr, struct dwt_type
 	return 0;
 }
 
+int dwt_function(struct dwt *d, const char *name, uint64_t *lo, uint64_t *hi)
+{
+	for (int want = SHT_SYMTAB; want; want = want == SHT_SYMTAB ? SHT_DYNSYM : 0) {
+		Elf_Scn *scn = NULL;
+		while ((scn = elf_nextscn(d->elf, scn))) {
+			GElf_Shdr sh;
+			Elf_Data *data;
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type != (unsigned)want || !sh.sh_entsize ||
+			    !(data = elf_getdata(scn, NULL)))
+				continue;
+			size_t n = sh.sh_size / sh.sh_entsize;
+			for (size_t i = 0; i < n; i++) {
+				GElf_Sym sym;
+				const char *nm;
+				if (!gelf_getsym(data, (int)i, &sym) ||
+				    GELF_ST_TYPE(sym.st_info) != STT_FUNC || !sym.st_size ||
+				    !(nm = elf_strptr(d->elf, sh.sh_link, sym.st_name)) ||
+				    strcmp(nm, name))
+					continue;
+				*lo = sym.st_value;
+				*hi = sym.st_value + sym.st_size;
+				return 0;
+			}
+		}
+	}
+	return -ENOENT;
+}
+
 int dwt_tls(struct dwt *d, const char *name, uint64_t *offset, struct dwt_type *type,
 	    struct sd_error *err)
 {

@@ -52,6 +52,10 @@ const char *dwt_producer(const struct dwt *d);
  * naming the variable. TYPE may be NULL. */
 int dwt_global(struct dwt *d, const char *name, uint64_t *vaddr, struct dwt_type *type,
 	       struct sd_error *err);
+/* The function NAME of the file's symbol table (.symtab, else .dynsym):
+ * [*LO, *HI) in the file's own address space (add the load bias). 0, or
+ * -ENOENT when no function symbol of a size has that name. */
+int dwt_function(struct dwt *d, const char *name, uint64_t *lo, uint64_t *hi);
 /* The thread-local variable NAME: its offset in the module's TLS block
  * and its type. -ENOENT when there is none, -EINVAL when its location is
  * not a TLS one. */

@@ -35,6 +35,10 @@ struct golocks_layout {
 	uint64_t semtab_va, semtab_n, semtab_stride;
 	struct off semtab_treap;
 	struct off mu_sema, mu_state, rw_w, rw_writer, rw_reader, wg_sema;
+	struct off cond_head;   /* sync.Cond's notify.head: its waiters' sudogs */
+	struct off cond_notify; /* sync.Cond's notify: what the runtime is handed */
+	struct off cond_tail;   /* sync.Cond's notify.tail: its last waiter's sudog */
+	uint64_t cond_size;
 	int64_t mu_locked, mu_shift;
 	int mu_consts;
 };
@@ -78,6 +82,16 @@ struct golocks {
 	struct hit *hits;
 	size_t nhits, chits;
 	size_t bad_sudogs;
+	struct cond *conds; /* the sync.Conds whose waiter lists were read */
+	size_t nconds, cconds;
+};
+
+/* A sync.Cond candidate read once: its waiters' gs (sorted), or none
+ * (not a Cond, or no list). */
+struct cond {
+	uint64_t addr;
+	uint64_t *gps;
+	size_t ngps;
 };
 
 static void note(struct golocks_layout *l, const char *what)
@@ -148,6 +162,12 @@ struct golocks_layout *golocks_learn(struct dwt *d, uint64_t bias, const struct 
 		member(d, &t, "writerSem", &l->rw_writer);
 		member(d, &t, "readerSem", &l->rw_reader);
 	}
+	/* sync.Cond waits in the runtime's notifyList (a copy in package
+	 * sync): a list of sudogs from notify.head, chained by next. */
+	if (dwt_type(d, "sync.Cond", &t, NULL) == 0 && member(d, &t, "notify.head", &l->cond_head) &&
+	    member(d, &t, "notify", &l->cond_notify) && member(d, &t, "notify.tail", &l->cond_tail) &&
+	    l->cond_head.off + 8 <= t.size && l->cond_tail.off + 8 <= t.size)
+		l->cond_size = t.size;
 	if (dwt_type(d, "sync.WaitGroup", &t, NULL) == 0 && !member(d, &t, "sema", &l->wg_sema))
 		member(d, &t, "state2", &l->wg_sema); /* Go 1.19: {noCopy, state1, state2} */
 	l->mu_consts = (dwt_const(d, "sync.mutexLocked", &l->mu_locked, NULL) == 0 &&
@@ -298,6 +318,98 @@ static int frame_of_slot(const struct sd_goroutine *g, uint64_t addr)
 	return k;
 }
 
+#define GL_COND_WAITERS 65536 /* sudogs of one sync.Cond's list read at most */
+#define GL_COND_CANDIDATES 48 /* words of a waiter's frames tried as its Cond */
+#define GL_COND_SPAN 2048     /* bytes of a waiter's stack searched for it */
+
+static const struct cond *cond_at(struct golocks *w, uint64_t c)
+{
+	for (size_t i = 0; i < w->nconds; i++)
+		if (w->conds[i].addr == c)
+			return &w->conds[i];
+	const struct golocks_layout *l = w->l;
+	sd_grow(&w->conds, &w->cconds, w->nconds + 1, sizeof(*w->conds));
+	struct cond *x = &w->conds[w->nconds++];
+	memset(x, 0, sizeof(*x));
+	x->addr = c;
+	uint64_t s = 0, tail = 0, last = 0;
+	if (rtmem_uint(w->m, c + l->cond_head.off, 8, &s, "a sync.Cond", NULL) < 0 ||
+	    rtmem_uint(w->m, c + l->cond_tail.off, 8, &tail, "a sync.Cond", NULL) < 0)
+		return x;
+	size_t cap = 0;
+	uint8_t sg[GL_SUDOG_MAX];
+	for (unsigned k = 0; s && k < GL_COND_WAITERS; k++) {
+		if ((s & 7) || rtmem_read(w->m, s, sg, l->sudog_size, "a sudog", NULL) < 0)
+			break;
+		uint64_t gp = word(sg, &l->sg_g);
+		if (!gp || (gp & 7))
+			break; /* no sudog of a waiter: not a Cond's list */
+		sd_grow(&x->gps, &cap, x->ngps + 1, sizeof(*x->gps));
+		x->gps[x->ngps++] = gp;
+		last = s;
+		s = word(sg, &l->sg_next);
+	}
+	/* A list read whole ends at the Cond's tail: other words taken for
+	 * a Cond (its tail, read as a head) do not. */
+	if (s || last != tail)
+		x->ngps = 0;
+	if (x->ngps)
+		sd_sort(x->gps, x->ngps, sizeof(*x->gps), cmp_u64);
+	return x;
+}
+
+/* G (at GP) waits in sync.(*Cond).Wait: the Cond is the one whose waiter
+ * list holds GP's sudog. Its address (the receiver, or &c.notify handed
+ * to the runtime) is kept in the frames of the wait and its caller's:
+ * each word there is tried, and believed only when that list, read whole
+ * to the Cond's tail, names GP. */
+static void cond_wait(struct golocks *w, size_t idx, uint64_t gp, const struct sd_goroutine *g,
+		      const uint8_t *stack, uint64_t base, size_t len)
+{
+	const struct golocks_layout *l = w->l;
+	size_t k = 0;
+	while (k < g->nframes &&
+	       !(g->frames[k].function && !strcmp(g->frames[k].function, "sync.(*Cond).Wait")))
+		k++;
+	if (k >= g->nframes || !g->frames[0].sp || g->frames[0].sp < base)
+		return;
+	/* From the runtime's notifyListWait (Wait's callee) to the end of
+	 * Wait's caller: Go's register arguments are spilled into the
+	 * caller's frame. */
+	size_t in = k ? k - 1 : 0;
+	if (!g->frames[in].sp || g->frames[in].sp < g->frames[0].sp)
+		in = 0;
+	uint64_t lo = g->frames[in].sp - base;
+	size_t out = k + 2 < g->nframes ? k + 2 : g->nframes - 1;
+	uint64_t hi = g->frames[out].sp > g->frames[in].sp ? g->frames[out].sp - base
+							   : lo + GL_COND_SPAN;
+	if (hi > lo + GL_COND_SPAN)
+		hi = lo + GL_COND_SPAN;
+	if (hi > len)
+		hi = len;
+	unsigned tried = 0;
+	for (uint64_t off = lo & ~7ull; off + 8 <= hi && tried < GL_COND_CANDIDATES; off += 8) {
+		uint64_t v;
+		memcpy(&v, stack + off, 8);
+		if (!v || (v & 7) || v < 4096)
+			continue;
+		/* The word is the Cond, or its notify list inside it. */
+		uint64_t cands[2] = {v, v - l->cond_notify.off};
+		for (int i = 0; i < 2; i++) {
+			uint64_t c = cands[i];
+			if (i && (!l->cond_notify.off || v < l->cond_notify.off))
+				continue;
+			tried++;
+			const struct cond *x = cond_at(w, c);
+			if (x->ngps && bsearch(&gp, x->gps, x->ngps, sizeof(gp), cmp_u64)) {
+				sd_grow(&w->waits, &w->cwaits, w->nwaits + 1, sizeof(*w->waits));
+				w->waits[w->nwaits++] = (struct wait){idx, "sync.Cond", c, NULL};
+				return;
+			}
+		}
+	}
+}
+
 void golocks_goroutine(struct golocks *w, size_t idx, uint64_t gp, const uint8_t *gb, size_t glen,
 		       const struct sd_goroutine *g, const uint8_t *stack, uint64_t base, size_t len)
 {
@@ -324,6 +436,8 @@ void golocks_goroutine(struct golocks *w, size_t idx, uint64_t gp, const uint8_t
 			s = word(sg, &l->sg_waitlink);
 		}
 	}
+	if (g->status == SD_GO_WAITING && l->cond_size && l->sudog_size && stack && len >= 8)
+		cond_wait(w, idx, gp, g, stack, base, len);
 	if (!stack || len < 8 || !w->nrefs)
 		return;
 	uint64_t top = 0;
@@ -633,89 +747,8 @@ void golocks_end(struct golocks *w, struct sd_symbols *sym, struct sd_snapshot *
 	free(w->gs);
 	free(w->waits);
 	free(w->hits);
+	for (size_t i = 0; i < w->nconds; i++)
+		free(w->conds[i].gps);
+	free(w->conds);
 	free(w);
-}
-
-/* ---- cycles ---- */
-
-/* The edge of goroutine I: the object it waits on (a mutex whose holder is
- * inferred, its only wait), or -1. */
-static long edge_of(const struct sd_snapshot *s, size_t i)
-{
-	const struct sd_goroutine *g = &s->goroutines[i];
-	if (g->nwaits_on != 1 || g->waits_on[0] >= s->ngoobjects)
-		return -1;
-	const struct sd_goobject *o = &s->goobjects[g->waits_on[0]];
-	return o->holder && o->holder != g->id ? (long)g->waits_on[0] : -1;
-}
-
-size_t golocks_deadlocks(const struct sd_snapshot *s, struct sd_godeadlock **out)
-{
-	*out = NULL;
-	size_t n = s->ngoroutines, nd = 0, cap = 0;
-	if (!n || !s->ngoobjects)
-		return 0;
-	struct gid *ix = sd_xmalloc(n * sizeof(*ix));
-	for (size_t i = 0; i < n; i++)
-		ix[i] = (struct gid){s->goroutines[i].id, i};
-	sd_sort(ix, n, sizeof(*ix), cmp_gid);
-	/* 0 unvisited, 1 on the current path, 2 done */
-	unsigned char *mark = sd_xcalloc(n, 1);
-	size_t *path = sd_xmalloc(n * sizeof(*path));
-	for (size_t k = 0; k < n; k++) {
-		size_t start = ix[k].idx, len = 0, cur = start;
-		for (;;) {
-			if (mark[cur] == 2)
-				break;
-			if (mark[cur] == 1) {
-				/* A cycle: from cur's place on the path. */
-				size_t at = 0;
-				while (path[at] != cur)
-					at++;
-				struct sd_godeadlock d = {0};
-				d.n = len - at;
-				d.goroutines = sd_xmalloc(d.n * sizeof(size_t));
-				d.objects = sd_xmalloc(d.n * sizeof(size_t));
-				/* Rotate to start at the smallest id. */
-				size_t lo = 0;
-				for (size_t e = 1; e < d.n; e++)
-					if (s->goroutines[path[at + e]].id <
-					    s->goroutines[path[at + lo]].id)
-						lo = e;
-				for (size_t e = 0; e < d.n; e++) {
-					size_t gi = path[at + (lo + e) % d.n];
-					d.goroutines[e] = gi;
-					d.objects[e] = (size_t)edge_of(s, gi);
-				}
-				sd_grow(out, &cap, nd + 1, sizeof(**out));
-				(*out)[nd++] = d;
-				break;
-			}
-			mark[cur] = 1;
-			path[len++] = cur;
-			long e = edge_of(s, cur);
-			if (e < 0)
-				break;
-			struct gid key = {s->goobjects[e].holder, 0};
-			const struct gid *h = bsearch(&key, ix, n, sizeof(key), cmp_gid);
-			if (!h)
-				break;
-			cur = h->idx;
-		}
-		for (size_t p = 0; p < len; p++)
-			mark[path[p]] = 2;
-	}
-	free(path);
-	free(mark);
-	free(ix);
-	return nd;
-}
-
-void golocks_deadlocks_free(struct sd_godeadlock *d, size_t n)
-{
-	for (size_t i = 0; d && i < n; i++) {
-		free(d[i].goroutines);
-		free(d[i].objects);
-	}
-	free(d);
 }

@@ -45,20 +45,4 @@ void golocks_goroutine(struct golocks *w, size_t idx, uint64_t gp, const uint8_t
  * through SYM (may be NULL); frees W. */
 void golocks_end(struct golocks *w, struct sd_symbols *sym, struct sd_snapshot *s);
 
-/* A cycle among goroutines: goroutines[i] waits on a mutex inferred to be
- * held by goroutines[i + 1] (the last by the first). Indexes into
- * s->goroutines; OBJECTS[i] the object goroutines[i] waits on. */
-struct sd_godeadlock {
-	size_t *goroutines;
-	size_t *objects;
-	size_t n;
-};
-
-/* The cycles of S's goroutine wait-for graph (each goroutine waiting on
- * one mutex whose holder is inferred has one edge), each once, starting
- * at its smallest id. Returns their count, a heap array in *OUT (free
- * with golocks_deadlocks_free). */
-size_t golocks_deadlocks(const struct sd_snapshot *s, struct sd_godeadlock **out);
-void golocks_deadlocks_free(struct sd_godeadlock *d, size_t n);
-
 #endif

@@ -54,21 +54,10 @@ struct sd_goruntime {
 	struct golabels_layout *glab; /* pprof labels */
 	int64_t st_idle, st_runnable, st_running, st_syscall, st_waiting, st_dead, st_copystack,
 	    st_preempted, st_scan;
+	/* runtime.asyncPreempt, which the preemption signal enters by pushing
+	 * the interrupted pc (target addresses; 0 when not found). */
+	uint64_t preempt_lo, preempt_hi;
 };
-
-const char *goroutine_status_name(enum sd_go_status st)
-{
-	switch (st) {
-	case SD_GO_IDLE: return "idle";
-	case SD_GO_RUNNABLE: return "runnable";
-	case SD_GO_RUNNING: return "running";
-	case SD_GO_SYSCALL: return "syscall";
-	case SD_GO_WAITING: return "waiting";
-	case SD_GO_PREEMPTED: return "preempted";
-	case SD_GO_COPYSTACK: return "copystack";
-	}
-	return "?";
-}
 
 void goruntime_free(struct sd_goruntime *rt)
 {
@@ -275,6 +264,12 @@ static struct sd_goruntime *runtime_for(struct sd_goruntime **rtp, struct sd_tmo
 			 why, *rt->version ? rt->version : "version unknown");
 		rt->state = -2;
 		return rt;
+	}
+	uint64_t lo, hi;
+	if (dwt_function(rt->d, "runtime.asyncPreempt.abi0", &lo, &hi) == 0 ||
+	    dwt_function(rt->d, "runtime.asyncPreempt", &lo, &hi) == 0) {
+		rt->preempt_lo = lo + rt->bias;
+		rt->preempt_hi = hi + rt->bias;
 	}
 	rt->state = 1;
 	return rt;
@@ -579,6 +574,9 @@ void goroutines_read(struct sd_goruntime **rtp, struct sd_space *sp, struct sd_u
 		s->go_note = strpool_intern(s->pool, rt->note);
 		return;
 	}
+	/* A goroutine stopped by asynchronous preemption is in the callees
+	 * of runtime.asyncPreempt, above the pc the signal interrupted. */
+	unwind_pushed_return(u, rt->preempt_lo, rt->preempt_hi);
 	struct goread r = {.rt = rt, .sp = sp, .u = u, .sym = sym, .s = s, .o = o};
 	rtmem_space_init(&r.mem, sp);
 	struct sd_error err = {0};

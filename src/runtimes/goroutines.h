@@ -37,8 +37,4 @@ void goroutines_read(struct sd_goruntime **rt, struct sd_space *sp, struct sd_un
 /* NULL does nothing. */
 void goruntime_free(struct sd_goruntime *rt);
 
-/* "idle", "runnable", "running", "syscall", "waiting", "preempted",
- * "copystack". */
-const char *goroutine_status_name(enum sd_go_status st);
-
 #endif

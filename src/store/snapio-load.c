@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "snapio-go.h"
+
 /* ---- loading ---------------------------------------------------------- */
 
 /* The place being read, as a member path ("threads[2].frames[0].addr"),
@@ -697,6 +699,9 @@ static int read_doc(struct rd *r, json_t *doc, struct snapio_meta *m)
 	}
 	/* A Tokio program's tasks: never fails the load (snapio-tokio.c). */
 	snapio_get_tokio(doc, s);
+	char msg[400];
+	if (snapio_go_load(doc, s, msg, sizeof(msg)) < 0)
+		return rd_fail(r, NULL, "%s", msg);
 	return 0;
 }
 

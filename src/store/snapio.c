@@ -18,6 +18,7 @@
 #include "format.h"
 #include "jsonw.h"
 #include "locks.h"
+#include "snapio-go.h"
 #include "version.h"
 
 void snapio_meta_init(struct snapio_meta *m)
@@ -281,6 +282,7 @@ static void put_snapshot(struct jsonw *w, const struct sd_snapshot *s,
 	locks_graph_free(g);
 	/* A Tokio program's runtimes and tasks (snapio-tokio.c). */
 	snapio_put_tokio(w, s);
+	snapio_go_put(w, s);
 
 	jsonw_karray(w, "threads");
 	for (size_t i = 0; i < s->nthreads; i++)

@@ -28,7 +28,21 @@ extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip
 struct sd_unwinder {
 	struct sd_space *space;
 	unw_addr_space_t as;
+	/* Functions entered through a pushed return address (unwind.h,
+	 * unwind_pushed_return): [lo, hi) pairs. */
+	uint64_t (*pushed)[2];
+	size_t npushed;
 };
+
+/* Is PC (a frame's pc, as looked up) in a function the code enters by
+ * pushing the interrupted pc as its return address? */
+static int in_pushed(const struct sd_unwinder *u, uint64_t pc)
+{
+	for (size_t i = 0; i < u->npushed; i++)
+		if (pc >= u->pushed[i][0] && pc < u->pushed[i][1])
+			return 1;
+	return 0;
+}
 
 /* Per-thread state handed to the accessors as ARG. */
 struct uctx {
@@ -578,8 +592,9 @@ static int debug_frame_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t 
 	/* Code that switches stacks (Go's mcall and systemstack) leaves
 	 * under its CFA whatever the other stack holds there, which may even
 	 * point into code. A signal handler (Go's sigtramp) returns into the
-	 * signal return trampoline, which no call precedes. */
-	if (!after_call(c->u->space, nv[DWCFI_RA], 1) &&
+	 * signal return trampoline, which no call precedes; Go's
+	 * runtime.asyncPreempt returns to the pc its signal interrupted. */
+	if (!in_pushed(c->u, pc) && !after_call(c->u->space, nv[DWCFI_RA], 1) &&
 	    !planted_return(c->u->space, nv[DWCFI_RA]) &&
 	    !is_sigreturn(c->u->space, nv[DWCFI_RA])) {
 		c->bad_ra = nv[DWCFI_RA];
@@ -622,8 +637,11 @@ static int fp_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t as)
 	if (nrip == 0)
 		return 0;
 	/* A signal handler returns into the kernel's trampoline, which no
-	 * call precedes. */
-	if (!after_call(c->u->space, nrip, 1) && !is_sigreturn(c->u->space, nrip)) {
+	 * call precedes; a pushed return address follows none either. */
+	unw_word_t ip = 0;
+	unw_get_reg(cur, UNW_REG_IP, &ip);
+	if (!after_call(c->u->space, nrip, 1) && !is_sigreturn(c->u->space, nrip) &&
+	    !(ip && (in_pushed(c->u, ip) || in_pushed(c->u, ip - 1)))) {
 		c->bad_ra = nrip;
 		return -UNW_EBADFRAME;
 	}
@@ -738,7 +756,21 @@ void unwind_free(struct sd_unwinder *u)
 		return;
 	if (u->as)
 		unw_destroy_addr_space(u->as);
+	free(u->pushed);
 	free(u);
+}
+
+void unwind_pushed_return(struct sd_unwinder *u, uint64_t lo, uint64_t hi)
+{
+	if (!u || lo >= hi)
+		return;
+	for (size_t i = 0; i < u->npushed; i++)
+		if (u->pushed[i][0] == lo && u->pushed[i][1] == hi)
+			return;
+	u->pushed = sd_xrealloc(u->pushed, (u->npushed + 1) * sizeof(*u->pushed));
+	u->pushed[u->npushed][0] = lo;
+	u->pushed[u->npushed][1] = hi;
+	u->npushed++;
 }
 
 void unwind_flush(struct sd_unwinder *u)
@@ -943,8 +975,9 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 			break;
 		}
 		/* Return addresses point after the call: only the interrupted
-		 * pc of a signal frame's caller is exact. */
-		exact = sig;
+		 * pc of a signal frame's caller is exact, and the pc pushed as
+		 * the return address of a function entered without a call. */
+		exact = sig || in_pushed(u, f->flags & SD_FRAME_EXACT ? ip : ip - 1);
 		from_fp = c.noinfo;
 	}
 }

@@ -16,6 +16,14 @@ void unwind_free(struct sd_unwinder *u);
 /* Forget cached unwind info (the target's modules changed). */
 void unwind_flush(struct sd_unwinder *u);
 
+/* Code in [LO, HI) (target addresses) is a function entered by pushing
+ * the interrupted pc as its return address, with no call (Go's
+ * runtime.asyncPreempt, injected by its preemption signal): the frame
+ * above it is at that exact pc, which follows no call and is symbolized
+ * as it is (not at pc - 1). Kept until unwind_free; the same range twice
+ * is kept once. */
+void unwind_pushed_return(struct sd_unwinder *u, uint64_t lo, uint64_t hi);
+
 /* Unwind thread TH from its captured registers and stack into frames (pc,
  * sp, flags only). At most MAX_FRAMES (0: no limit). Sets th->unwind_stop
  * (a pool string of SNAP) when it ended for any reason other than reaching

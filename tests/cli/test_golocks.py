@@ -7,6 +7,7 @@
 # each goroutine, the object it waits on, the holder inferred, and the
 # deadlock; `locks` the same, exit status 3. Built with Go 1.19 and 1.24.
 # Also: a corrupt allgs entry read as a note and the rest of the dump.
+import json
 import os
 import re
 import shutil
@@ -115,6 +116,15 @@ def check_dump(name):
     (h,) = gs[writer]["holds"]
     eq((h["kind"], int(h["address"], 16), h["waiters"]), ("sync.RWMutex", rw, 2))
     eq(gs[writer]["frames"][h["frame"]]["function"], "main.write")
+    # sync.Cond waits: on the global one (named), on one on the heap; a
+    # Cond has no holder, and its waiters hold nothing (Wait unlocked L).
+    eq(len(role["cond-wait"]), 2)
+    for gid in role["cond-wait"]:
+        eq(waits(gs[gid]), [("sync.Cond", obj["cond-wait"])], "goroutine %d" % gid)
+        eq(gs[gid]["waiting_on"][0]["symbol"], "main.signal")
+        eq(gs[gid]["waiting_on"][0]["holder"], None)
+    eq(waits(gs[role["cond-heap"][0]]), [("sync.Cond", obj["cond-heap"])])
+    eq(gs[role["cond-heap"][0]]["waiting_on"][0]["symbol"], None)
     # Nobody else holds a mutex.
     holders = sorted(g["id"] for g in gs.values() if g["holds"])
     eq(holders, sorted([ab, ba, hold, writer]))
@@ -352,6 +362,204 @@ def test_corrupt_allgs_entry():
     eq(after.rc, 0, after.err)
     eq(after.json()["go"]["note"], None)
     eq(len(after.json()["goroutines"]), n)
+
+
+def check_record_report(name, version):
+    """fx-golocks leaking a goroutine every 20 ms, recorded: every saved
+    snapshot holds its goroutines, and `report` finds the leak (its
+    creation site, counts that only grow, between what the fixture said it
+    had started before and after the recording, each the count of that
+    snapshot's own file), the ABBA pair as a deadlock among goroutines, and
+    the waiters on the held global mutex stuck on it, its holder named."""
+    need(name)
+    out = tempfile.mkdtemp(prefix="sd-goreport-")
+    try:
+        with start(name, 3, "leak", stdin=True) as fx:
+            known = facts(fx)
+            rec = sdtest.run("record", "--every", "300ms", "--count", "4", "--out", out, fx.pid)
+            after = facts(fx)["leaked"]
+            sdtest.assert_running(fx.pid)
+        eq(rec.rc, 0, rec.err)
+        role, obj = known["g"], known["obj"]
+        files = sorted(f for f in os.listdir(out) if f.startswith("snap-"))
+        eq(len(files), 4, files)
+        saved = []
+        for f in files:
+            with open(os.path.join(out, f)) as fh:
+                doc = json.load(fh)
+            ok(doc["go"]["version"].startswith(version), doc["go"])
+            saved.append(sum(1 for g in doc["goroutines"]
+                             if (g["created_by"] or {}).get("function") == "main.leakForever"))
+            ids = {g["id"] for g in doc["goroutines"]}
+            ok(set(role["contend"]) | set(role["transfer-ab"]) <= ids, sorted(ids))
+        rj = sdtest.run("report", "--format", "json", out)
+        rt = sdtest.run("report", out)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    eq(rj.rc, 0, rj.err)
+    eq(rt.rc, 0, rt.err)
+    fnd = rj.json()["findings"]
+    (leak,) = [x for x in fnd if x["kind"] == "goroutine_leak"]
+    eq(leak["created_by"]["function"], "main.leakForever")
+    ok(leak["created_by"]["file"].endswith("/fx-golocks.go"), leak)
+    counts = leak["counts"]
+    eq(counts, saved)
+    eq(counts, sorted(counts))
+    ok(known["leaked"] <= counts[0] < counts[-1] <= after, (known["leaked"], counts, after))
+    eq((leak["first"], leak["last"], leak["seen"]), (1, 4, 4))
+    sdtest.matches(rt.out, r"^  goroutine leak: goroutines created by main\.leakForever grew from "
+                           r"%d to %d in \d+\.\d s and never fell, in \d+ \"fx-golocks" %
+                   (counts[0], counts[-1]))
+    sdtest.matches(rt.out, r"now: %d in main\.leaked at \S+/fx-golocks\.go:\d+ \[chan receive\]"
+                   % counts[-1])
+    (dl,) = [x for x in fnd if x["kind"] == "goroutine_deadlock"]
+    eq(sorted(dl["goroutines"]), sorted(role["transfer-ab"] + role["transfer-ba"]))
+    eq(dl["seen"], 4)
+    stuck = [x for x in fnd if x["kind"] == "goroutines_stuck"]
+    (mu,) = [x for x in stuck if x["address"] and int(x["address"], 16) == obj["ledger"]]
+    eq(mu["goroutines"], sorted(role["contend"]))
+    eq(mu["holder_goroutine"], role["hold"][0])
+    eq((mu["first"], mu["last"]), (1, 4))
+    # The ABBA pair is the deadlock, not also stuck; the leaked goroutines
+    # (a receive, as idle workers wait) and the sleepers are no finding.
+    for x in stuck:
+        ok(not set(x["goroutines"]) & set(dl["goroutines"] + role["nap"] + role["recv"]), x)
+    waited = {int(x["address"], 16) for x in stuck if x["address"]}
+    ok({obj["ledger"], obj["wg"], obj["rw"]} <= waited, (stuck, obj))
+    sdtest.matches(rt.out, r"^  stuck: 3 goroutines \[(semacquire|sync\.Mutex\.Lock)\] on sync\.Mutex "
+                           r"0x%x <main\.ledger> held by goroutine %d \(inferred\)" %
+                   (obj["ledger"], role["hold"][0]))
+
+
+def test_record_report_goroutines():
+    check_record_report("fx-golocks", "go1.19")
+
+
+def test_record_report_goroutines_go124():
+    check_record_report("fx-golocks-go124", "go1.24")
+
+
+def test_saved_goroutines_malformed():
+    """A saved snapshot whose goroutines are damaged is refused with the
+    member named; one saved before goroutines were (no "go") loads."""
+    need("fx-golocks")
+    out = tempfile.mkdtemp(prefix="sd-gosave-")
+    try:
+        with start("fx-golocks", 3, stdin=True) as fx:
+            facts(fx)
+            rec = sdtest.run("record", "--every", "200ms", "--count", "1", "--out", out, fx.pid)
+            sdtest.assert_running(fx.pid)
+        eq(rec.rc, 0, rec.err)
+        (f,) = [f for f in os.listdir(out) if f.startswith("snap-")]
+        with open(os.path.join(out, f)) as fh:
+            doc = json.load(fh)
+        ok(doc["go_objects"], doc.get("go_objects"))
+        cases = []
+        d = json.loads(json.dumps(doc))
+        d["goroutines"][1]["status"] = "sleeping"
+        cases.append((d, r"goroutines\[1\]\.status: \"sleeping\" is no goroutine status"))
+        d = json.loads(json.dumps(doc))
+        d["goroutines"][0]["frames"][0]["addr"] = 12
+        cases.append((d, r"goroutines\[0\]\.frames\[0\]\.addr: expected a hex string"))
+        d = json.loads(json.dumps(doc))
+        d["go_objects"][0]["waiters"] = ["x"]
+        cases.append((d, r"go_objects\[0\]\.waiters\[0\]: expected a goroutine id"))
+        d = json.loads(json.dumps(doc))
+        d["goroutines"] = {"id": 1}
+        cases.append((d, r": goroutines: expected an array, found an object"))
+        for i, (bad, pattern) in enumerate(cases):
+            p = os.path.join(out, "bad%d.json" % i)
+            with open(p, "w") as fh:
+                json.dump(bad, fh)
+            r = sdtest.run("report", p)
+            eq(r.rc, 2, (r.out, r.err))
+            sdtest.matches(r.err, pattern)
+        # Saved before goroutines were: no "go" members; it loads, and
+        # the dump's JSON (objects rebuilt from waiting_on) loads too.
+        old = json.loads(json.dumps(doc))
+        for k in ("go", "goroutines", "go_objects"):
+            del old[k]
+        p = os.path.join(out, "old.json")
+        with open(p, "w") as fh:
+            json.dump(old, fh)
+        r = sdtest.run("report", p)
+        eq(r.rc, 0, r.err)
+        plain = json.loads(json.dumps(doc))
+        del plain["go_objects"]
+        p = os.path.join(out, "plain.json")
+        with open(p, "w") as fh:
+            json.dump(plain, fh)
+        r = sdtest.run("report", "--format", "json", p)
+        eq(r.rc, 0, r.err)
+        eq([x["kind"] for x in r.json()["findings"] if x["kind"].startswith("goroutine")],
+           ["goroutine_deadlock"])
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def folded_counts(text):
+    out = {}
+    for line in text.splitlines():
+        stack, n = line.rsplit(" ", 1)
+        out[stack] = out.get(stack, 0) + int(n)
+    return out
+
+
+def test_profile_goroutines_formats():
+    """profile --goroutines --format folded / -o FILE.pprof: each sample
+    counts each goroutine's stack once: the fixture's WAITERS goroutines
+    in main.contend count WAITERS per sample, the ABBA pair 2, the holder
+    1, against the fixture's own list of goroutines; go tool pprof reads
+    the pprof file to the same counts; a tiny --cpu-budget slows the
+    goroutine sampling and says so, as for threads."""
+    need("fx-golocks")
+    gotool = shutil.which("go")
+    ok(gotool, "go (golang-go) is needed to read the pprof file")
+    with start("fx-golocks", WAITERS, stdin=True) as fx, tempfile.TemporaryDirectory() as d:
+        known = facts(fx)
+        fo = sdtest.run("profile", "--goroutines", "--count", "3", "--interval", "100ms",
+                        "--format", "folded", fx.pid)
+        path = os.path.join(d, "g.pprof")
+        pp = sdtest.run("profile", "--goroutines", "--count", "4", "--interval", "100ms",
+                        "-o", path, fx.pid)
+        slow = sdtest.run("profile", "--goroutines", "--duration", "7s", "--interval", "10ms",
+                          "--cpu-budget", "0.01", "-o", os.path.join(d, "s.json"), fx.pid)
+        sdtest.assert_running(fx.pid)
+        top = subprocess.run([gotool, "tool", "pprof", "-top", "-sample_index=samples", path],
+                             capture_output=True, text=True, timeout=120)
+        with open(os.path.join(d, "s.json")) as f:
+            sj = json.load(f)
+    eq(fo.rc, 0, fo.err)
+    role = known["g"]
+    counts = folded_counts(fo.out)
+
+    def total(fn):
+        return sum(n for st, n in counts.items() if (";%s;" % fn) in st + ";")
+
+    eq(total("main.contend"), 3 * len(role["contend"]))
+    eq(total("main.transfer"), 3 * 2)
+    eq(total("main.hold"), 3)
+    eq(total("main.recv"), 3)
+    # Every sample has the same goroutines: the total is a multiple of 3.
+    eq(sum(counts.values()) % 3, 0)
+    contains(fo.err, "stackdump: folded profile: 3 samples in")
+    eq(pp.rc, 0, pp.err)
+    eq(top.returncode, 0, top.stderr)
+    m = re.search(r"Total samples = (\d+)", top.stdout)
+    ok(m, top.stdout)
+    eq(int(m.group(1)), sum(counts.values()) // 3 * 4)
+    cum = {}
+    for line in top.stdout.splitlines():
+        f = line.split()
+        if len(f) >= 6 and f[0].isdigit():
+            cum[f[5]] = int(f[3])
+    eq(cum.get("main.contend"), 4 * len(role["contend"]), top.stdout)
+    eq(cum.get("main.hold"), 4, top.stdout)
+    eq(slow.rc, 0, slow.err)
+    contains(slow.err, "over the budget of 0.01% (--cpu-budget)")
+    eq(sj["rate_asked"], 100.0)
+    ok(sj["samples"] < 7 * 100 * 0.9, sj["samples"])
+    contains(sj["rate_note"], "CPU budget")
 
 
 if __name__ == "__main__":

@@ -134,14 +134,13 @@ def compare_with_runtime(name, version):
             # scheduler preempted it; in the oracle, stopped by its stop
             # of the world. The same function, the same file.
             ok(g["status"] in ("running", "runnable", "preempted"), g["status"])
-            if not frames and g["status"] == "running":
+            if not frames:
                 # Scheduled again after the freeze, on a thread not frozen
-                # on its stack: said, not guessed.
+                # on its stack: said, not guessed. A preempted one (its
+                # saved registers in runtime.asyncPreempt's callees) has
+                # its frames (test_preempted_goroutines_as_the_runtime).
+                eq(g["status"], "running", g)
                 contains(g["unwind_stop"] or "", "stack unavailable")
-            elif not frames:
-                # Read without a stop while it went from a CPU to the run
-                # queue (its saved registers not yet written): said too.
-                ok(g["unwind_stop"], "goroutine %d: no frames and no reason: %r" % (gid, g))
             else:
                 eq([(f[0], f[1]) for f in frames][:1], [(f[0], f[1]) for f in w["frames"]][:1])
         else:
@@ -492,6 +491,83 @@ def test_goroutines_from_a_core():
 
 def test_goroutines_from_a_core_go124():
     goroutines_from_core("fx-goroutines-go124")
+
+GO124 = "/var/cache/go124/root/usr/lib/go-1.24/bin/go"
+
+
+def addr2line(path, addrs, version):
+    """{addr: (file, line)} by Go's own tool of the binary's version (its
+    line table as the Go toolchain reads it), for exact pcs."""
+    gotool = GO124 if version == "go1.24" else shutil.which("go")
+    ok(gotool and os.path.exists(gotool), "the go tool of %s is needed for addr2line" % version)
+    env = dict(os.environ, GOTOOLCHAIN="local")
+    if version == "go1.24":
+        env["GOROOT"] = os.path.dirname(os.path.dirname(GO124))
+    p = subprocess.run([gotool, "tool", "addr2line", path], capture_output=True, text=True,
+                       input="".join("0x%x\n" % a for a in addrs), timeout=120, env=env)
+    eq(p.returncode, 0, p.stderr)
+    lines = p.stdout.splitlines()
+    eq(len(lines), 2 * len(addrs), p.stdout)
+    out = {}
+    for i, a in enumerate(addrs):
+        f, _, ln = lines[2 * i + 1].rpartition(":")
+        out[a] = (f, int(ln))
+    return out
+
+
+def check_preempted(name, version):
+    """fx-gospin: three goroutines spinning on one P, all but one stopped
+    by asynchronous preemption at any instant. A stopped one's frames go
+    on past runtime.asyncPreempt (whose caller's pc, pushed by the signal,
+    follows no call) to main.spin at that exact pc: its line is the one
+    Go's own addr2line gives for that pc, and its frames as Go prints them
+    are runtime.Stack's (function and file; the line moves as it spins)."""
+    need(name)
+    seen = 0
+    pcs = []
+    with start(name, 3, stdin=True) as fx:
+        want = parse_traceback(oracle(fx))
+        spinners = sorted(i for i, w in want.items()
+                          if any(f[0] == "main.spin" for f in w["frames"]))
+        eq(len(spinners), 3, want)
+        for attempt in range(40):
+            r = sdtest.run("--format", "json", fx.pid)
+            eq(r.rc, 0, r.err)
+            doc = r.json()
+            ok(doc["go"]["version"].startswith(version), doc["go"])
+            gs = {g["id"]: g for g in doc["goroutines"]}
+            for gid in spinners:
+                g = gs[gid]
+                if g["status"] == "running" and not g["frames"]:
+                    contains(g["unwind_stop"] or "", "stack unavailable")
+                    continue
+                eq(g["unwind_stop"], None, g)
+                fns = [f["function"] for f in g["frames"]]
+                ok("main.spin" in fns, g)
+                k = fns.index("main.spin")
+                if g["status"] in ("runnable", "preempted"):
+                    eq(fns[k - 1], "runtime.asyncPreempt", fns)
+                    pcs.append((int(g["frames"][k]["addr"], 16), g["frames"][k]["file"],
+                                g["frames"][k]["line"]))
+                    seen += 1
+                eq([f[:2] for f in ours_as_go_prints(g)],
+                   [f[:2] for f in want[gid]["frames"]], "goroutine %d" % gid)
+            if seen >= 12:
+                break
+        sdtest.assert_running(fx.pid)
+    ok(seen >= 6, "only %d preempted spinners seen in 40 dumps" % seen)
+    exact = addr2line(path_of(name), sorted({a for a, _, _ in pcs}), version)
+    for a, f, line in pcs:
+        eq((f, line), exact[a], "main.spin at 0x%x" % a)
+
+
+def test_preempted_goroutines_as_the_runtime():
+    check_preempted("fx-gospin", "go1.19")
+
+
+def test_preempted_goroutines_as_the_runtime_go124():
+    check_preempted("fx-gospin-go124", "go1.24")
+
 
 if __name__ == "__main__":
     sdtest.main(globals())

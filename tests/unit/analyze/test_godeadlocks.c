@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Unit tests of the goroutine wait-for graph (runtimes/golocks.c,
-// golocks_deadlocks): cycles among goroutines through mutexes whose holder
+// Unit tests of the goroutine wait-for graph (analyze/godeadlocks.c,
+// godeadlocks_find): cycles among goroutines through mutexes whose holder
 // is inferred, found once each, starting at their smallest id; chains,
 // selects and a goroutine named the holder of what it waits on give none.
 #include <setjmp.h>
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "golocks.h"
+#include "godeadlocks.h"
 #include "snapshot.h"
 #include "util.h"
 
@@ -58,7 +58,7 @@ static void test_abba(void **state)
 	size_t ma = mutex(s, 0xa0, 11, 1); /* 10 waits on A, held by 11 */
 	size_t mb = mutex(s, 0xb0, 10, 0); /* 11 waits on B, held by 10 */
 	struct sd_godeadlock *d;
-	size_t n = golocks_deadlocks(s, &d);
+	size_t n = godeadlocks_find(s, &d);
 	assert_int_equal(n, 1);
 	assert_int_equal(d[0].n, 2);
 	/* From the smallest id: 10 (index 1) waits on A, then 11 on B. */
@@ -66,7 +66,7 @@ static void test_abba(void **state)
 	assert_int_equal(d[0].objects[0], ma);
 	assert_int_equal(d[0].goroutines[1], 0);
 	assert_int_equal(d[0].objects[1], mb);
-	golocks_deadlocks_free(d, n);
+	godeadlocks_free(d, n);
 	snapshot_free(s);
 }
 
@@ -79,7 +79,7 @@ static void test_chain_is_no_deadlock(void **state)
 	mutex(s, 0x20, 3, 1); /* 2 waits for 3, which waits on nothing */
 	mutex(s, 0x30, 0, 2); /* 3 on a mutex with no holder named */
 	struct sd_godeadlock *d;
-	assert_int_equal(golocks_deadlocks(s, &d), 0);
+	assert_int_equal(godeadlocks_find(s, &d), 0);
 	assert_null(d);
 	snapshot_free(s);
 }
@@ -94,13 +94,13 @@ static void test_cycle_of_three_with_a_tail(void **state)
 	mutex(s, 0x70, 5, 1); /* 7 waits for 5 */
 	mutex(s, 0x51, 5, 0); /* 8 waits for 5: led into the cycle, not in it */
 	struct sd_godeadlock *d;
-	size_t n = golocks_deadlocks(s, &d);
+	size_t n = godeadlocks_find(s, &d);
 	assert_int_equal(n, 1);
 	assert_int_equal(d[0].n, 3);
 	assert_int_equal(s->goroutines[d[0].goroutines[0]].id, 5);
 	assert_int_equal(s->goroutines[d[0].goroutines[1]].id, 6);
 	assert_int_equal(s->goroutines[d[0].goroutines[2]].id, 7);
-	golocks_deadlocks_free(d, n);
+	godeadlocks_free(d, n);
 	snapshot_free(s);
 }
 
@@ -115,7 +115,7 @@ static void test_select_and_self_give_no_edge(void **state)
 	mutex(s, 0x20, 2, 0);
 	mutex(s, 0x30, 2, 1);
 	struct sd_godeadlock *d;
-	assert_int_equal(golocks_deadlocks(s, &d), 0);
+	assert_int_equal(godeadlocks_find(s, &d), 0);
 	snapshot_free(s);
 }
 
@@ -129,11 +129,11 @@ static void test_two_cycles(void **state)
 	mutex(s, 0x3, 40, 1); /* 30 -> 40 */
 	mutex(s, 0x4, 30, 0); /* 40 -> 30 */
 	struct sd_godeadlock *d;
-	size_t n = golocks_deadlocks(s, &d);
+	size_t n = godeadlocks_find(s, &d);
 	assert_int_equal(n, 2);
 	assert_int_equal(s->goroutines[d[0].goroutines[0]].id, 10);
 	assert_int_equal(s->goroutines[d[1].goroutines[0]].id, 30);
-	golocks_deadlocks_free(d, n);
+	godeadlocks_free(d, n);
 	snapshot_free(s);
 }
 
