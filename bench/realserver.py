@@ -294,7 +294,10 @@ def bench_server(srv, args, rates):
         log("%s: baseline %.0f %s (load %.2f)" % (srv.name, rows[-1]["throughput"], srv.unit,
                                                   rows[-1]["load1"]))
         order = tools[k % len(tools):] + tools[:k % len(tools)]
-        for tool, rate in order:
+        for j, (tool, rate) in enumerate(order):
+            if args.sandwich and j:
+                # A baseline of its own before each profiled window.
+                rows.append(window(srv, args.window, "baseline", args))
             r = window(srv, args.window, tool, args, rate)
             r["round"] = k
             rows.append(r)
@@ -373,6 +376,10 @@ def main():
     ap.add_argument("--rates", default="20,99")
     ap.add_argument("--dumps", type=int, default=15)
     ap.add_argument("--engine", default="auto", choices=("auto", "perf", "ptrace"))
+    # Each profiled window between two baselines of its own (a server whose
+    # throughput drifts, as MariaDB's does with its disk, is compared over
+    # 16 s, not over the 40 s of a round).
+    ap.add_argument("--sandwich", action="store_true")
     args = ap.parse_args()
     global ENGINE
     ENGINE = args.engine
@@ -381,7 +388,8 @@ def main():
     rates = [int(x) for x in args.rates.split(",")]
     servers = args.servers.split(",")
     # A bound on everything started: windows, warm-up, setup and dumps.
-    per = (args.pairs * (len(rates) + 2) + 1) * (args.window + 2) + args.warmup + 240
+    per = (args.pairs * (len(rates) + 2) * (2 if args.sandwich else 1) + 1) * (args.window + 2) \
+        + args.warmup + 240
     results = []
     try:
         for name in servers:

@@ -10,10 +10,13 @@
 #   bench/realserver.sh [--install] [--pairs N] [--window SECONDS]
 #                       [--servers mariadb,redis,node] [--rates 20,99]
 #                       [--engine auto|perf|ptrace] [--dumps N] [--warmup SECONDS]
+#                       [--sandwich]
 #
 # Windows alternate: a baseline, then stackdump at each rate, then perf
 # record, then the next baseline...; a profiled window's loss is against
-# the mean of the baselines before and after it. Throughput comes from the
+# the mean of the baselines before and after it. With --sandwich every
+# profiled window has a baseline of its own before it (and the next one's
+# after it): twice the windows, for a server whose throughput drifts. Throughput comes from the
 # servers' own counters (MariaDB's Questions, redis's
 # total_commands_processed, the node server's request count). Printed:
 # per window and per server the loss (mean and range over the pairs), the
