@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "format-go.h"
+#include "jsonrd.h"
 
 void snapio_go_put(struct jsonw *w, const struct sd_snapshot *s)
 {
@@ -24,164 +25,10 @@ void snapio_go_put(struct jsonw *w, const struct sd_snapshot *s)
 
 /* ---- reading ------------------------------------------------------------ */
 
-/* Where the reader is ("goroutines[3].frames[0]") and the first error. */
-struct gr {
-	struct sd_snapshot *s;
-	char *err;
-	size_t errlen;
-	char path[160];
-	size_t plen;
-	int failed;
-};
-
-static size_t push(struct gr *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static size_t push(struct gr *r, const char *fmt, ...)
-{
-	size_t old = r->plen;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(r->path + r->plen, sizeof(r->path) - r->plen, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		r->plen += (size_t)n;
-	if (r->plen >= sizeof(r->path))
-		r->plen = sizeof(r->path) - 1;
-	return old;
-}
-
-static void pop(struct gr *r, size_t old)
-{
-	r->plen = old;
-	r->path[old] = '\0';
-}
-
-static int fail(struct gr *r, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(struct gr *r, const char *key, const char *fmt, ...)
-{
-	if (r->failed)
-		return -1;
-	r->failed = 1;
-	char what[200];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	snprintf(r->err, r->errlen, "%s%s%s: %s", r->path, key && r->plen ? "." : "",
-		 key ? key : "", what);
-	return -1;
-}
-
-static const char *tname(const json_t *j)
-{
-	switch (json_typeof(j)) {
-	case JSON_OBJECT: return "an object";
-	case JSON_ARRAY: return "an array";
-	case JSON_STRING: return "a string";
-	case JSON_INTEGER: return "an integer";
-	case JSON_REAL: return "a number";
-	case JSON_TRUE:
-	case JSON_FALSE: return "a boolean";
-	case JSON_NULL: return "null";
-	}
-	return "something else";
-}
-
-/* Member KEY of O as an integer in [LO, HI]: 1 read, 0 absent or null (a
- * failure when REQUIRED), -1 wrong. */
-static int get_int(struct gr *r, const json_t *o, const char *key, int required, long long lo,
-		   long long hi, long long *out)
-{
-	json_t *v = json_object_get(o, key);
-	if (!v || json_is_null(v))
-		return required ? fail(r, key, v ? "must not be null" : "missing") : 0;
-	if (!json_is_integer(v))
-		return fail(r, key, "expected an integer, found %s", tname(v));
-	long long x = json_integer_value(v);
-	if (x < lo || x > hi)
-		return fail(r, key, "%lld is out of range (%lld..%lld)", x, lo, hi);
-	*out = x;
-	return 1;
-}
-
-static int get_str(struct gr *r, const json_t *o, const char *key, int required, const char **out)
-{
-	json_t *v = json_object_get(o, key);
-	if (!v || json_is_null(v))
-		return required ? fail(r, key, v ? "must not be null" : "missing") : 0;
-	if (!json_is_string(v))
-		return fail(r, key, "expected a string, found %s", tname(v));
-	*out = strpool_intern_n(r->s->pool, json_string_value(v), json_string_length(v));
-	return 1;
-}
-
-static int get_bool(struct gr *r, const json_t *o, const char *key, int *out)
-{
-	json_t *v = json_object_get(o, key);
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_boolean(v))
-		return fail(r, key, "expected true or false, found %s", tname(v));
-	*out = json_is_true(v);
-	return 1;
-}
-
-static int get_hex(struct gr *r, const json_t *o, const char *key, int required, uint64_t *out)
-{
-	json_t *v = json_object_get(o, key);
-	if (!v || json_is_null(v))
-		return required ? fail(r, key, v ? "must not be null" : "missing") : 0;
-	const char *p = json_is_string(v) ? json_string_value(v) : NULL;
-	if (!p)
-		return fail(r, key, "expected a hex string (\"0x...\"), found %s", tname(v));
-	char *end;
-	if (p[0] != '0' || (p[1] != 'x' && p[1] != 'X') || !p[2] || strlen(p) > 18)
-		return fail(r, key, "invalid hex number \"%.40s\"", p);
-	unsigned long long x = strtoull(p + 2, &end, 16);
-	if (*end)
-		return fail(r, key, "invalid hex number \"%.40s\"", p);
-	*out = x;
-	return 1;
-}
-
-/* Member KEY as an array (NULL: absent or null, or wrong: r->failed). */
-static json_t *get_array(struct gr *r, const json_t *o, const char *key)
-{
-	json_t *v = json_object_get(o, key);
-	if (!v || json_is_null(v))
-		return NULL;
-	if (!json_is_array(v)) {
-		fail(r, key, "expected an array, found %s", tname(v));
-		return NULL;
-	}
-	return v;
-}
-
-/* A frame object, as the dump writes it. */
-static int read_frame(struct gr *r, const json_t *o, struct sd_frame *f)
-{
-	memset(f, 0, sizeof(*f));
-	if (!json_is_object(o))
-		return fail(r, NULL, "expected a frame object, found %s", tname(o));
-	long long line = 0;
-	int inl = 0, sig = 0;
-	if (get_hex(r, o, "addr", 1, &f->pc) < 0 || get_hex(r, o, "offset", 0, &f->offset) < 0 ||
-	    get_str(r, o, "module", 0, &f->module) < 0 ||
-	    get_str(r, o, "build_id", 0, &f->build_id) < 0 ||
-	    get_str(r, o, "function", 0, &f->function) < 0 ||
-	    get_str(r, o, "file", 0, &f->file) < 0 ||
-	    get_int(r, o, "line", 0, 0, INT_MAX, &line) < 0 ||
-	    get_bool(r, o, "inlined", &inl) < 0 || get_bool(r, o, "signal_frame", &sig) < 0)
-		return -1;
-	f->line = (int)line;
-	f->flags = (inl ? SD_FRAME_INLINED : 0) | (sig ? SD_FRAME_SIGNAL : 0);
-	return 0;
-}
-
 /* An array of goroutine ids (KEY of O) into a heap array. */
-static int read_ids(struct gr *r, const json_t *o, const char *key, uint64_t **out, size_t *n)
+static int read_ids(struct sd_jrd *r, const json_t *o, const char *key, uint64_t **out, size_t *n)
 {
-	json_t *a = get_array(r, o, key);
+	json_t *a = jrd_array(r, o, key, 0);
 	if (r->failed)
 		return -1;
 	size_t len = json_array_size(a);
@@ -190,72 +37,72 @@ static int read_ids(struct gr *r, const json_t *o, const char *key, uint64_t **o
 	for (size_t i = 0; i < len; i++) {
 		json_t *v = json_array_get(a, i);
 		if (!json_is_integer(v) || json_integer_value(v) < 0) {
-			push(r, ".%s[%zu]", key, i);
-			return fail(r, NULL, "expected a goroutine id, found %s", tname(v));
+			jrd_push(r, ".%s[%zu]", key, i);
+			return jrd_fail(r, NULL, "expected a goroutine id, found %s", jrd_type_name(v));
 		}
 		(*out)[(*n)++] = (uint64_t)json_integer_value(v);
 	}
 	return 0;
 }
 
-static int read_object(struct gr *r, const json_t *o, struct sd_goobject *ob)
+static int read_object(struct sd_jrd *r, const json_t *o, struct sd_goobject *ob)
 {
 	memset(ob, 0, sizeof(*ob));
 	ob->locked = -1;
 	ob->holder_frame = -1;
 	if (!json_is_object(o))
-		return fail(r, NULL, "expected an object, found %s", tname(o));
+		return jrd_fail(r, NULL, "expected an object, found %s", jrd_type_name(o));
 	long long x = 0;
 	int locked = 0;
-	if (get_str(r, o, "kind", 1, &ob->kind) < 0 ||
-	    get_hex(r, o, "address", 1, &ob->address) < 0 ||
-	    get_str(r, o, "symbol", 0, &ob->symbol) < 0 ||
-	    get_str(r, o, "mode", 0, &ob->mode) < 0 || get_str(r, o, "note", 0, &ob->note) < 0)
+	if (jrd_str(r, o, "kind", 1, &ob->kind) < 0 ||
+	    jrd_hex(r, o, "address", 1, &ob->address) < 0 ||
+	    jrd_str(r, o, "symbol", 0, &ob->symbol) < 0 ||
+	    jrd_str(r, o, "mode", 0, &ob->mode) < 0 || jrd_str(r, o, "note", 0, &ob->note) < 0)
 		return -1;
-	int k = get_bool(r, o, "locked", &locked);
+	int k = jrd_bool(r, o, "locked", &locked);
 	if (k < 0)
 		return -1;
 	if (k > 0) {
 		ob->locked = locked;
-		if (get_int(r, o, "counted_waiters", 0, 0, UINT_MAX, &x) < 0)
+		if (jrd_int(r, o, "counted_waiters", 0, 0, UINT_MAX, &x) < 0)
 			return -1;
 		ob->counted = (unsigned)x;
 	}
 	x = 0;
-	if (get_int(r, o, "holder", 0, 1, LLONG_MAX, &x) < 0)
+	if (jrd_int(r, o, "holder", 0, 1, LLONG_MAX, &x) < 0)
 		return -1;
 	ob->holder = (uint64_t)x;
 	x = -1;
-	if (get_int(r, o, "holder_frame", 0, 0, INT_MAX, &x) < 0)
+	if (jrd_int(r, o, "holder_frame", 0, 0, INT_MAX, &x) < 0)
 		return -1;
 	ob->holder_frame = ob->holder ? (int)x : -1;
 	if (read_ids(r, o, "waiters", &ob->waiters, &ob->nwaiters) < 0)
 		return -1;
-	json_t *c = get_array(r, o, "candidates");
+	json_t *c = jrd_array(r, o, "candidates", 0);
 	if (r->failed)
 		return -1;
 	size_t nc = json_array_size(c);
 	ob->candidates = sd_xcalloc(nc ? nc : 1, sizeof(*ob->candidates));
 	ob->candidate_frames = sd_xcalloc(nc ? nc : 1, sizeof(*ob->candidate_frames));
 	for (size_t i = 0; i < nc; i++) {
-		size_t old = push(r, ".candidates[%zu]", i);
+		size_t old = jrd_push(r, ".candidates[%zu]", i);
 		json_t *e = json_array_get(c, i);
 		long long gid = 0, fr = -1;
 		if (!json_is_object(e))
-			return fail(r, NULL, "expected an object, found %s", tname(e));
-		if (get_int(r, e, "goroutine", 1, 0, LLONG_MAX, &gid) < 0 ||
-		    get_int(r, e, "frame", 0, 0, INT_MAX, &fr) < 0)
+			return jrd_fail(r, NULL, "expected an object, found %s", jrd_type_name(e));
+		if (jrd_int(r, e, "goroutine", 1, 0, LLONG_MAX, &gid) < 0 ||
+		    jrd_int(r, e, "frame", 0, 0, INT_MAX, &fr) < 0)
 			return -1;
 		ob->candidates[ob->ncandidates] = (uint64_t)gid;
 		ob->candidate_frames[ob->ncandidates++] = (int)fr;
-		pop(r, old);
+		jrd_pop(r, old);
 	}
 	return 0;
 }
 
 /* The object of S of KIND at ADDR, or a new one (a dump's JSON has no
  * "go_objects": its objects are what its goroutines wait on). */
-static size_t object_at(struct gr *r, size_t *cap, const char *kind, uint64_t addr, int add)
+static size_t object_at(struct sd_jrd *r, size_t *cap, const char *kind, uint64_t addr, int add)
 {
 	struct sd_snapshot *s = r->s;
 	for (size_t i = 0; i < s->ngoobjects; i++)
@@ -278,30 +125,30 @@ static size_t object_at(struct gr *r, size_t *cap, const char *kind, uint64_t ad
 
 /* "waiting_on" and "holds" of goroutine G. REBUILD: the file has no
  * "go_objects", the objects are made from these. */
-static int read_waits(struct gr *r, const json_t *o, struct sd_goroutine *g, int rebuild,
+static int read_waits(struct sd_jrd *r, const json_t *o, struct sd_goroutine *g, int rebuild,
 		      size_t *ocap)
 {
 	struct sd_snapshot *s = r->s;
-	json_t *a = get_array(r, o, "waiting_on");
+	json_t *a = jrd_array(r, o, "waiting_on", 0);
 	if (r->failed)
 		return -1;
 	size_t n = json_array_size(a);
 	g->waits_on = sd_xcalloc(n ? n : 1, sizeof(*g->waits_on));
 	for (size_t i = 0; i < n; i++) {
-		size_t old = push(r, ".waiting_on[%zu]", i);
+		size_t old = jrd_push(r, ".waiting_on[%zu]", i);
 		json_t *e = json_array_get(a, i);
 		const char *kind = NULL, *sym = NULL, *mode = NULL;
 		uint64_t addr = 0;
 		long long holder = 0;
 		if (!json_is_object(e))
-			return fail(r, NULL, "expected an object, found %s", tname(e));
-		if (get_str(r, e, "kind", 1, &kind) < 0 || get_hex(r, e, "address", 1, &addr) < 0 ||
-		    get_str(r, e, "symbol", 0, &sym) < 0 || get_str(r, e, "mode", 0, &mode) < 0 ||
-		    get_int(r, e, "holder", 0, 1, LLONG_MAX, &holder) < 0)
+			return jrd_fail(r, NULL, "expected an object, found %s", jrd_type_name(e));
+		if (jrd_str(r, e, "kind", 1, &kind) < 0 || jrd_hex(r, e, "address", 1, &addr) < 0 ||
+		    jrd_str(r, e, "symbol", 0, &sym) < 0 || jrd_str(r, e, "mode", 0, &mode) < 0 ||
+		    jrd_int(r, e, "holder", 0, 1, LLONG_MAX, &holder) < 0)
 			return -1;
 		size_t k = object_at(r, ocap, kind, addr, rebuild);
 		if (k == (size_t)-1)
-			return fail(r, NULL, "%s 0x%llx is not among go_objects", kind,
+			return jrd_fail(r, NULL, "%s 0x%llx is not among go_objects", kind,
 				    (unsigned long long)addr);
 		struct sd_goobject *ob = &s->goobjects[k];
 		if (rebuild) {
@@ -317,23 +164,23 @@ static int read_waits(struct gr *r, const json_t *o, struct sd_goroutine *g, int
 		if (mode)
 			g->wait_mode = mode;
 		g->waits_on[g->nwaits_on++] = k;
-		pop(r, old);
+		jrd_pop(r, old);
 	}
-	a = get_array(r, o, "holds");
+	a = jrd_array(r, o, "holds", 0);
 	if (r->failed)
 		return -1;
 	for (size_t i = 0; i < json_array_size(a); i++) {
-		size_t old = push(r, ".holds[%zu]", i);
+		size_t old = jrd_push(r, ".holds[%zu]", i);
 		json_t *e = json_array_get(a, i);
 		const char *kind = NULL;
 		uint64_t addr = 0;
 		long long fr = -1;
 		int certain = 0;
 		if (!json_is_object(e))
-			return fail(r, NULL, "expected an object, found %s", tname(e));
-		if (get_str(r, e, "kind", 1, &kind) < 0 || get_hex(r, e, "address", 1, &addr) < 0 ||
-		    get_int(r, e, "frame", 0, 0, INT_MAX, &fr) < 0 ||
-		    get_bool(r, e, "certain", &certain) < 0)
+			return jrd_fail(r, NULL, "expected an object, found %s", jrd_type_name(e));
+		if (jrd_str(r, e, "kind", 1, &kind) < 0 || jrd_hex(r, e, "address", 1, &addr) < 0 ||
+		    jrd_int(r, e, "frame", 0, 0, INT_MAX, &fr) < 0 ||
+		    jrd_bool(r, e, "certain", &certain) < 0)
 			return -1;
 		g->nholds++;
 		size_t k = object_at(r, ocap, kind, addr, rebuild);
@@ -351,18 +198,18 @@ static int read_waits(struct gr *r, const json_t *o, struct sd_goroutine *g, int
 				ob->holder_frame = (int)fr;
 			}
 		}
-		pop(r, old);
+		jrd_pop(r, old);
 	}
 	return 0;
 }
 
-static int read_labels(struct gr *r, const json_t *o, struct sd_goroutine *g)
+static int read_labels(struct sd_jrd *r, const json_t *o, struct sd_goroutine *g)
 {
 	json_t *l = json_object_get(o, "labels");
 	if (!l || json_is_null(l))
 		return 0;
 	if (!json_is_object(l))
-		return fail(r, "labels", "expected an object, found %s", tname(l));
+		return jrd_fail(r, "labels", "expected an object, found %s", jrd_type_name(l));
 	size_t n = json_object_size(l), k = 0;
 	g->labels = sd_xcalloc(2 * (n ? n : 1), sizeof(*g->labels));
 	const char *key;
@@ -370,8 +217,8 @@ static int read_labels(struct gr *r, const json_t *o, struct sd_goroutine *g)
 	json_object_foreach(l, key, v)
 	{
 		if (!json_is_string(v))
-			return fail(r, "labels", "the value of \"%.40s\" is %s, not a string", key,
-				    tname(v));
+			return jrd_fail(r, "labels", "the value of \"%.40s\" is %s, not a string", key,
+				    jrd_type_name(v));
 		g->labels[2 * k] = strpool_intern(r->s->pool, key);
 		g->labels[2 * k + 1] = strpool_intern(r->s->pool, json_string_value(v));
 		k++;
@@ -381,113 +228,121 @@ static int read_labels(struct gr *r, const json_t *o, struct sd_goroutine *g)
 	return 0;
 }
 
-static int read_goroutine(struct gr *r, const json_t *o, struct sd_goroutine *g, int rebuild,
+static int read_goroutine(struct sd_jrd *r, const json_t *o, struct sd_goroutine *g, int rebuild,
 			  size_t *ocap)
 {
 	long long x = 0;
 	if (!json_is_object(o))
-		return fail(r, NULL, "expected a goroutine object, found %s", tname(o));
-	if (get_int(r, o, "id", 1, 0, LLONG_MAX, &x) < 0)
+		return jrd_fail(r, NULL, "expected a goroutine object, found %s", jrd_type_name(o));
+	if (jrd_int(r, o, "id", 1, 0, LLONG_MAX, &x) < 0)
 		return -1;
 	g->id = (uint64_t)x;
 	const char *st = NULL;
-	if (get_str(r, o, "status", 1, &st) < 0)
+	if (jrd_str(r, o, "status", 1, &st) < 0)
 		return -1;
 	int k = sd_go_status_parse(st);
 	if (k < 0)
-		return fail(r, "status",
+		return jrd_fail(r, "status",
 			    "\"%.40s\" is no goroutine status (idle, runnable, running, syscall, "
 			    "waiting, preempted, copystack)",
 			    st);
 	g->status = (enum sd_go_status)k;
-	if (get_str(r, o, "wait_reason", 0, &g->wait_reason) < 0 ||
-	    get_str(r, o, "unwind_stop", 0, &g->unwind_stop) < 0)
+	if (jrd_str(r, o, "wait_reason", 0, &g->wait_reason) < 0 ||
+	    jrd_str(r, o, "unwind_stop", 0, &g->unwind_stop) < 0)
 		return -1;
 	json_t *ws = json_object_get(o, "wait_seconds");
 	if (ws && !json_is_null(ws)) {
 		if (!json_is_number(ws) || json_number_value(ws) < 0)
-			return fail(r, "wait_seconds",
+			return jrd_fail(r, "wait_seconds",
 				    "expected a number of seconds or null, found %s",
-				    json_is_number(ws) ? "a negative number" : tname(ws));
+				    json_is_number(ws) ? "a negative number" : jrd_type_name(ws));
 		g->wait_seconds = json_number_value(ws);
 	}
 	x = 0;
-	if (get_int(r, o, "thread", 0, 1, INT_MAX, &x) < 0)
+	if (jrd_int(r, o, "thread", 0, 1, INT_MAX, &x) < 0)
 		return -1;
 	g->thread = (pid_t)x;
 	x = 0;
-	if (get_int(r, o, "parent", 0, 0, LLONG_MAX, &x) < 0)
+	if (jrd_int(r, o, "parent", 0, 0, LLONG_MAX, &x) < 0)
 		return -1;
 	g->parent = (uint64_t)x;
 	x = 0;
-	if (get_int(r, o, "retakes", 0, 0, UINT_MAX, &x) < 0)
+	if (jrd_int(r, o, "retakes", 0, 0, UINT_MAX, &x) < 0)
 		return -1;
 	g->retakes = (unsigned)x;
-	if (get_bool(r, o, "locked", &g->locked) < 0)
+	if (jrd_bool(r, o, "locked", &g->locked) < 0)
 		return -1;
 	json_t *cb = json_object_get(o, "created_by");
 	if (cb && !json_is_null(cb)) {
-		size_t old = push(r, ".created_by");
-		if (read_frame(r, cb, &g->created_by) < 0)
+		size_t old = jrd_push(r, ".created_by");
+		if (jrd_frame(r, cb, &g->created_by) < 0)
 			return -1;
-		pop(r, old);
+		jrd_pop(r, old);
 	}
 	if (read_labels(r, o, g) < 0)
 		return -1;
-	json_t *fr = get_array(r, o, "frames");
+	json_t *fr = jrd_array(r, o, "frames", 0);
 	if (r->failed)
 		return -1;
 	size_t nf = json_array_size(fr);
 	g->frames = sd_xcalloc(nf ? nf : 1, sizeof(*g->frames));
 	for (size_t i = 0; i < nf; i++) {
-		size_t old = push(r, ".frames[%zu]", i);
-		if (read_frame(r, json_array_get(fr, i), &g->frames[i]) < 0)
+		size_t old = jrd_push(r, ".frames[%zu]", i);
+		if (jrd_frame(r, json_array_get(fr, i), &g->frames[i]) < 0)
 			return -1;
 		g->nframes++;
-		pop(r, old);
+		jrd_pop(r, old);
 	}
 	return read_waits(r, o, g, rebuild, ocap);
 }
 
-int snapio_go_load(const struct json_t *doc, struct sd_snapshot *s, char *err, size_t errlen)
+static int go_load(struct sd_jrd *r, const json_t *doc, struct sd_snapshot *s)
 {
-	struct gr r = {.s = s, .err = err, .errlen = errlen};
 	json_t *go = json_object_get(doc, "go");
 	if (!go || json_is_null(go))
 		return 0;
 	if (!json_is_object(go))
-		return fail(&r, "go", "expected an object, found %s", tname(go));
-	size_t old = push(&r, "go");
-	if (get_str(&r, go, "version", 0, &s->go_version) < 0 ||
-	    get_str(&r, go, "note", 0, &s->go_note) < 0 ||
-	    get_str(&r, go, "objects_note", 0, &s->golocks_note) < 0)
+		return jrd_fail(r, "go", "expected an object, found %s", jrd_type_name(go));
+	size_t old = jrd_push(r, "go");
+	if (jrd_str(r, go, "version", 0, &s->go_version) < 0 ||
+	    jrd_str(r, go, "note", 0, &s->go_note) < 0 ||
+	    jrd_str(r, go, "objects_note", 0, &s->golocks_note) < 0)
 		return -1;
-	pop(&r, old);
+	jrd_pop(r, old);
 	s->go_read = 1;
 	size_t ocap = 0;
-	json_t *objs = get_array(&r, doc, "go_objects");
-	if (r.failed)
+	json_t *objs = jrd_array(r, doc, "go_objects", 0);
+	if (r->failed)
 		return -1;
 	for (size_t i = 0; objs && i < json_array_size(objs); i++) {
-		old = push(&r, "go_objects[%zu]", i);
+		old = jrd_push(r, "go_objects[%zu]", i);
 		sd_grow(&s->goobjects, &ocap, s->ngoobjects + 1, sizeof(*s->goobjects));
-		if (read_object(&r, json_array_get(objs, i), &s->goobjects[s->ngoobjects++]) < 0)
+		if (read_object(r, json_array_get(objs, i), &s->goobjects[s->ngoobjects++]) < 0)
 			return -1;
-		pop(&r, old);
+		jrd_pop(r, old);
 	}
-	json_t *gs = get_array(&r, doc, "goroutines");
-	if (r.failed)
+	json_t *gs = jrd_array(r, doc, "goroutines", 0);
+	if (r->failed)
 		return -1;
 	size_t n = json_array_size(gs);
 	s->goroutines = sd_xcalloc(n ? n : 1, sizeof(*s->goroutines));
 	for (size_t i = 0; i < n; i++) {
-		old = push(&r, "goroutines[%zu]", i);
+		old = jrd_push(r, "goroutines[%zu]", i);
 		struct sd_goroutine *g = &s->goroutines[s->ngoroutines++];
 		memset(g, 0, sizeof(*g));
 		g->wait_seconds = -1;
-		if (read_goroutine(&r, json_array_get(gs, i), g, !objs, &ocap) < 0)
+		if (read_goroutine(r, json_array_get(gs, i), g, !objs, &ocap) < 0)
 			return -1;
-		pop(&r, old);
+		jrd_pop(r, old);
 	}
 	return 0;
+}
+
+int snapio_go_load(const struct json_t *doc, struct sd_snapshot *s, char *err, size_t errlen)
+{
+	struct sd_jrd r = {.s = s};
+	int rc = go_load(&r, doc, s);
+	if (rc < 0)
+		snprintf(err, errlen, "%s", r.msg);
+	return rc;
 }
