@@ -26,29 +26,6 @@ static const char *col(const struct sd_render_opts *o, const char *c)
 	return o && o->color ? c : "";
 }
 
-static const char *base(const char *p)
-{
-	const char *b = p ? strrchr(p, '/') : NULL;
-	return b ? b + 1 : p;
-}
-
-/* 101 "cycle-1" */
-static void add_label(struct strbuf *out, const struct sd_snapshot *s, pid_t tid)
-{
-	const struct sd_thread *th = snapshot_find_thread(s, tid);
-	const char *name = th ? th->name : NULL;
-	/* A thread outside a --tid/--name selection is still named. */
-	for (size_t i = 0; !th && i < s->noutside; i++)
-		if (s->outside[i].tid == tid)
-			name = s->outside[i].name;
-	strbuf_addf(out, "%d", (int)tid);
-	if (name) {
-		strbuf_adds(out, " \"");
-		strbuf_add_escaped(out, name);
-		strbuf_adds(out, "\"");
-	}
-}
-
 /* "mutex <g_lock>" (the symbol says which), else "mutex 0x5555..." */
 static void add_object(struct strbuf *out, enum sd_wait_kind kind, uint64_t address,
 		       const char *symbol)
@@ -67,7 +44,7 @@ static void add_object(struct strbuf *out, enum sd_wait_kind kind, uint64_t addr
  * itself (S's executable), else the innermost one with a name. -1: none. */
 static long own_frame(const struct sd_snapshot *s, const struct sd_thread *th)
 {
-	const char *exe = base(s->exe);
+	const char *exe = format_base_name(s->exe);
 	for (size_t k = 0; exe && k < th->nframes; k++)
 		if (th->frames[k].module && !strcmp(th->frames[k].module, exe))
 			return (long)k;
@@ -88,7 +65,7 @@ static void add_where(struct strbuf *out, const struct sd_snapshot *s, const str
 	strbuf_add_escaped(out, f->function ? f->function : "??");
 	if (f->file && f->line > 0) {
 		strbuf_adds(out, " at ");
-		strbuf_add_escaped(out, base(f->file));
+		strbuf_add_escaped(out, format_base_name(f->file));
 		strbuf_addf(out, ":%d", f->line);
 	}
 }
@@ -165,7 +142,7 @@ static int finding(const struct sd_snapshot *s, const struct sd_lockgraph *g, in
 		if (summary) {
 			if (d->n == 1) {
 				strbuf_adds(summary, "deadlock: ");
-				add_label(summary, s, d->edges[0].tid);
+				format_thread_label(summary, s, d->edges[0].tid);
 				strbuf_adds(summary, " waits for a lock it holds");
 			} else {
 				strbuf_addf(summary, "deadlock: %zu threads wait for each other", d->n);
@@ -175,11 +152,11 @@ static int finding(const struct sd_snapshot *s, const struct sd_lockgraph *g, in
 			const struct sd_lock_edge *ed = &d->edges[e];
 			const struct sd_thread *th = snapshot_find_thread(s, ed->tid);
 			strbuf_adds(detail, "    ");
-			add_label(detail, s, ed->tid);
+			format_thread_label(detail, s, ed->tid);
 			strbuf_adds(detail, " waits for ");
 			add_object(detail, ed->kind, ed->address, ed->symbol);
 			strbuf_adds(detail, " held by ");
-			add_label(detail, s, ed->owner);
+			format_thread_label(detail, s, ed->owner);
 			strbuf_adds(detail, "\n");
 			if (th && own_frame(s, th) >= 0) {
 				strbuf_adds(detail, "      ");
@@ -206,7 +183,7 @@ static int finding(const struct sd_snapshot *s, const struct sd_lockgraph *g, in
 		strbuf_adds(detail, "    ");
 		if (l->owner_known) {
 			strbuf_adds(detail, "held by ");
-			add_label(detail, s, l->owner);
+			format_thread_label(detail, s, l->owner);
 			if (l->owner_evidence == SD_EVIDENCE_STACK)
 				strbuf_adds(detail, " (inferred)");
 			if (h && own_frame(s, h) >= 0) {
@@ -246,7 +223,7 @@ static int finding(const struct sd_snapshot *s, const struct sd_lockgraph *g, in
 				break;
 			}
 			strbuf_adds(detail, "    ");
-			add_label(detail, s, th->tid);
+			format_thread_label(detail, s, th->tid);
 			if (th->wchan)
 				strbuf_addf(detail, " (wchan %s)", th->wchan);
 			strbuf_adds(detail, "\n");

@@ -2,7 +2,7 @@
 // Text that fits the reader: function names without their generic and
 // template arguments (Rust's and C++'s can be hundreds of characters), and
 // lines broken to the width of the terminal, indented, so that none wraps
-// at the terminal's whim.
+// at the terminal's whim; a thread's label and a file's last part.
 #include <stdlib.h>
 #include <string.h>
 
@@ -234,4 +234,26 @@ void format_names_ranges(struct strbuf *out, const char *const *names, const pid
 	strbuf_adds(out, ", TIDs ");
 	add_ranges(out, num, n, limit);
 	free(num);
+}
+
+const char *format_base_name(const char *p)
+{
+	const char *b = p ? strrchr(p, '/') : NULL;
+	return b ? b + 1 : p;
+}
+
+void format_thread_label(struct strbuf *out, const struct sd_snapshot *s, pid_t tid)
+{
+	const struct sd_thread *th = snapshot_find_thread(s, tid);
+	const char *name = th ? th->name : NULL;
+	/* A thread outside a --tid/--name selection is still named. */
+	for (size_t i = 0; !th && i < s->noutside; i++)
+		if (s->outside[i].tid == tid)
+			name = s->outside[i].name;
+	strbuf_addf(out, "%d", (int)tid);
+	if (name) {
+		strbuf_adds(out, " \"");
+		strbuf_add_escaped(out, name);
+		strbuf_adds(out, "\"");
+	}
 }

@@ -33,13 +33,7 @@ static const char *col(const struct sd_render_opts *o, const char *c)
 
 static void add_thread_label(struct strbuf *out, const struct sd_snapshot *s, pid_t tid)
 {
-	const struct sd_thread *th = snapshot_find_thread(s, tid);
-	strbuf_addf(out, "%d", (int)tid);
-	if (th && th->name) {
-		strbuf_adds(out, " \"");
-		strbuf_add_escaped(out, th->name);
-		strbuf_adds(out, "\"");
-	}
+	format_thread_label(out, s, tid);
 	/* A Tokio worker: the task it polls (the std-mutex stall's waiters
 	 * and holder). */
 	uint64_t task = format_tokio_task_of(s, tid);

@@ -24,12 +24,6 @@ static const char *col(const struct sd_render_opts *o, const char *c)
 	return o && o->color ? c : "";
 }
 
-static const char *base(const char *p)
-{
-	const char *b = p ? strrchr(p, '/') : NULL;
-	return b ? b + 1 : p;
-}
-
 /* V in decimal, written backwards so that it ends just before END;
  * returns where it starts. */
 static char *decimal_before(char *end, uint64_t v)
@@ -71,7 +65,7 @@ static void frame_where(struct strbuf *out, const struct sd_frame *f, const stru
 	}
 	if (f->file && !(o && o->no_source)) {
 		strbuf_adds(out, " at ");
-		strbuf_add_escaped(out, base(f->file));
+		strbuf_add_escaped(out, format_base_name(f->file));
 		if (f->line > 0) {
 			char ln[16], *e = ln + sizeof(ln), *b = decimal_before(e, (uint64_t)f->line);
 			*--b = ':';

@@ -444,23 +444,6 @@ void format_tokio_json(struct jsonw *w, const struct sd_snapshot *s)
 /* Threads and tasks named on a finding's lines before "... and N more". */
 #define FIND_SHOWN 8
 
-static const char *base_name(const char *p)
-{
-	const char *b = p ? strrchr(p, '/') : NULL;
-	return b ? b + 1 : p;
-}
-
-static void thread_label(struct strbuf *out, const struct sd_snapshot *s, pid_t tid)
-{
-	const struct sd_thread *th = snapshot_find_thread(s, tid);
-	strbuf_addf(out, "%d", (int)tid);
-	if (th && th->name) {
-		strbuf_adds(out, " \"");
-		strbuf_add_escaped(out, th->name);
-		strbuf_adds(out, "\"");
-	}
-}
-
 static const struct sd_tokio_task *task_by_id(const struct sd_tokio_rt *rt, uint64_t id)
 {
 	for (size_t i = 0; id && i < rt->ntasks; i++)
@@ -508,7 +491,7 @@ static int polled_task(struct strbuf *out, const struct sd_snapshot *s, pid_t ti
 		strbuf_add_escaped(out, f->function);
 		if (f->file && f->line > 0) {
 			strbuf_adds(out, " at ");
-			strbuf_add_escaped(out, base_name(f->file));
+			strbuf_add_escaped(out, format_base_name(f->file));
 			strbuf_addf(out, ":%d", f->line);
 		}
 		break;
@@ -662,7 +645,7 @@ static int stall_finding(const struct sd_snapshot *s, const struct sd_lockgraph 
 	strbuf_adds(detail, "    ");
 	if (l->owner_known) {
 		strbuf_adds(detail, "held by thread ");
-		thread_label(detail, s, l->owner);
+		format_thread_label(detail, s, l->owner);
 		if (l->owner_evidence == SD_EVIDENCE_STACK)
 			strbuf_adds(detail, " (inferred)");
 		struct strbuf pt;
@@ -687,7 +670,7 @@ static int stall_finding(const struct sd_snapshot *s, const struct sd_lockgraph 
 			break;
 		}
 		strbuf_adds(detail, "    worker ");
-		thread_label(detail, s, l->waiters[k]);
+		format_thread_label(detail, s, l->waiters[k]);
 		strbuf_adds(detail, " parked, polling ");
 		if (!polled_task(detail, s, l->waiters[k]))
 			strbuf_adds(detail, "no task it could name");

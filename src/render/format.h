@@ -70,6 +70,11 @@ void format_fit_width(struct strbuf *out, size_t from, int width);
 /* Under frame IDX of TH (-1: after its last frame), one line per lock TH
  * holds there: "- holds mutex 0x... <sym>" when the lock records it,
  * "- holds (inferred) ..." when a reference in that frame says so. */
+/* "101 \"cycle-1\"": TID and its name, a thread outside a --tid/--name
+ * selection named too (format-fit.c). */
+void format_thread_label(struct strbuf *out, const struct sd_snapshot *s, pid_t tid);
+/* The last part of path P (P itself without a '/'; NULL for NULL). */
+const char *format_base_name(const char *p);
 void format_text_holds(struct strbuf *out, const struct sd_thread *th, long idx,
 		       const struct sd_render_opts *o);
 
