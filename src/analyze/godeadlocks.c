@@ -5,17 +5,6 @@
 
 #include <stdlib.h>
 
-struct gid {
-	uint64_t id;
-	size_t idx;
-};
-
-static int cmp_gid(const void *a, const void *b)
-{
-	const struct gid *x = a, *y = b;
-	return (x->id > y->id) - (x->id < y->id);
-}
-
 /* The edge of goroutine I: the object it waits on (a mutex whose holder is
  * inferred, its only wait), or -1. */
 static long edge_of(const struct sd_snapshot *s, size_t i)
@@ -33,10 +22,7 @@ size_t godeadlocks_find(const struct sd_snapshot *s, struct sd_godeadlock **out)
 	size_t n = s->ngoroutines, nd = 0, cap = 0;
 	if (!n || !s->ngoobjects)
 		return 0;
-	struct gid *ix = sd_xmalloc(n * sizeof(*ix));
-	for (size_t i = 0; i < n; i++)
-		ix[i] = (struct gid){s->goroutines[i].id, i};
-	sd_sort(ix, n, sizeof(*ix), cmp_gid);
+	struct sd_goindex *ix = sd_goindex_new(s);
 	/* 0 unvisited, 1 on the current path, 2 done */
 	unsigned char *mark = sd_xcalloc(n, 1);
 	size_t *path = sd_xmalloc(n * sizeof(*path));
@@ -74,11 +60,10 @@ size_t godeadlocks_find(const struct sd_snapshot *s, struct sd_godeadlock **out)
 			long e = edge_of(s, cur);
 			if (e < 0)
 				break;
-			struct gid key = {s->goobjects[e].holder, 0};
-			const struct gid *h = bsearch(&key, ix, n, sizeof(key), cmp_gid);
-			if (!h)
+			long h = sd_goindex_find(ix, n, s->goobjects[e].holder);
+			if (h < 0)
 				break;
-			cur = h->idx;
+			cur = (size_t)h;
 		}
 		for (size_t p = 0; p < len; p++)
 			mark[path[p]] = 2;

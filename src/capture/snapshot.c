@@ -316,6 +316,28 @@ static const char *const go_status_names[] = {
 };
 #define NGO_STATUS (sizeof(go_status_names) / sizeof(go_status_names[0]))
 
+static int cmp_goindex(const void *a, const void *b)
+{
+	const struct sd_goindex *x = a, *y = b;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+struct sd_goindex *sd_goindex_new(const struct sd_snapshot *s)
+{
+	struct sd_goindex *ix = sd_xmalloc((s->ngoroutines + 1) * sizeof(*ix));
+	for (size_t i = 0; i < s->ngoroutines; i++)
+		ix[i] = (struct sd_goindex){s->goroutines[i].id, i};
+	sd_sort(ix, s->ngoroutines, sizeof(*ix), cmp_goindex);
+	return ix;
+}
+
+long sd_goindex_find(const struct sd_goindex *ix, size_t n, uint64_t id)
+{
+	struct sd_goindex key = {id, 0};
+	const struct sd_goindex *e = bsearch(&key, ix, n, sizeof(key), cmp_goindex);
+	return e ? (long)e->idx : -1;
+}
+
 const char *sd_go_status_name(enum sd_go_status st)
 {
 	return (unsigned)st < NGO_STATUS ? go_status_names[st] : "?";

@@ -484,6 +484,16 @@ const char *sd_evidence_name(enum sd_evidence e);
 const char *sd_go_status_name(enum sd_go_status st);
 int sd_go_status_parse(const char *name);
 
+/* S's goroutines by id (ids are unique): a sorted heap array of
+ * s->ngoroutines entries, never NULL; sd_goindex_find gives the index in
+ * s->goroutines of goroutine ID, or -1. */
+struct sd_goindex {
+	uint64_t id;
+	size_t idx;
+};
+struct sd_goindex *sd_goindex_new(const struct sd_snapshot *s);
+long sd_goindex_find(const struct sd_goindex *ix, size_t n, uint64_t id);
+
 /* Short name of a wait kind, as in JSON ("mutex", "rwlock-read"...). */
 const char *sd_wait_kind_name(enum sd_wait_kind k);
 enum sd_wait_kind sd_wait_kind_parse(const char *name);

@@ -439,28 +439,17 @@ void format_go_deadlocks_text(struct strbuf *out, const struct sd_snapshot *s,
 }
 
 /* Goroutines by id, for the lock view: sorted (id, index) pairs. */
-struct idix {
-	uint64_t id;
-	size_t idx;
-};
-
-static int cmp_idix(const void *a, const void *b)
-{
-	const struct idix *x = a, *y = b;
-	return (x->id > y->id) - (x->id < y->id);
-}
-
-static const struct sd_goroutine *find(const struct sd_snapshot *s, const struct idix *ix,
+static const struct sd_goroutine *find(const struct sd_snapshot *s, const struct sd_goindex *ix,
 				       uint64_t id)
 {
-	struct idix key = {id, 0};
-	const struct idix *e = bsearch(&key, ix, s->ngoroutines, sizeof(key), cmp_idix);
-	return e ? &s->goroutines[e->idx] : NULL;
+	long i = sd_goindex_find(ix, s->ngoroutines, id);
+	return i >= 0 ? &s->goroutines[i] : NULL;
 }
 
 /* The waiters of OB, those with the same stack as one entry. */
-static void lock_waiters(struct strbuf *out, const struct sd_snapshot *s, const struct idix *ix,
-			 const struct sd_goobject *ob, const struct sd_render_opts *o)
+static void lock_waiters(struct strbuf *out, const struct sd_snapshot *s,
+			 const struct sd_goindex *ix, const struct sd_goobject *ob,
+			 const struct sd_render_opts *o)
 {
 	unsigned char *done = sd_xcalloc(ob->nwaiters + 1, 1);
 	for (size_t i = 0; i < ob->nwaiters; i++) {
@@ -509,10 +498,7 @@ void format_go_locks_text(struct strbuf *out, const struct sd_snapshot *s,
 		strbuf_add_escaped(out, s->golocks_note);
 		strbuf_adds(out, "\n");
 	}
-	struct idix *ix = sd_xmalloc((s->ngoroutines + 1) * sizeof(*ix));
-	for (size_t i = 0; i < s->ngoroutines; i++)
-		ix[i] = (struct idix){s->goroutines[i].id, i};
-	sd_sort(ix, s->ngoroutines, sizeof(*ix), cmp_idix);
+	struct sd_goindex *ix = sd_goindex_new(s);
 	for (size_t i = 0; i < s->ngoobjects; i++) {
 		const struct sd_goobject *ob = &s->goobjects[i];
 		strbuf_adds(out, "\n");

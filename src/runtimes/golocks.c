@@ -458,17 +458,6 @@ void golocks_goroutine(struct golocks *w, size_t idx, uint64_t gp, const uint8_t
 	}
 }
 
-struct gid {
-	uint64_t id;
-	size_t idx;
-};
-
-static int cmp_gid(const void *a, const void *b)
-{
-	const struct gid *x = a, *y = b;
-	return (x->id > y->id) - (x->id < y->id);
-}
-
 static int cmp_hit(const void *a, const void *b)
 {
 	const struct hit *x = a, *y = b;
@@ -721,17 +710,12 @@ void golocks_end(struct golocks *w, struct sd_symbols *sym, struct sd_snapshot *
 		infer_holder(w, s, i);
 	}
 	/* Who holds something, by id (goroutine ids are unique). */
-	struct gid *ix = s->ngoroutines ? sd_xmalloc(s->ngoroutines * sizeof(*ix)) : NULL;
-	for (size_t i = 0; i < s->ngoroutines; i++)
-		ix[i] = (struct gid){s->goroutines[i].id, i};
-	if (ix)
-		sd_sort(ix, s->ngoroutines, sizeof(*ix), cmp_gid);
+	struct sd_goindex *ix = sd_goindex_new(s);
 	for (size_t i = 0; i < s->ngoobjects; i++)
 		for (size_t c = 0; c < s->goobjects[i].ncandidates; c++) {
-			struct gid key = {s->goobjects[i].candidates[c], 0};
-			const struct gid *h = bsearch(&key, ix, s->ngoroutines, sizeof(key), cmp_gid);
-			if (h)
-				s->goroutines[h->idx].nholds++;
+			long h = sd_goindex_find(ix, s->ngoroutines, s->goobjects[i].candidates[c]);
+			if (h >= 0)
+				s->goroutines[h].nholds++;
 		}
 	free(ix);
 	const char *ln = golocks_layout_note(w->l);
