@@ -19,26 +19,6 @@
 /* Goroutine ids a finding's detail names before "and N more". */
 #define IDS_SHOWN 24
 
-static struct sd_finding *add(struct sd_finding **v, size_t *n, size_t *cap,
-			      enum sd_finding_kind kind)
-{
-	sd_grow(v, cap, *n + 1, sizeof(**v));
-	struct sd_finding *x = &(*v)[(*n)++];
-	memset(x, 0, sizeof(*x));
-	x->kind = kind;
-	return x;
-}
-
-static void span(struct sd_finding *x, const struct sd_snapshot *const *s, size_t first,
-		 size_t last, size_t seen)
-{
-	x->first = first;
-	x->last = last;
-	x->seen = seen;
-	x->t0 = s[first]->time;
-	x->t1 = s[last]->time;
-}
-
 /* 9800 as "9,800". */
 static void count(struct strbuf *sb, uint64_t v)
 {
@@ -187,12 +167,12 @@ static void find_deadlocks(const struct sd_snapshot *const *s, size_t n, struct 
 					x = y;
 			}
 			if (x) {
-				span(x, s, x->first, k, x->seen + 1);
+				findings_set_span(x, s, x->first, k, x->seen + 1);
 				continue;
 			}
-			x = add(v, nv, cap, SD_FINDING_GODEADLOCK);
+			x = findings_add(v, nv, cap, SD_FINDING_GODEADLOCK);
 			x->pid = s[k]->pid;
-			span(x, s, k, k, 1);
+			findings_set_span(x, s, k, k, 1);
 			struct strbuf t, dt;
 			strbuf_init(&t);
 			strbuf_init(&dt);
@@ -300,9 +280,9 @@ static void find_leaks(const struct sd_snapshot *const *s, size_t n, struct sd_f
 			    b - a < LEAK_MIN_GROWTH)
 				continue;
 			found++;
-			struct sd_finding *x = add(v, nv, cap, SD_FINDING_GOLEAK);
+			struct sd_finding *x = findings_add(v, nv, cap, SD_FINDING_GOLEAK);
 			x->pid = s[k0]->pid;
-			span(x, s, idx[0], idx[m - 1], m);
+			findings_set_span(x, s, idx[0], idx[m - 1], m);
 			x->site_function = sd_xstrdup(site->function);
 			x->site_file = site->file ? sd_xstrdup(site->file) : NULL;
 			x->site_line = site->line;
@@ -477,9 +457,9 @@ static void find_stuck(const struct sd_snapshot *const *s, size_t n, struct sd_f
 				sd_grow(&grp, &gcap, ng + 1, sizeof(*grp));
 				grp[ng++] =
 				    (struct ggroup){r->best_hash, r->best_first, r->best_last, 0};
-				struct sd_finding *x = add(v, nv, cap, SD_FINDING_GOSTUCK);
+				struct sd_finding *x = findings_add(v, nv, cap, SD_FINDING_GOSTUCK);
 				x->pid = pid;
-				span(x, s, idx[r->best_first], idx[r->best_last],
+				findings_set_span(x, s, idx[r->best_first], idx[r->best_last],
 				     r->best_last - r->best_first + 1);
 				grp[j].finding = *nv - 1;
 			}

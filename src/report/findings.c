@@ -30,11 +30,7 @@ void findings_clock(char *buf, size_t n, double t)
 
 static struct sd_finding *add(struct sd_findings *f, size_t *cap, enum sd_finding_kind kind)
 {
-	sd_grow(&f->v, cap, f->n + 1, sizeof(*f->v));
-	struct sd_finding *x = &f->v[f->n++];
-	memset(x, 0, sizeof(*x));
-	x->kind = kind;
-	return x;
+	return findings_add(&f->v, &f->n, cap, kind);
 }
 
 static void add_tid(struct sd_finding *x, pid_t tid)
@@ -82,16 +78,6 @@ static void lock_name(struct strbuf *sb, enum sd_wait_kind kind, uint64_t addr, 
 	}
 }
 
-static void set_span(struct sd_finding *x, const struct sd_snapshot *const *s, size_t first,
-		     size_t last, size_t seen)
-{
-	x->first = first;
-	x->last = last;
-	x->seen = seen;
-	x->t0 = s[first]->time;
-	x->t1 = s[last]->time;
-}
-
 /* ---- deadlocks ----------------------------------------------------------- */
 
 static int same_cycle(const struct sd_finding *x, pid_t pid, const struct sd_deadlock *d)
@@ -117,12 +103,12 @@ static void find_deadlocks(const struct sd_snapshot *const *s, size_t n, struct 
 				if (same_cycle(&f->v[j], s[k]->pid, d))
 					x = &f->v[j];
 			if (x) {
-				set_span(x, s, x->first, k, x->seen + 1);
+				findings_set_span(x, s, x->first, k, x->seen + 1);
 				continue;
 			}
 			x = add(f, cap, SD_FINDING_DEADLOCK);
 			x->pid = s[k]->pid;
-			set_span(x, s, k, k, 1);
+			findings_set_span(x, s, k, k, 1);
 			struct strbuf t, dt;
 			strbuf_init(&t);
 			strbuf_init(&dt);
@@ -249,7 +235,7 @@ static void find_held(const struct sd_snapshot *const *s, size_t n, struct sd_fi
 		x->address = r->addr;
 		x->holder = r->owner;
 		add_tid(x, r->owner);
-		set_span(x, s, r->first, r->last, r->last - r->first + 1);
+		findings_set_span(x, s, r->first, r->last, r->last - r->first + 1);
 		struct strbuf t;
 		strbuf_init(&t);
 		strbuf_adds(&t, "lock held: ");
@@ -378,7 +364,7 @@ static void find_stuck(const struct sd_snapshot *const *s, size_t n, struct sd_f
 			x->pid = r->pid;
 			x->address = r->th->wait.address;
 			x->holder = r->th->wait.owner;
-			set_span(x, s, r->best_first, r->best_last,
+			findings_set_span(x, s, r->best_first, r->best_last,
 				 r->best_last - r->best_first + 1);
 		}
 		add_tid(x, r->tid);
@@ -488,7 +474,7 @@ static void find_hot(const struct sd_snapshot *const *s, size_t n, struct sd_fin
 			x->pid = h->pid;
 			x->count = h->count;
 			x->total = total;
-			set_span(x, s, h->first, h->last, h->seen);
+			findings_set_span(x, s, h->first, h->last, h->seen);
 			for (size_t t = 0; t < h->ntids; t++)
 				add_tid(x, h->tids[t]);
 			struct strbuf t, d;
@@ -614,12 +600,12 @@ static void find_tokio(const struct sd_snapshot *const *s, size_t n, struct sd_f
 				uint64_t key = got ? sd_hash(sum.buf, sum.len, 0x70f) : 0;
 				struct sd_finding *x = got ? same_key(f, start, kinds[kind], s[k]->pid, key) : NULL;
 				if (x && x->last + 1 >= k) {
-					set_span(x, s, x->first, k, x->seen + 1);
+					findings_set_span(x, s, x->first, k, x->seen + 1);
 				} else if (got) {
 					x = add(f, cap, kinds[kind]);
 					x->pid = s[k]->pid;
 					x->key = key;
-					set_span(x, s, k, k, 1);
+					findings_set_span(x, s, k, k, 1);
 					in_process(&sum, s[k]);
 					x->title = strbuf_detach(&sum);
 					x->detail = unindent(&det);
@@ -656,7 +642,7 @@ static void find_tokio(const struct sd_snapshot *const *s, size_t n, struct sd_f
 			strbuf_adds(&t, ": ");
 			longpoll_text(&t, s[k], &lp[i]);
 			x->title = strbuf_detach(&t);
-			set_span(x, s, k + 1 - lp[i].snaps, k, lp[i].snaps);
+			findings_set_span(x, s, k + 1 - lp[i].snaps, k, lp[i].snaps);
 		}
 		free(lp);
 	}

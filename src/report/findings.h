@@ -89,6 +89,13 @@ void findings_analyze(const struct sd_snapshot *const *s, size_t n, struct sd_fi
 void findings_go(const struct sd_snapshot *const *s, size_t n, int deadlocks,
 		 struct sd_finding **v, size_t *n_v, size_t *cap);
 void findings_release(struct sd_findings *f);
+/* For the finders (finding.c): a new finding of KIND, zeroed, appended to
+ * *V (*N entries, *CAP its room); and its span, from snapshot FIRST to
+ * LAST of S, seen in SEEN of them. */
+struct sd_finding *findings_add(struct sd_finding **v, size_t *n, size_t *cap,
+				enum sd_finding_kind kind);
+void findings_set_span(struct sd_finding *x, const struct sd_snapshot *const *s, size_t first,
+		       size_t last, size_t seen);
 
 /* Append "16:26:18-16:26:24, snapshots 12-16" (UTC; one time and
  * "snapshot 12" for a single one; "(in 3 of them)" when it was not seen
