@@ -86,7 +86,8 @@ struct sd_symbols {
 	struct sd_symcounts counts;
 	unsigned synced_generation;
 	/* Modules whose index a second thread builds (symbols_prefetch):
-	 * while it runs, it alone touches the session. */
+	 * while it runs, it alone touches the session, until the main thread
+	 * waits for it and builds the rest beside it (prefetch_drain). */
 	struct {
 		pthread_t thread;
 		int running;
@@ -476,16 +477,14 @@ static void add_dwp_paths(struct sd_symbols *s, Dwfl_Module *dm, struct sd_dwind
 	strbuf_release(&p);
 }
 
-static struct modindex *module_index(struct sd_symbols *s, Dwfl_Module *dm)
+/* The index of DM, built into X: the heavy part (libdwfl opening the
+ * module's debug file, inflating it, the address ranges, the symbols),
+ * which touches nothing of the session but DM itself. */
+static void modindex_build(const struct sd_symbols *s, Dwfl_Module *dm, struct modindex *x)
 {
-	for (size_t i = 0; i < s->nmi; i++)
-		if (s->mi[i].dm == dm)
-			return &s->mi[i];
 	const char *name = NULL;
 	Dwarf_Addr start = 0, end = 0;
 	dwfl_module_info(dm, NULL, &start, &end, NULL, NULL, &name, NULL);
-	s->mi = sd_xrealloc(s->mi, (s->nmi + 1) * sizeof(*s->mi));
-	struct modindex *x = &s->mi[s->nmi++];
 	memset(x, 0, sizeof(*x));
 	x->dm = dm;
 	x->name = strdup(name ? name : "");
@@ -495,30 +494,67 @@ static struct modindex *module_index(struct sd_symbols *s, Dwfl_Module *dm)
 	Dwarf *dw = dwfl_module_getdwarf(dm, &bias);
 	if (dw) {
 		x->idx = dwindex_new(dw);
-		add_dwp_paths(s, dm, x->idx);
+		add_dwp_paths((struct sd_symbols *)s, dm, x->idx);
 	}
 	x->bias = bias;
 	index_symbols(x);
-	return x;
+}
+
+static struct modindex *modindex_find(struct sd_symbols *s, Dwfl_Module *dm)
+{
+	for (size_t i = 0; i < s->nmi; i++)
+		if (s->mi[i].dm == dm)
+			return &s->mi[i];
+	return NULL;
+}
+
+static struct modindex *modindex_append(struct sd_symbols *s, const struct modindex *x)
+{
+	s->mi = sd_xrealloc(s->mi, (s->nmi + 1) * sizeof(*s->mi));
+	s->mi[s->nmi] = *x;
+	return &s->mi[s->nmi++];
+}
+
+static struct modindex *module_index(struct sd_symbols *s, Dwfl_Module *dm)
+{
+	struct modindex *found = modindex_find(s, dm), x;
+	if (found)
+		return found;
+	modindex_build(s, dm, &x);
+	return modindex_append(s, &x);
 }
 
 /* ---- prefetch ---- */
 
+/* Index the queued modules until the queue is empty (and, unless
+ * CLOSING, closed): the prefetch thread, and the main thread too once it
+ * waits for the indexes (symbols_settle), so that two modules are read at
+ * once on two CPUs. The session's list of indexes is appended to under
+ * the queue's lock; each module is built by one of them only. */
+static void prefetch_drain(struct sd_symbols *s, int wait)
+{
+	pthread_mutex_lock(&s->pf.mu);
+	for (;;) {
+		while (wait && s->pf.next == s->pf.nq && !s->pf.closed)
+			pthread_cond_wait(&s->pf.cv, &s->pf.mu);
+		if (s->pf.next == s->pf.nq)
+			break;
+		Dwfl_Module *dm = s->pf.q[s->pf.next++];
+		if (modindex_find(s, dm))
+			continue;
+		pthread_mutex_unlock(&s->pf.mu);
+		struct modindex x;
+		modindex_build(s, dm, &x);
+		pthread_mutex_lock(&s->pf.mu);
+		modindex_append(s, &x);
+	}
+	pthread_mutex_unlock(&s->pf.mu);
+}
+
 static void *prefetch_main(void *arg)
 {
-	struct sd_symbols *s = arg;
-	for (;;) {
-		pthread_mutex_lock(&s->pf.mu);
-		while (s->pf.next == s->pf.nq && !s->pf.closed)
-			pthread_cond_wait(&s->pf.cv, &s->pf.mu);
-		if (s->pf.next == s->pf.nq) {
-			pthread_mutex_unlock(&s->pf.mu);
-			return NULL;
-		}
-		Dwfl_Module *dm = s->pf.q[s->pf.next++];
-		pthread_mutex_unlock(&s->pf.mu);
-		module_index(s, dm);
-	}
+	prefetch_drain(arg, 1);
+	return NULL;
 }
 
 static int cpus_online(void)
@@ -554,6 +590,7 @@ void symbols_prefetch(struct sd_symbols *s, uint64_t pc)
 	if (!queued && !s->pf.running) {
 		/* Without a thread (the system refused one) the module is
 		 * read when first looked up, as without a prefetch. */
+		(void)debugcache_dir(); /* set once, before a second thread reads it */
 		sigset_t all, old;
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old); /* signals stay ours */
@@ -572,6 +609,7 @@ void symbols_settle(struct sd_symbols *s)
 	s->pf.closed = 1;
 	pthread_cond_signal(&s->pf.cv);
 	pthread_mutex_unlock(&s->pf.mu);
+	prefetch_drain(s, 0);
 	pthread_join(s->pf.thread, NULL);
 	s->pf.running = 0;
 	s->pf.closed = 0;
