@@ -10,7 +10,7 @@
 #   bench/realserver.sh [--install] [--pairs N] [--window SECONDS]
 #                       [--servers mariadb,redis,node] [--rates 20,99]
 #                       [--engine auto|perf|ptrace] [--dumps N] [--warmup SECONDS]
-#                       [--sandwich]
+#                       [--sandwich] [--disk]
 #
 # Windows alternate: a baseline, then stackdump at each rate, then perf
 # record, then the next baseline...; a profiled window's loss is against

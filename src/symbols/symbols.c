@@ -386,6 +386,9 @@ static void index_symbols(struct modindex *x)
 {
 	int n = dwfl_module_getsymtab(x->dm);
 	size_t cap = 0;
+	/* At most one entry per symbol of the table: allocated once. */
+	if (n > 1)
+		sd_grow(&x->syms, &cap, (size_t)n - 1, sizeof(*x->syms));
 	for (int i = 1; i < n; i++) {
 		GElf_Sym sym;
 		GElf_Addr addr;

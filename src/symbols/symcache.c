@@ -57,6 +57,8 @@ struct sd_datasyms *datasyms_new(struct Dwfl_Module *dm)
 	int n = dm ? dwfl_module_getsymtab(dm) : -1;
 	int first_global = n > 0 ? dwfl_module_getsymtab_first_global(dm) : 0;
 	size_t cap = 0;
+	if (n > 0) /* at most one entry per symbol of the table */
+		sd_grow(&d->v, &cap, (size_t)n, sizeof(*d->v));
 	for (int i = 0; i < n; i++) {
 		GElf_Sym sym;
 		GElf_Addr addr;
