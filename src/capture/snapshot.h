@@ -172,6 +172,8 @@ struct sd_thread {
 			       * known (read from /proc without a stop) */
 	int needs_regs;       /* the unwind asked for a register not known */
 	int retried;          /* it ran between the counter readings */
+	int io_worker;        /* an io_uring worker: a kernel thread of the
+			       * process, never stopped, with no user stack */
 	int have_regs;
 	struct user_regs_struct regs;
 	uint8_t *stack;       /* heap copy of [stack_base, stack_base+stack_len) */

@@ -46,6 +46,7 @@ struct pthr {
 	uint64_t sw_waits; /* the waits it had gone into then (voluntary
 			    * switches) */
 	int hot; /* switches too often for events: captured at each tick */
+	int io_worker; /* an io_uring worker: no user stack (sd_thread's) */
 	struct psample *pend; /* samples newer than the last tick, by time */
 	size_t npend;
 	int gone;	    /* not in the task list any more: kept until

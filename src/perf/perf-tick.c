@@ -202,6 +202,7 @@ static int capture_unsampled(struct sd_perf *p, const struct sd_snap_opts *so, u
 		th->time = now;
 		th->gen++;
 		th->regs = st->regs;
+		th->io_worker = st->io_worker;
 		keep_frames(p, th, st);
 		th->state_gen = th->gen;
 		th->state = st->state;
@@ -326,6 +327,7 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 		else
 			snapshot_thread_drop_frames(st);
 		st->unwind_stop = th->unwind_stop ? strpool_intern(s->pool, th->unwind_stop) : NULL;
+		st->io_worker = th->io_worker;
 		st->frames_token = th->token;
 		/* Blocked in a call whose number could not be confirmed: the
 		 * registers would read as "on a CPU" to the classifier (no

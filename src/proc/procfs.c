@@ -539,7 +539,7 @@ int procfs_taskinfo_cached(struct procfs_taskcache *c, int taskdir, pid_t pid, p
 	ssize_t n = task_read(e, taskdir, dirpath, TF_STAT, buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
-	int r = procfs_parse_stat(buf, &ti->state, NULL, NULL, &ti->utime, &ti->stime, &ti->cpu);
+	int r = procfs_parse_stat(buf, &ti->state, NULL, &ti->flags, &ti->utime, &ti->stime, &ti->cpu);
 	if (r < 0)
 		return r;
 	/* The name is between the first '(' and the last ')' of stat. */
@@ -797,6 +797,7 @@ int procfs_task_state(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t 
 	ti->utime = t2.utime;
 	ti->stime = t2.stime;
 	ti->cpu = t2.cpu;
+	ti->flags = t2.flags;
 	ti->vol_ctxsw = t2.vol_ctxsw;
 	ti->nonvol_ctxsw = t2.nonvol_ctxsw;
 	return 0;

@@ -70,7 +70,12 @@ struct sd_taskinfo {
 	uint64_t vol_ctxsw, nonvol_ctxsw;
 	uint64_t utime, stime; /* clock ticks */
 	int cpu;               /* last CPU */
+	unsigned long flags;   /* the kernel's PF_* flags (stat) */
 };
+
+/* An io_uring worker ("iou-wrk-*", "iou-sqp-*"): a kernel thread inside
+ * the process, with no user-space registers or stack. */
+#define PROCFS_PF_IO_WORKER 0x10
 
 int procfs_taskinfo(pid_t pid, pid_t tid, struct sd_taskinfo *ti);
 /* The same; LIGHT is 0 or a set of:

@@ -808,6 +808,10 @@ void profile_add_snapshot(struct sd_profile *p, struct sd_target *t, struct sd_s
 	for (size_t i = 0; i < s->nthreads; i++) {
 		struct sd_thread *th = &s->threads[i];
 		g[i] = -1;
+		if (!th->nframes && th->io_worker) {
+			p->io_workers++;
+			continue;
+		}
 		if (!th->nframes) {
 			p->lost++;
 			continue;

@@ -139,6 +139,8 @@ struct sd_profile {
 	uint64_t filtered;      /* thread stacks dropped by filters */
 	uint64_t idle;          /* of which idle (--no-idle) */
 	uint64_t lost;          /* threads that could not be read */
+	uint64_t io_workers;    /* io_uring workers met (kernel threads of
+				 * the process: no user stack, never stopped) */
 	const char *engine;     /* capture engine ("perf", "ptrace"), pool
 				 * string; NULL when not known (old files) */
 	const char *engine_why;  /* what auto chose and why (pool), or NULL */

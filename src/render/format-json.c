@@ -111,6 +111,8 @@ void format_json_thread_members(struct jsonw *w, const struct sd_snapshot *s,
 		format_json_frame_more(w, &th->frames[i], more);
 	jsonw_array_end(w);
 	jsonw_kstr(w, "unwind_stop", th->unwind_stop);
+	if (th->io_worker) /* only on one: a kernel thread of the process */
+		jsonw_kbool(w, "io_worker", 1);
 	jsonw_kstr(w, "capture", snapshot_capture_kind_name(th->kind));
 	/* state, syscall and wchan are /proc's, read before the freeze; the
 	 * stack is the freeze's. When they disagree: */

@@ -69,6 +69,9 @@ static void add_header(struct strbuf *out, struct sd_profile *p)
 		strbuf_addf(out, "; %" PRIu64 " filtered out", p->filtered - p->idle);
 	if (p->lost)
 		strbuf_addf(out, "; %" PRIu64 " unreadable", p->lost);
+	if (p->io_workers)
+		strbuf_addf(out, "; %" PRIu64 " samples of io_uring workers left out (kernel threads: no "
+			    "user stack)", p->io_workers);
 	/* Dropped samples are said when they cost the profile something: a
 	 * tick that had to count a thread's stack of an earlier tick. */
 	if (p->stale_stacks)
@@ -410,6 +413,7 @@ void format_profile_json(struct jsonw *w, struct sd_profile *p)
 	jsonw_ku64(w, "filtered", p->filtered);
 	jsonw_ku64(w, "idle", p->idle);
 	jsonw_ku64(w, "lost", p->lost);
+	jsonw_ku64(w, "io_worker_samples", p->io_workers);
 	jsonw_kstr(w, "engine", p->engine);
 	jsonw_ku64(w, "lost_samples", p->lost_samples);
 	jsonw_ku64(w, "stale_stacks", p->stale_stacks);

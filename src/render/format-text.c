@@ -456,7 +456,7 @@ static void thread_state(struct strbuf *out, const struct sd_snapshot *s,
 			strbuf_adds(out, ")");
 		}
 	}
-	if (th->state == 'D' && th->wchan)
+	if ((th->state == 'D' || th->io_worker) && th->wchan)
 		strbuf_addf(out, " (wchan %s)", th->wchan);
 	if (th->stack_state) {
 		/* What /proc said a moment before the stack's instant. */

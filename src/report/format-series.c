@@ -83,6 +83,9 @@ void format_series_profile(const struct sd_series *r, struct strbuf *sb, const c
 		strbuf_addf(sb, " (%llu filtered out)", (unsigned long long)p->filtered);
 	if (p->lost)
 		strbuf_addf(sb, " (%llu threads without a stack)", (unsigned long long)p->lost);
+	if (p->io_workers)
+		strbuf_addf(sb, " (%llu samples of io_uring workers: kernel threads, no user stack)",
+			    (unsigned long long)p->io_workers);
 	strbuf_adds(sb, "\n\n");
 	if (!strcmp(view, "tree"))
 		format_profile_tree(sb, p, ro);

@@ -233,6 +233,10 @@ static int read_thread(struct sd_jrd *r, json_t *o, struct sd_thread **out)
 	if (jrd_bool(r, o, "stack_truncated", &b) < 0)
 		return -1;
 	th->stack_truncated = b;
+	b = 0;
+	if (jrd_bool(r, o, "io_worker", &b) < 0)
+		return -1;
+	th->io_worker = b;
 
 	/* What it waits for: the lock analysis as saved, not redone. */
 	json_t *w = json_object_get(o, "wait");

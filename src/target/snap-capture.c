@@ -197,6 +197,25 @@ void snap_plan_thread(struct snapctx *cx, size_t i)
 			tp->plan = PLAN_KERNEL;
 		return;
 	}
+	if (!tp->sc.running && !tp->sc.sp && !tp->sc.pc) {
+		/* No user registers at all: an io_uring worker runs only in
+		 * the kernel. A stop would gain nothing and cost the pause. */
+		struct sd_taskinfo st;
+		if (procfs_task_state(cx->tc, cx->taskdir, t->pid, th->tid, &st) == 0 &&
+		    (st.flags & PROCFS_PF_IO_WORKER)) {
+			tp->plan = PLAN_KERNEL;
+			th->io_worker = 1;
+			th->state = st.state;
+			/* Its syscall file shows the registers it was made
+			 * from: it is in none of its own. */
+			th->syscall_known = 1;
+			th->syscall_nr = -1;
+			th->running = 0;
+			if (st.wchan[0])
+				th->wchan = strpool_intern(cx->s->pool, st.wchan);
+		}
+		return;
+	}
 	if (tp->sc.running || !tp->sc.sp || !tp->sc.pc)
 		return;
 	tp->plan = PLAN_ASLEEP;
@@ -733,8 +752,15 @@ void snap_kernel_stage(struct snapctx *cx)
 		if (cx->p[i].plan != PLAN_KERNEL)
 			continue;
 		char ks[512], msg[640];
-		kernel_stack(cx->t->pid, th->tid, ks, sizeof(ks));
 		th->kind = SD_CAPTURE_KERNEL;
+		if (th->io_worker) {
+			/* Nothing is missing: it has no user-space stack. */
+			th->unwind_stop = strpool_intern(
+			    s->pool, "io_uring worker: a kernel thread of the process, "
+				     "with no user-space stack (not stopped)");
+			continue;
+		}
+		kernel_stack(cx->t->pid, th->tid, ks, sizeof(ks));
 		snprintf(msg, sizeof(msg),
 			 "in uninterruptible sleep, not stopped; user registers unreadable%s%s",
 			 ks[0] ? "; kernel stack: " : "", ks);

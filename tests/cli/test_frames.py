@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import sdtest  # noqa: E402
@@ -523,13 +524,58 @@ def test_io_uring_worker_labelled():
         r = sdtest.run("--format", "json", fx.pid)
         eq(r.rc, 0, r)
         text = sdtest.run(fx.pid)
+        stat = {t: open("/proc/%d/task/%s/stat" % (fx.pid, t)).read()
+                for t in os.listdir("/proc/%d/task" % fx.pid)}
     threads = {t["name"]: t for t in r.json()["threads"]}
     workers = [t for n, t in threads.items() if n.startswith("iou-wrk-")]
     eq(len(workers), 1, sorted(threads))
-    eq(workers[0]["frames"], [])
-    contains(workers[0]["unwind_stop"], "io_uring worker")
+    w = workers[0]
+    eq(w["frames"], [])
+    contains(w["unwind_stop"], "io_uring worker")
     eq([f["function"] for f in threads["fx-iouring"]["frames"]][1], "main")
     ok("corrupt" not in text.out and "0x0000000000000000" not in text.out, text.out)
+    # The kernel's own word that it is one (PF_IO_WORKER in its stat flags),
+    # read here: then it is never stopped (nothing to read from it), its
+    # state is /proc's, and the system call its creator's registers show
+    # (io_uring_enter) is not said to be its own.
+    flags = int(stat[str(w["tid"])].rsplit(")", 1)[1].split()[6])
+    ok(flags & 0x10, flags)
+    eq(w["capture"], "kernel", w)
+    eq(w["pause_us"], 0, w)
+    eq(w["state"], "S", w)
+    eq(w["syscall"], None, w)
+    eq(w["wchan"], "io_wq_worker", w)
+    line = [x for x in text.out.splitlines() if '"iou-wrk-' in x]
+    eq(len(line), 1, text.out)
+    ok("running" not in line[0] and "before the freeze" not in line[0], line)
+
+
+def test_io_uring_worker_in_a_profile():
+    """A profile leaves an io_uring worker out with its reason, never
+    counting it unreadable."""
+    with start("fx-iouring", blocked=2) as fx:
+        r = sdtest.run("profile", fx.pid, "--rate", "20", "--duration", "1s", "-f", "json")
+        eq(r.rc, 0, r)
+        t = sdtest.run("profile", fx.pid, "--rate", "20", "--duration", "1s")
+    d = r.json()
+    eq(d["lost"], 0, d)
+    ok(d["samples"] > 0, d)
+    eq(d["io_worker_samples"], d["samples"], d)
+    contains(t.out, "samples of io_uring workers left out (kernel threads: no user stack)")
+    ok("unreadable" not in t.out, t.out)
+    # Saved and read back: a recording's report says the same.
+    d = tempfile.mkdtemp(prefix="sd-iou-")
+    try:
+        with start("fx-iouring", blocked=2) as fx:
+            r = sdtest.run("record", fx.pid, "--out", d + "/r", "--for", "1s", "--every", "0.25s")
+            eq(r.rc, 0, r)
+        rep = sdtest.run("report", d + "/r")
+        eq(rep.rc, 0, rep)
+        contains(rep.out, "samples of io_uring workers: kernel threads, no user stack")
+        ok("without a stack" not in rep.out and not re.search(r"\d unreadable", rep.out),
+           rep.out)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def test_key():
