@@ -2,6 +2,7 @@
 // The stackdump binary: `stackdump PID...` dumps and exits, `stackdump
 // COMMAND ...` runs one command, `stackdump` alone opens the shell.
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,12 @@ static int check_stdout(const struct cmd_ctx *ctx, int rc)
 
 int main(int argc, char **argv)
 {
+	/* One heap for every thread of ours: glibc grows a second thread's
+	 * heap one page at a time (an mprotect each: 720 of them while the
+	 * prefetch thread read a libc debug file and mariadbd's symbols),
+	 * where the main heap grows by M_TOP_PAD at once. */
+	mallopt(M_ARENA_MAX, 1);
+	mallopt(M_TOP_PAD, 1 << 20);
 	install_signals();
 	/* debuginfod is contacted only when the user asks for it, with
 	 * STACKDUMP_DEBUGINFOD=1: any other value (0, no, an empty one)
