@@ -322,13 +322,30 @@ def bench_server(srv, args, rates):
                 r["tool_cpu_percent"], r["took"]))
     rows.append(window(srv, args.window, "baseline", args))
     threads = len(os.listdir("/proc/%d/task" % srv.pid))
-    dumps = []
+    dumps = {}
     if srv.name == "mariadbd" and args.dumps:
-        for _ in range(args.dumps):
-            t0 = time.monotonic()
-            subprocess.run([args.stackdump, str(srv.pid)], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, timeout=60)
-            dumps.append(time.monotonic() - t0)
+        # One-shot dumps, each a new process (a cold start), beside the
+        # tools a user would run instead, taken in turn: under the load,
+        # then with the load generator stopped (the server idle).
+        tools = [("stackdump", [args.stackdump, str(srv.pid)]),
+                 ("eu-stack", ["eu-stack", "-i", "-s", "-p", str(srv.pid)]),
+                 ("gdb", ["gdb", "-nx", "-batch", "-ex", "set pagination off", "-ex",
+                          "set debuginfod enabled off", "-ex", "thread apply all bt",
+                          "-p", str(srv.pid)])]
+        tools = [(n, c) for n, c in tools if shutil.which(c[0]) or os.path.exists(c[0])]
+        for phase in ("loaded", "idle"):
+            if phase == "idle":
+                for p in srv.loadgen:
+                    if p.poll() is None:
+                        p.terminate()  # timeout(1) passes it on to its command
+                time.sleep(3)
+            for _ in range(args.dumps):
+                for name, cmd in tools:
+                    t0 = time.monotonic()
+                    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   timeout=120)
+                    dumps.setdefault(phase, {}).setdefault(name, []).append(
+                        time.monotonic() - t0)
     storage = ""
     if srv.name == "mariadbd":
         storage = ", data on tmpfs, commits not flushed" if DATA_ON_TMPFS else ", data on disk"
@@ -376,11 +393,17 @@ def summarize(res):
             ", ".join("%.1f" % x for x in losses), min(got), max(got), unit,
             min(r["tool_cpu_percent"] for r in rs), max(r["tool_cpu_percent"] for r in rs),
             min(r["took"] for r in rs), max(r["took"] for r in rs)))
-    if res["dumps"]:
-        d = sorted(res["dumps"])
-        out.append("one-shot dumps (stackdump PID, a new process each): median %.0f ms, "
-                   "%.0f-%.0f ms over %d" % (1000 * statistics.median(d), 1000 * d[0],
-                                             1000 * d[-1], len(d)))
+    for phase, by_tool in (res["dumps"] or {}).items():
+        ours = statistics.median(by_tool["stackdump"])
+        parts = []
+        for name, d in by_tool.items():
+            d = sorted(d)
+            med = statistics.median(d)
+            parts.append("%s median %.0f ms (%.0f-%.0f)%s" % (
+                name, 1000 * med, 1000 * d[0], 1000 * d[-1],
+                "" if name == "stackdump" else ", %.1fx stackdump's" % (med / ours)))
+        out.append("one-shot dumps, %s server (a new process each, %d in turn each): %s" % (
+            phase, len(by_tool["stackdump"]), "; ".join(parts)))
     return "\n".join(out)
 
 
