@@ -182,8 +182,15 @@ struct sd_snapshot *sampler_take(struct sd_sampler *s, struct sd_error *err)
 
 struct sd_snapshot *sampler_take_at(struct sd_sampler *s, uint64_t at_ns, struct sd_error *err)
 {
-	if (s->perf)
-		return perf_tick(s->perf, &s->so, at_ns, err);
+	if (s->perf) {
+		/* The perf engine samples threads; what the runtimes schedule
+		 * on them (goroutines, for record and report) is read as
+		 * target_snapshot reads it, without stopping anything. */
+		struct sd_snapshot *snap = perf_tick(s->perf, &s->so, at_ns, err);
+		if (snap && (s->so.goroutines || s->so.tokio))
+			target_runtimes(s->t, &s->so, snap);
+		return snap;
+	}
 	return target_snapshot(s->t, &s->so, err);
 }
 

@@ -84,6 +84,16 @@ struct golocks {
 	size_t bad_sudogs;
 	struct cond *conds; /* the sync.Conds whose waiter lists were read */
 	size_t nconds, cconds;
+	struct ahead *ahead; /* sudogs read ahead (golocks_prefetch), by address */
+	size_t nahead, cahead;
+	uint8_t *abuf;	     /* their bytes, sudog_size each */
+	size_t acap;
+};
+
+/* A sudog read ahead: its address, its bytes at abuf + off. */
+struct ahead {
+	uint64_t addr;
+	size_t off;
 };
 
 /* A sync.Cond candidate read once: its waiters' gs (sorted), or none
@@ -222,11 +232,16 @@ static void read_semtable(struct golocks *w)
 		return;
 	uint64_t *todo = NULL;
 	size_t ntodo = 0, ctodo = 0, seen = 0;
-	for (uint64_t i = 0; i < l->semtab_n; i++) {
-		uint64_t root = 0;
-		if (rtmem_uint(w->m, l->semtab_va + i * l->semtab_stride + l->semtab_treap.off, 8,
-			       &root, "runtime.semtable", NULL) < 0)
-			return;
+	/* The roots of every bucket in one read. */
+	uint64_t *roots = sd_xcalloc(l->semtab_n ? l->semtab_n : 1, sizeof(*roots));
+	struct rtmem_iov *iov = sd_xcalloc(l->semtab_n ? l->semtab_n : 1, sizeof(*iov));
+	for (uint64_t i = 0; i < l->semtab_n; i++)
+		iov[i] = (struct rtmem_iov){
+		    l->semtab_va + i * l->semtab_stride + l->semtab_treap.off, &roots[i], 8, 0};
+	int all = rtmem_readv(w->m, iov, l->semtab_n) == l->semtab_n;
+	free(iov);
+	for (uint64_t i = 0; all && i < l->semtab_n; i++) {
+		uint64_t root = roots[i];
 		if (!root)
 			continue;
 		sd_grow(&todo, &ctodo, ntodo + 1, sizeof(*todo));
@@ -256,6 +271,7 @@ static void read_semtable(struct golocks *w)
 			s = word(sg, &l->sg_waitlink);
 		}
 	}
+	free(roots);
 	free(todo);
 }
 
@@ -410,6 +426,79 @@ static void cond_wait(struct golocks *w, size_t idx, uint64_t gp, const struct s
 	}
 }
 
+#define GL_AHEAD_ROUNDS 4 /* sudogs of one list read ahead, at most */
+
+static int cmp_ahead(const void *a, const void *b)
+{
+	uint64_t x = ((const struct ahead *)a)->addr, y = ((const struct ahead *)b)->addr;
+	return (x > y) - (x < y);
+}
+
+void golocks_prefetch(struct golocks *w, const uint64_t *gps, const uint8_t *const *gb,
+		      size_t glen, size_t n)
+{
+	struct golocks_layout *l = w->l;
+	w->nahead = 0;
+	if (!l->g_waiting.ok || !l->sudog_size || l->g_waiting.off + 8 > glen || !n)
+		return;
+	uint64_t *next = sd_xmalloc(n * sizeof(*next));
+	size_t *owner = sd_xmalloc(n * sizeof(*owner));
+	struct rtmem_iov *iov = sd_xmalloc(n * sizeof(*iov));
+	size_t nf = 0, used = 0; /* slots of abuf taken */
+	for (size_t i = 0; i < n; i++) {
+		uint64_t s = gb[i] ? word(gb[i], &l->g_waiting) : 0;
+		if (s && !(s & 7)) {
+			next[nf] = s;
+			owner[nf++] = i;
+		}
+	}
+	for (unsigned round = 0; nf && round < GL_AHEAD_ROUNDS; round++) {
+		size_t need = (used + nf) * l->sudog_size;
+		if (need > w->acap) {
+			w->acap = need * 2;
+			w->abuf = sd_xrealloc(w->abuf, w->acap);
+		}
+		for (size_t k = 0; k < nf; k++)
+			iov[k] = (struct rtmem_iov){next[k], w->abuf + (used + k) * l->sudog_size,
+						    l->sudog_size, 0};
+		rtmem_readv(w->m, iov, nf);
+		size_t nn = 0, base = used;
+		used += nf;
+		for (size_t k = 0; k < nf; k++) {
+			if (!iov[k].ok)
+				continue;
+			const uint8_t *sg = iov[k].buf;
+			sd_grow(&w->ahead, &w->cahead, w->nahead + 1, sizeof(*w->ahead));
+			w->ahead[w->nahead++] = (struct ahead){next[k], (base + k) * l->sudog_size};
+			/* The list goes on while its sudogs are the goroutine's. */
+			uint64_t s = word(sg, &l->sg_waitlink);
+			if (word(sg, &l->sg_g) == gps[owner[k]] && s && !(s & 7)) {
+				next[nn] = s;
+				owner[nn++] = owner[k];
+			}
+		}
+		nf = nn;
+	}
+	if (w->nahead > 1)
+		sd_sort(w->ahead, w->nahead, sizeof(*w->ahead), cmp_ahead);
+	free(next);
+	free(owner);
+	free(iov);
+}
+
+/* The sudog at S into SG: read ahead, or read now. */
+static int sudog_read(struct golocks *w, uint64_t s, uint8_t *sg)
+{
+	struct ahead key = {s, 0};
+	const struct ahead *a =
+	    w->nahead ? bsearch(&key, w->ahead, w->nahead, sizeof(key), cmp_ahead) : NULL;
+	if (a) {
+		memcpy(sg, w->abuf + a->off, w->l->sudog_size);
+		return 0;
+	}
+	return rtmem_read(w->m, s, sg, w->l->sudog_size, "a sudog", NULL);
+}
+
 void golocks_goroutine(struct golocks *w, size_t idx, uint64_t gp, const uint8_t *gb, size_t glen,
 		       const struct sd_goroutine *g, const uint8_t *stack, uint64_t base, size_t len)
 {
@@ -421,7 +510,7 @@ void golocks_goroutine(struct golocks *w, size_t idx, uint64_t gp, const uint8_t
 		uint8_t sg[GL_SUDOG_MAX];
 		uint64_t s = word(gb, &l->g_waiting);
 		for (unsigned k = 0; s && k < GL_MAX_SELECT; k++) {
-			if ((s & 7) || rtmem_read(w->m, s, sg, l->sudog_size, "a sudog", NULL) < 0) {
+			if ((s & 7) || sudog_read(w, s, sg) < 0) {
 				w->bad_sudogs++;
 				break;
 			}
@@ -731,6 +820,8 @@ void golocks_end(struct golocks *w, struct sd_symbols *sym, struct sd_snapshot *
 	free(w->gs);
 	free(w->waits);
 	free(w->hits);
+	free(w->ahead);
+	free(w->abuf);
 	for (size_t i = 0; i < w->nconds; i++)
 		free(w->conds[i].gps);
 	free(w->conds);

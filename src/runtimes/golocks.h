@@ -40,6 +40,13 @@ struct golocks *golocks_begin(struct golocks_layout *l, struct rtmem *m);
 void golocks_goroutine(struct golocks *w, size_t idx, uint64_t gp, const uint8_t *gb, size_t glen,
 		       const struct sd_goroutine *g, const uint8_t *stack, uint64_t base,
 		       size_t len);
+/* Read ahead the sudog lists (g.waiting) of N goroutines, those at GPS[i]
+ * whose runtime.g bytes are GB[i] (GLEN each; NULL: not waiting), in one
+ * read for each list's first sudogs, one more for their next and so on
+ * (a few rounds), for golocks_goroutine to take from; what it does not
+ * find there it reads itself. The copies last until the next call. */
+void golocks_prefetch(struct golocks *w, const uint64_t *gps, const uint8_t *const *gb,
+		      size_t glen, size_t n);
 /* Decide the objects of S's goroutines (s->goobjects, each goroutine's
  * waits_on), their holders where the evidence names one, data symbols
  * through SYM (may be NULL); frees W. */

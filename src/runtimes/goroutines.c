@@ -27,6 +27,8 @@
 #define GO_MAX_REASON_LEN 64	       /* bytes of one wait-reason string */
 #define GO_MAX_STACK_SPAN (1ull << 30) /* a goroutine stack's size (Go's max is 1 GB) */
 #define GO_RETAKES 3		       /* copies of a goroutine that moved, at most */
+#define GO_BATCH 512		       /* goroutines read in one batch (see batch_read) */
+#define GO_BATCH_STACK (8u << 20)      /* bytes of their stacks copied in one batch, at most */
 
 /* One field of a runtime struct: offset and size from DWARF. */
 struct gofield {
@@ -416,14 +418,57 @@ static const struct sd_thread *from_thread(struct goread *r, struct sd_goroutine
 	return th;
 }
 
-/* Read the g at GP into G. Returns 1 (a goroutine), 0 (dead: left out) or
- * -1 (unreadable). */
-static int read_one(struct goread *r, uint64_t gp, struct sd_goroutine *g, uint8_t *b, uint8_t *b2)
+/* The registers the runtime saved for a goroutine of status ST whose
+ * descriptor is B: in a system call, where it entered it, as Go's own
+ * traceback takes it. */
+static void saved_regs(const struct sd_goruntime *rt, const uint8_t *b, enum sd_go_status st,
+		       uint64_t *pc, uint64_t *sp, uint64_t *bp)
+{
+	*pc = get(b, &rt->sched_pc);
+	*sp = get(b, &rt->sched_sp);
+	*bp = get(b, &rt->sched_bp);
+	if (st == SD_GO_SYSCALL && get(b, &rt->syscallsp)) {
+		*pc = get(b, &rt->syscallpc);
+		*sp = get(b, &rt->syscallsp);
+		if (rt->syscallbp.ok)
+			*bp = get(b, &rt->syscallbp);
+	}
+}
+
+/* The bytes of a parked goroutine's stack that are copied: from its
+ * saved sp to its stack's top, at most max_stack (*CUT then set). 0 when
+ * nothing is to be copied (no saved registers, sp outside its bounds). */
+static size_t stack_span(const struct goread *r, const uint8_t *b, uint64_t sp, int *cut)
+{
+	uint64_t lo = get(b, &r->rt->stack_lo), hi = get(b, &r->rt->stack_hi);
+	*cut = 0;
+	if (!sp || hi <= lo || hi - lo > GO_MAX_STACK_SPAN || sp < lo || sp >= hi)
+		return 0;
+	size_t len = hi - sp;
+	if (r->o->max_stack && len > r->o->max_stack) {
+		len = r->o->max_stack;
+		*cut = 1;
+	}
+	return len;
+}
+
+/* What the batch read of a goroutine gave before read_one: its stack from
+ * SP (LEN bytes at STACK) and its descriptor read again after that copy
+ * (B2); STACK is NULL when either was not read (read_one reads them). */
+struct pre {
+	uint64_t sp;
+	size_t len, off;
+	const uint8_t *stack, *b2;
+};
+
+/* The g at GP into G, its descriptor read already into B (B2 a buffer as
+ * large), PRE what the batch read of it gave (may be NULL). Returns 1 (a
+ * goroutine), 0 (dead: left out). */
+static int read_one(struct goread *r, uint64_t gp, struct sd_goroutine *g, uint8_t *b, uint8_t *b2,
+		    const struct pre *pre)
 {
 	struct sd_goruntime *rt = r->rt;
 	struct sd_error err = {0};
-	if (rtmem_read(&r->mem, gp, b, rt->g_size, "runtime.g", &err) < 0)
-		return -1;
 	enum sd_go_status st;
 	int k = map_status(rt, get(b, &rt->status), &st);
 	if (k == 0)
@@ -442,16 +487,8 @@ static int read_one(struct goread *r, uint64_t gp, struct sd_goroutine *g, uint8
 		g->id = get(b, &rt->goid);
 		g->status = st;
 		uint64_t lo = get(b, &rt->stack_lo), hi = get(b, &rt->stack_hi);
-		uint64_t pc = get(b, &rt->sched_pc), sp = get(b, &rt->sched_sp),
-			 bp = get(b, &rt->sched_bp);
-		if (st == SD_GO_SYSCALL && get(b, &rt->syscallsp)) {
-			/* In a system call: where it entered it, as Go's own
-			 * traceback takes it. */
-			pc = get(b, &rt->syscallpc);
-			sp = get(b, &rt->syscallsp);
-			if (rt->syscallbp.ok)
-				bp = get(b, &rt->syscallbp);
-		}
+		uint64_t pc, sp, bp;
+		saved_regs(rt, b, st, &pc, &sp, &bp);
 		g->thread = thread_of(r, get(b, &rt->m));
 		const struct sd_thread *on = st == SD_GO_RUNNING
 						 ? from_thread(r, g, g->thread, lo, hi)
@@ -472,7 +509,9 @@ static int read_one(struct goread *r, uint64_t gp, struct sd_goroutine *g, uint8
 							    : "no saved registers");
 			break;
 		}
-		if (hi <= lo || hi - lo > GO_MAX_STACK_SPAN || sp < lo || sp >= hi) {
+		int cut;
+		size_t len = stack_span(r, b, sp, &cut);
+		if (!len) {
 			char msg[128];
 			snprintf(msg, sizeof(msg), "saved stack pointer 0x%llx outside its stack",
 				 (unsigned long long)sp);
@@ -485,23 +524,28 @@ static int read_one(struct goread *r, uint64_t gp, struct sd_goroutine *g, uint8
 		th.regs.rip = pc;
 		th.regs.rsp = sp;
 		th.regs.rbp = bp;
-		size_t len = hi - sp;
-		if (r->o->max_stack && len > r->o->max_stack) {
-			len = r->o->max_stack;
-			th.stack_truncated = 1;
-		}
-		if (len > r->stack_cap) {
-			free(r->stack);
-			r->stack_cap = len < 65536 ? 65536 : len;
-			r->stack = sd_xmalloc(r->stack_cap);
-		}
-		th.stack = r->stack;
+		th.stack_truncated = cut;
 		th.stack_base = sp;
 		th.stack_len = len;
-		int copied = rtmem_read(&r->mem, sp, th.stack, len, "a goroutine stack", &err) == 0;
+		int copied, reread;
+		if (attempt == 0 && pre && pre->stack && pre->sp == sp && pre->len == len) {
+			/* The batch read copied both, in this order. */
+			th.stack = (uint8_t *)pre->stack;
+			memcpy(b2, pre->b2, rt->g_size);
+			copied = reread = 1;
+		} else {
+			if (len > r->stack_cap) {
+				free(r->stack);
+				r->stack_cap = len < 65536 ? 65536 : len;
+				r->stack = sd_xmalloc(r->stack_cap);
+			}
+			th.stack = r->stack;
+			copied = rtmem_read(&r->mem, sp, th.stack, len, "a goroutine stack", &err) == 0;
+			reread = copied &&
+				 rtmem_read(&r->mem, gp, b2, rt->g_size, "runtime.g", NULL) == 0;
+		}
 		/* Moved while copied? Its status and registers again. */
-		int same = copied && rtmem_read(&r->mem, gp, b2, rt->g_size, "runtime.g", NULL) == 0 &&
-			   get(b2, &rt->status) == get(b, &rt->status) &&
+		int same = reread && get(b2, &rt->status) == get(b, &rt->status) &&
 			   get(b2, &rt->sched_sp) == get(b, &rt->sched_sp) &&
 			   get(b2, &rt->sched_pc) == get(b, &rt->sched_pc) &&
 			   get(b2, &rt->syscallsp) == get(b, &rt->syscallsp) &&
@@ -552,6 +596,105 @@ static int read_one(struct goread *r, uint64_t gp, struct sd_goroutine *g, uint8
 	golocks_goroutine(r->gw, r->s->ngoroutines, gp, b, rt->g_size, g, stack, stack_base,
 			  stack_len);
 	return 1;
+}
+
+/* Reading goroutines GO_BATCH at a time: their descriptors in one
+ * process_vm_readv, then the stacks of the parked ones in one, then their
+ * descriptors again in one (a goroutine that moved while its stack was
+ * copied shows it there, and read_one takes it again by itself). */
+struct batch {
+	size_t g_size;
+	uint8_t *g, *g2, *scratch; /* GO_BATCH descriptors, as read first and again */
+	uint8_t *stacks;	   /* the stacks copied, GO_BATCH_STACK bytes at most */
+	size_t stacks_cap;
+	struct pre pre[GO_BATCH];
+	struct rtmem_iov iov[GO_BATCH], iov2[GO_BATCH];
+	const uint8_t *waiting[GO_BATCH]; /* the descriptors of those waiting */
+	size_t at[GO_BATCH];
+};
+
+static struct batch *batch_new(size_t g_size)
+{
+	struct batch *bt = sd_xcalloc(1, sizeof(*bt));
+	bt->g_size = g_size;
+	bt->g = sd_xmalloc(GO_BATCH * g_size);
+	bt->g2 = sd_xmalloc(GO_BATCH * g_size);
+	bt->scratch = sd_xmalloc(g_size);
+	return bt;
+}
+
+static void batch_free(struct batch *bt)
+{
+	free(bt->g);
+	free(bt->g2);
+	free(bt->scratch);
+	free(bt->stacks);
+	free(bt);
+}
+
+/* Read the N descriptors at GPS, then the stacks and descriptors again of
+ * those parked (not running: a running one's stack is its thread's),
+ * into BT: bt->iov[i].ok says whether descriptor i was read, bt->pre[i]
+ * what read_one may take as read. Every range is checked against the
+ * mappings by rtmem_readv; a stack copied lies within its goroutine's
+ * own bounds (stack_span). */
+static void batch_read(struct goread *r, struct batch *bt, const uint64_t *gps, size_t n)
+{
+	const struct sd_goruntime *rt = r->rt;
+	size_t gs = bt->g_size, total = 0, ns = 0;
+	for (size_t i = 0; i < n; i++)
+		bt->iov[i] = (struct rtmem_iov){gps[i], bt->g + i * gs, gs, 0};
+	rtmem_readv(&r->mem, bt->iov, n);
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *b = bt->g + i * gs;
+		enum sd_go_status st;
+		uint64_t pc, sp, bp;
+		int cut;
+		memset(&bt->pre[i], 0, sizeof(bt->pre[i]));
+		bt->waiting[i] = NULL;
+		if (!bt->iov[i].ok || map_status(rt, get(b, &rt->status), &st) <= 0 ||
+		    st == SD_GO_RUNNING)
+			continue;
+		if (st == SD_GO_WAITING)
+			bt->waiting[i] = b;
+		saved_regs(rt, b, st, &pc, &sp, &bp);
+		size_t len = pc ? stack_span(r, b, sp, &cut) : 0;
+		if (!len || len > GO_BATCH_STACK - total)
+			continue; /* none, or read alone */
+		bt->pre[i].sp = sp;
+		bt->pre[i].len = len;
+		bt->pre[i].off = total;
+		total += len;
+		bt->at[ns++] = i;
+	}
+	golocks_prefetch(r->gw, gps, bt->waiting, gs, n);
+	if (!ns)
+		return;
+	if (total > bt->stacks_cap) {
+		free(bt->stacks);
+		bt->stacks_cap = total;
+		bt->stacks = sd_xmalloc(total);
+	}
+	for (size_t k = 0; k < ns; k++) {
+		struct pre *p = &bt->pre[bt->at[k]];
+		bt->iov2[k] = (struct rtmem_iov){p->sp, bt->stacks + p->off, p->len, 0};
+	}
+	rtmem_readv(&r->mem, bt->iov2, ns);
+	/* The descriptors again, of the goroutines whose stack came. */
+	size_t nr = 0;
+	for (size_t k = 0; k < ns; k++)
+		if (bt->iov2[k].ok)
+			bt->at[nr++] = bt->at[k];
+	for (size_t k = 0; k < nr; k++)
+		bt->iov2[k] = (struct rtmem_iov){gps[bt->at[k]], bt->g2 + bt->at[k] * gs, gs, 0};
+	rtmem_readv(&r->mem, bt->iov2, nr);
+	for (size_t k = 0; k < nr; k++) {
+		struct pre *p = &bt->pre[bt->at[k]];
+		if (bt->iov2[k].ok) {
+			p->stack = bt->stacks + p->off;
+			p->b2 = bt->g2 + bt->at[k] * gs;
+		}
+	}
 }
 
 void goroutines_read(struct sd_goruntime **rtp, struct sd_space *sp, struct sd_unwinder *u,
@@ -611,18 +754,25 @@ void goroutines_read(struct sd_goruntime **rtp, struct sd_space *sp, struct sd_u
 	r.now_ns = sd_now_ns();
 	read_reasons(&r);
 	r.gw = golocks_begin(rt->gl, &r.mem);
-	uint8_t *b = sd_xmalloc(rt->g_size), *b2 = sd_xmalloc(rt->g_size);
+	struct batch *bt = batch_new(rt->g_size);
 	size_t cap = 0;
-	for (uint64_t i = 0; i < len; i++) {
-		struct sd_goroutine g;
-		int k = read_one(&r, gps[i], &g, b, b2);
-		if (k < 0)
-			r.unreadable++;
-		if (k <= 0)
-			continue;
-		sd_grow(&s->goroutines, &cap, s->ngoroutines + 1, sizeof(*s->goroutines));
-		s->goroutines[s->ngoroutines++] = g;
+	for (uint64_t i0 = 0; i0 < len; i0 += GO_BATCH) {
+		size_t n = len - i0 < GO_BATCH ? (size_t)(len - i0) : GO_BATCH;
+		batch_read(&r, bt, gps + i0, n);
+		for (size_t i = 0; i < n; i++) {
+			struct sd_goroutine g;
+			if (!bt->iov[i].ok) {
+				r.unreadable++;
+				continue;
+			}
+			if (read_one(&r, gps[i0 + i], &g, bt->g + i * rt->g_size, bt->scratch,
+				     &bt->pre[i]) <= 0)
+				continue;
+			sd_grow(&s->goroutines, &cap, s->ngoroutines + 1, sizeof(*s->goroutines));
+			s->goroutines[s->ngoroutines++] = g;
+		}
 	}
+	batch_free(bt);
 	golocks_end(r.gw, sym, s);
 	if (s->golocks_note) {
 		char msg[900];
@@ -644,8 +794,6 @@ void goroutines_read(struct sd_goruntime **rtp, struct sd_space *sp, struct sd_u
 			 r.unreadable, r.unreadable == 1 ? "" : "s", r.unknown_status);
 		s->go_note = strpool_intern(s->pool, msg);
 	}
-	free(b);
-	free(b2);
 	free(gps);
 	free(r.reasons);
 	free(r.ms);

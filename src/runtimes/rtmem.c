@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "capture.h"
 
@@ -86,6 +87,50 @@ int rtmem_read(struct rtmem *m, uint64_t addr, void *buf, size_t len, const char
 				    (unsigned long long)addr, len);
 	m->bytes += len;
 	return 0;
+}
+
+size_t rtmem_readv(struct rtmem *m, struct rtmem_iov *v, size_t n)
+{
+	size_t good = 0, i = 0;
+	if (m->read != read_pid) { /* a core file or a copy: range by range */
+		for (; i < n; i++)
+			good += (v[i].ok = rtmem_read(m, v[i].addr, v[i].buf, v[i].len, NULL, NULL) == 0);
+		return good;
+	}
+	struct iovec loc[RTMEM_IOV_MAX], rem[RTMEM_IOV_MAX];
+	size_t at[RTMEM_IOV_MAX];
+	while (i < n) {
+		size_t cnt = 0;
+		for (; i < n && cnt < RTMEM_IOV_MAX; i++) {
+			v[i].ok = 0;
+			if (!v[i].len) {
+				good += (v[i].ok = 1);
+				continue;
+			}
+			if (!rtmem_mapped(m, v[i].addr, v[i].len))
+				continue;
+			loc[cnt] = (struct iovec){v[i].buf, v[i].len};
+			rem[cnt] = (struct iovec){(void *)(uintptr_t)v[i].addr, v[i].len};
+			at[cnt++] = i;
+		}
+		size_t k = 0;
+		while (k < cnt) {
+			m->reads++;
+			ssize_t got = process_vm_readv(m->pid, loc + k, cnt - k, rem + k, cnt - k, 0);
+			if (got < 0 && errno != EFAULT)
+				return good; /* the process is gone or not ours: the rest fail */
+			size_t left = got > 0 ? (size_t)got : 0;
+			/* The call stops at the first range it cannot read in full:
+			 * the ones before it are whole, that one failed, go on after. */
+			while (k < cnt && left >= loc[k].iov_len) {
+				left -= loc[k].iov_len;
+				m->bytes += loc[k].iov_len;
+				good += (v[at[k++]].ok = 1);
+			}
+			k++;
+		}
+	}
+	return good;
 }
 
 static int decode(const uint8_t *p, size_t size, uint64_t *v)

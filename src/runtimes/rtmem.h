@@ -48,6 +48,21 @@ int rtmem_mapped(const struct rtmem *m, uint64_t addr, size_t len);
  * NULL: "memory") and the address. */
 int rtmem_read(struct rtmem *m, uint64_t addr, void *buf, size_t len, const char *what,
 	       struct sd_error *err);
+/* One range of a batch read: LEN bytes at ADDR into BUF; OK is set by
+ * rtmem_readv (1 read in full, 0 not mapped or not read in full). */
+struct rtmem_iov {
+	uint64_t addr;
+	void *buf;
+	size_t len;
+	int ok;
+};
+/* Read the N ranges V as rtmem_read reads each one (checked against the
+ * maps first), in as few system calls as the source allows: for a live
+ * process one process_vm_readv per RTMEM_IOV_MAX ranges, a range that is
+ * cut short or fails costing the ones after it one more call. A range
+ * that fails leaves the others as read. Returns how many read in full. */
+#define RTMEM_IOV_MAX 1024
+size_t rtmem_readv(struct rtmem *m, struct rtmem_iov *v, size_t n);
 /* An unsigned integer of SIZE bytes (1, 2, 4, 8) at ADDR. */
 int rtmem_uint(struct rtmem *m, uint64_t addr, size_t size, uint64_t *v, const char *what,
 	       struct sd_error *err);

@@ -599,6 +599,11 @@ static int rust_runtime_frame(const char *name)
 static void runtimes_stage(struct sd_target *t, const struct sd_snap_opts *o,
 			   struct sd_snapshot *s)
 {
+	target_runtimes(t, o, s);
+}
+
+void target_runtimes(struct sd_target *t, const struct sd_snap_opts *o, struct sd_snapshot *s)
+{
 	if (o->no_symbols)
 		return;
 	if (o->goroutines) {

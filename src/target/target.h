@@ -165,6 +165,10 @@ struct sd_tmod *target_module_at(struct sd_target *t, uint64_t addr);
  * A snapshot with some threads unreadable has ->partial set. */
 struct sd_snapshot *target_snapshot(struct sd_target *t, const struct sd_snap_opts *o,
 				    struct sd_error *err);
+/* The goroutines and tasks of the runtimes S's process runs (with
+ * O->goroutines or O->tokio), read into S: for a snapshot made another
+ * way than target_snapshot (perf events), whose threads are unwound. */
+void target_runtimes(struct sd_target *t, const struct sd_snap_opts *o, struct sd_snapshot *s);
 
 /* Close the thread files and rings kept open for repeated snapshots
  * (they are opened again when needed). */

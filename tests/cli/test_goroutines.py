@@ -101,10 +101,10 @@ def status_text(g):
     return g["wait_reason"] if g["status"] == "waiting" and g["wait_reason"] else g["status"]
 
 
-def compare_with_runtime(name, version):
+def compare_with_runtime(name, version, pool=POOL, *mode):
     need(name)
     t0 = time.monotonic()
-    with start(name, POOL, stdin=True) as fx:
+    with start(name, pool, *mode, stdin=True) as fx:
         want = parse_traceback(oracle(fx))
         r = sdtest.run("--format", "json", fx.pid)
         eq(r.rc, 0, r.err)
@@ -170,8 +170,13 @@ def compare_with_runtime(name, version):
     ok(reader["thread"] in tids, reader)
     ok(any(t["tid"] == reader["thread"] for t in doc["threads"]), reader)
     eq(sum(1 for g in ours.values() if any(f["function"] == "main.worker" for f in g["frames"])),
-       POOL)
-    ok(matched >= POOL + 8, "matched %d" % matched)
+       pool)
+    ok(matched >= pool + 8, "matched %d" % matched)
+    if mode:
+        # The pool's stacks differ in depth, goroutine by goroutine.
+        depths = {sum(1 for f in ours_as_go_prints(g) if f[0] == "main.climb")
+                  for g in ours.values()}
+        ok({1, 2, 3, 4, 5} <= depths, depths)
     print("%s: %d goroutines of the runtime's traceback matched, %d of the runtime's own "
           "beside them" % (name, matched, len(set(ours) - set(want))))
 
@@ -182,6 +187,20 @@ def test_goroutines_match_the_runtime_go119():
 
 def test_goroutines_match_the_runtime_go124():
     compare_with_runtime("fx-goroutines-go124", "go1.24")
+
+
+# goroutines_read takes the descriptors, the stacks and the descriptors
+# again of 512 goroutines in one read each (GO_BATCH in goroutines.c): a
+# pool of 1,300 workers whose neighbours' stacks differ in depth spans
+# three batches, the last one partly filled, and a goroutine given another
+# one's stack or descriptor, or one left out at a boundary, fails the
+# comparison with the runtime's own traceback.
+def test_goroutines_match_the_runtime_across_batches():
+    compare_with_runtime("fx-goroutines", "go1.19", 1300, "varied")
+
+
+def test_goroutines_match_the_runtime_across_batches_go124():
+    compare_with_runtime("fx-goroutines-go124", "go1.24", 1300, "varied")
 
 
 def parse_delve(text):
