@@ -454,7 +454,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			ts[i] = tv[i].t;
 			ss[i] = tv[i].smp;
 		}
-		sampling_costs(ctx, prof, ts, ss, nt, cpu, (double)(stop - start) / 1e9, &budget);
+		sampling_costs(ctx, prof, ts, ss, nt, cpu, (double)(stop - start) / 1e9, &budget, pw);
 		free(ts);
 		free(ss);
 	}

@@ -59,7 +59,7 @@ int sampling_write(struct cmd_ctx *ctx, const struct sd_profile *p, const char *
 
 void sampling_costs(struct cmd_ctx *ctx, const struct sd_profile *p, struct sd_target *const *t,
 		    struct sd_sampler *const *s, size_t n, double cpu, double wall,
-		    const struct sd_budget *b)
+		    const struct sd_budget *b, const struct sd_pollwatch *pw)
 {
 	uint64_t lookups = 0, hits = 0;
 	struct sd_perf_stats ps = {0};
@@ -82,6 +82,12 @@ void sampling_costs(struct cmd_ctx *ctx, const struct sd_profile *p, struct sd_t
 	strbuf_init(&sb);
 	format_profile_costs(&sb, p, &ps, lookups, hits, cpu, wall);
 	format_budget_costs(&sb, b, &sc, p);
+	uint64_t reads = 0;
+	double tk = pw && pollwatch_tokio(pw) ? pollwatch_cpu(pw, &reads) : 0;
+	if (reads > 1) /* the first reading indexes the DWARF: apart */
+		strbuf_addf(&sb, "tokio workers read %llu times: first %.1f ms, then %.3f ms CPU each\n",
+			    (unsigned long long)reads, pollwatch_once_cpu(pw) * 1e3,
+			    (tk - pollwatch_once_cpu(pw)) * 1e3 / (double)(reads - 1));
 	fputs(sb.buf, ctx->err);
 	strbuf_release(&sb);
 }

@@ -35,10 +35,11 @@ int sampling_write(struct cmd_ctx *ctx, const struct sd_profile *p, const char *
 		   const uint8_t *buf, size_t len, struct safefile *sf, const char *outpath);
 
 /* -v: what the run cost (engine, caches, libdw lookups, CPU and its
- * budget B) for the N targets T sampled by S, on stderr. */
+ * budget B; with PW, the reading of a Tokio program's workers) for the N
+ * targets T sampled by S, on stderr. */
 void sampling_costs(struct cmd_ctx *ctx, const struct sd_profile *p, struct sd_target *const *t,
 		    struct sd_sampler *const *s, size_t n, double cpu, double wall,
-		    const struct sd_budget *b);
+		    const struct sd_budget *b, const struct sd_pollwatch *pw);
 
 /* Did the run of P stop before its samples' intervals were over (Ctrl-C,
  * or a process exit)? Then the wall time is the truth. */

@@ -32,6 +32,8 @@ struct sd_pollwatch {
 	pid_t *pids;		     /* processes read once already */
 	size_t npids, pcap;
 	double once_cpu;
+	double read_cpu; /* of every reading */
+	uint64_t reads;
 	double min_seconds; /* shorter ones are not long polls */
 	int tokio;
 };
@@ -176,11 +178,14 @@ void pollwatch_sample(struct sd_pollwatch *w, struct sd_target *t, struct sd_sna
 	size_t k = 0;
 	while (k < w->npids && w->pids[k] != s->pid)
 		k++;
-	double c0 = k == w->npids ? thread_cpu() : 0;
+	double c0 = thread_cpu();
 	target_tokio_workers(t, s);
 	uint64_t now = sd_now_ns();
+	double c1 = thread_cpu();
+	w->reads++;
+	w->read_cpu += c1 - c0;
 	if (k == w->npids) {
-		w->once_cpu += thread_cpu() - c0;
+		w->once_cpu += c1 - c0;
 		sd_grow(&w->pids, &w->pcap, w->npids + 1, sizeof(*w->pids));
 		w->pids[w->npids++] = s->pid;
 	}
@@ -268,4 +273,10 @@ int pollwatch_tokio(const struct sd_pollwatch *w)
 double pollwatch_once_cpu(const struct sd_pollwatch *w)
 {
 	return w->once_cpu;
+}
+
+double pollwatch_cpu(const struct sd_pollwatch *w, uint64_t *reads)
+{
+	*reads = w->reads;
+	return w->read_cpu;
 }

@@ -44,5 +44,8 @@ int pollwatch_tokio(const struct sd_pollwatch *w);
 /* CPU seconds of the first reading of each process (the executable's
  * DWARF indexed once): work done once, not each sample. */
 double pollwatch_once_cpu(const struct sd_pollwatch *w);
+/* CPU seconds of every reading so far (the first ones included), and in
+ * *READS how many there were. */
+double pollwatch_cpu(const struct sd_pollwatch *w, uint64_t *reads);
 
 #endif
