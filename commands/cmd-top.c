@@ -417,6 +417,8 @@ const struct cmd_entry cmd_top_entry = {
 	    "unless --idle. Keys at a terminal: c, n, t sort by CPU, name, TID; i shows or\n"
 	    "folds idle threads; h lists the keys; q (or Ctrl-C) quits. The screen is\n"
 	    "redrawn in place. On a pipe, screens are printed one after another.\n"
+	    "A Tokio program's long polls (a worker inside one poll of a task across\n"
+	    "samples) are named under the header while they last.\n"
 	    "Exit status: 0 ok, 1 the process exited, 2 failure, 64 usage error.",
 	.options = top_options,
 	.min_args = 0,
