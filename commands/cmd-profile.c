@@ -11,6 +11,7 @@
 
 #include "budget.h"
 #include "format-run.h"
+#include "pollwatch.h"
 #include "procfs.h"
 #include "profile.h"
 #include "safefile.h"
@@ -159,6 +160,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	pid_t *tids = NULL;
 	struct ptarget *tv = NULL;
 	struct sd_profile *prof = NULL;
+	struct sd_pollwatch *pw = NULL; /* a Tokio program's long polls */
 	struct safefile sf;
 	int have_out = 0;
 	int rc = EXIT_FAIL;
@@ -236,6 +238,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	prof = profile_new(&po);
 	prof->interval_us = interval_us;
 	prof->rate_asked = 1e6 / (double)interval_us;
+	pw = pollwatch_new((double)interval_us / 1e6);
 
 	/* One sampler per process; auto says once why perf could not be used. */
 	smo.interval_us = interval_us;
@@ -336,6 +339,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 				}
 				continue;
 			}
+			pollwatch_sample(pw, tv[i].t, s);
 			profile_add_snapshot(prof, tv[i].t, s, NULL);
 			snapshot_free(s);
 			took = 1;
@@ -347,19 +351,12 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		now = sd_now_ns();
 		prof->duration_us = (now - start) / 1000;
 		if (progress && now - last_progress > 250000000ull) {
-			double el = (double)(now - start) / 1e9;
-			fprintf(ctx->err, "\rsampling %zu process%s: %llu samples, %.1f s", live,
-				live == 1 ? "" : "es", (unsigned long long)prof->samples, el);
-			if (end_ns)
-				fprintf(ctx->err, " of %.0f s", (double)duration_us / 1e6);
-			fprintf(ctx->err, ", %.1f Hz (Ctrl-C stops)\033[K",
-				el > 0 ? (double)prof->samples / el : 0.0);
-			fflush(ctx->err);
+			sampling_progress(ctx, live, prof->samples, now - start, duration_us);
 			last_progress = now;
 		}
-		/* A new stack's first symbolization is work done once, not
-		 * per sample: not held against the budget. */
-		double used = sd_cpu_seconds() - cpu0 - (double)prof->symbolize_cpu_ns / 1e9;
+		/* Work done once (new stacks symbolized, a Tokio DWARF read): not budgeted. */
+		double used = sd_cpu_seconds() - cpu0 - (double)prof->symbolize_cpu_ns / 1e9 -
+			      pollwatch_once_cpu(pw);
 		int change = budget_tick(&budget, now, used);
 		if (change != BUDGET_SAME) {
 			if (change == BUDGET_SLOWER)
@@ -431,6 +428,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		cmd_error(ctx, "interrupted: writing the profile of %llu samples",
 			  (unsigned long long)prof->samples);
 
+	sampling_long_polls(pw, &ro);
 	uint8_t *buf = NULL;
 	size_t len = 0;
 	struct sd_error rerr = {0};
@@ -448,6 +446,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	}
 	free(buf);
 	fflush(ctx->out);
+	sampling_long_polls_note(ctx, format, &ro);
 	if (cmd_has(ctx, PROF_VERBOSE)) {
 		struct sd_target **ts = sd_xcalloc(nt + 1, sizeof(*ts));
 		struct sd_sampler **ss = sd_xcalloc(nt + 1, sizeof(*ss));
@@ -455,7 +454,7 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			ts[i] = tv[i].t;
 			ss[i] = tv[i].smp;
 		}
-		sampling_costs(ctx, prof, ts, ss, nt, cpu, (double)(stop - start) / 1e9, &budget);
+		sampling_costs(ctx, prof, ts, ss, nt, cpu, (double)(stop - start) / 1e9, &budget, pw);
 		free(ts);
 		free(ss);
 	}
@@ -464,6 +463,7 @@ out:
 	if (have_out)
 		safefile_abort(&sf);
 	profile_free(prof);
+	pollwatch_free(pw);
 	for (size_t i = 0; i < nt; i++)
 		sampler_free(tv[i].smp);
 	free(tv);

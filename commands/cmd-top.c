@@ -16,6 +16,7 @@
 #include "budget.h"
 #include "holders.h"
 #include "locks.h"
+#include "pollwatch.h"
 #include "profile.h"
 #include "sampler.h"
 #include "format-top.h"
@@ -74,6 +75,24 @@ static const char *now_frame(const struct sd_pstack *pst, const char *exe)
 		if (pst->frames[k].module && !strcmp(pst->frames[k].module, b))
 			return pst->frames[k].name;
 	return pst->frames[0].name;
+}
+
+/* The long polls going on now, one line each ("long poll: worker ..."),
+ * into OUT (emptied first). */
+static void long_poll_notes(struct strbuf *out, struct sd_pollwatch *pw)
+{
+	const struct sd_long_poll *lp;
+	size_t n = pollwatch_list(pw, 1, &lp, NULL);
+	out->len = 0;
+	if (out->buf)
+		out->buf[0] = '\0';
+	for (size_t i = 0; i < n && i < 4; i++) {
+		strbuf_adds(out, "long poll: ");
+		longpoll_text(out, NULL, &lp[i]);
+		strbuf_adds(out, "\n");
+	}
+	if (n > 4)
+		strbuf_addf(out, "... and %zu more long polls\n", n - 4);
 }
 
 static int terminal_rows(FILE *f)
@@ -185,6 +204,10 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	uint64_t interval_ns = (uint64_t)(1e9 / rate);
 	p->interval_us = interval_ns / 1000;
 	p->rate_asked = rate;
+	/* A Tokio program: a worker inside one poll for long, while it lasts. */
+	struct sd_pollwatch *pw = pollwatch_new((double)interval_ns / 1e9);
+	struct strbuf notes;
+	strbuf_init(&notes);
 	struct sd_sampler_opts smo = {.engine = SD_ENGINE_AUTO, .interval_us = p->interval_us};
 	sd_engine_parse(cmd_str(ctx, TOP_ENGINE), &smo.engine); /* a checked choice */
 	{
@@ -193,6 +216,8 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		if (!smp) {
 			cmd_error(ctx, "%s", err.msg);
 			profile_free(p);
+			pollwatch_free(pw);
+			strbuf_release(&notes);
 			free(tids);
 			return EXIT_FAIL;
 		}
@@ -234,6 +259,7 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			break;
 		}
 		sd_grow(&groups, &gcap, s->nthreads + 1, sizeof(*groups));
+		pollwatch_sample(pw, t, s);
 		profile_add_snapshot(p, t, s, groups);
 		p->samples++;
 		{
@@ -311,6 +337,8 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 				view.sort == SORT_NAME ? top_cmp_name
 				: view.sort == SORT_TID ? top_cmp_tid
 							: top_cmp_activity);
+			long_poll_notes(&notes, pw);
+			view.notes = notes.len ? notes.buf : NULL;
 			struct strbuf sb;
 			strbuf_init(&sb);
 			top_screen(&sb, p, t->pid, t->info.comm, th, nth, (double)(now - start) / 1e9,
@@ -331,7 +359,8 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			break;
 		/* Our own CPU against the budget (new stacks' first
 		 * symbolization is work done once: not counted). */
-		double used = sd_cpu_seconds() - cpu0 - (double)p->symbolize_cpu_ns / 1e9;
+		double used = sd_cpu_seconds() - cpu0 - (double)p->symbolize_cpu_ns / 1e9 -
+			      pollwatch_once_cpu(pw);
 		int change = budget_tick(&budget, now, used);
 		if (change == BUDGET_SLOWER)
 			p->rate_note = "slowed to keep within the CPU budget (--cpu-budget)";
@@ -366,6 +395,8 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	free(idle);
 	sampler_free(smp);
 	profile_free(p);
+	pollwatch_free(pw);
+	strbuf_release(&notes);
 	free(th);
 	free(tids);
 	return rc;
@@ -386,6 +417,8 @@ const struct cmd_entry cmd_top_entry = {
 	    "unless --idle. Keys at a terminal: c, n, t sort by CPU, name, TID; i shows or\n"
 	    "folds idle threads; h lists the keys; q (or Ctrl-C) quits. The screen is\n"
 	    "redrawn in place. On a pipe, screens are printed one after another.\n"
+	    "A Tokio program's long polls (a worker inside one poll of a task across\n"
+	    "samples) are named under the header while they last.\n"
 	    "Exit status: 0 ok, 1 the process exited, 2 failure, 64 usage error.",
 	.options = top_options,
 	.min_args = 0,

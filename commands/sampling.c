@@ -8,6 +8,7 @@
 #include "budget.h"
 #include "format-profile.h"
 #include "format-run.h"
+#include "pollwatch.h"
 #include "safefile.h"
 #include "profile.h"
 #include "sampler.h"
@@ -58,7 +59,7 @@ int sampling_write(struct cmd_ctx *ctx, const struct sd_profile *p, const char *
 
 void sampling_costs(struct cmd_ctx *ctx, const struct sd_profile *p, struct sd_target *const *t,
 		    struct sd_sampler *const *s, size_t n, double cpu, double wall,
-		    const struct sd_budget *b)
+		    const struct sd_budget *b, const struct sd_pollwatch *pw)
 {
 	uint64_t lookups = 0, hits = 0;
 	struct sd_perf_stats ps = {0};
@@ -81,6 +82,12 @@ void sampling_costs(struct cmd_ctx *ctx, const struct sd_profile *p, struct sd_t
 	strbuf_init(&sb);
 	format_profile_costs(&sb, p, &ps, lookups, hits, cpu, wall);
 	format_budget_costs(&sb, b, &sc, p);
+	uint64_t reads = 0;
+	double tk = pw && pollwatch_tokio(pw) ? pollwatch_cpu(pw, &reads) : 0;
+	if (reads > 1) /* the first reading indexes the DWARF: apart */
+		strbuf_addf(&sb, "tokio workers read %llu times: first %.1f ms, then %.3f ms CPU each\n",
+			    (unsigned long long)reads, pollwatch_once_cpu(pw) * 1e3,
+			    (tk - pollwatch_once_cpu(pw)) * 1e3 / (double)(reads - 1));
 	fputs(sb.buf, ctx->err);
 	strbuf_release(&sb);
 }
@@ -93,4 +100,35 @@ int sampling_ended_early(const struct sd_profile *p)
 		if (p->procs[i].exited)
 			return 1;
 	return 0;
+}
+
+void sampling_progress(struct cmd_ctx *ctx, size_t live, uint64_t samples, uint64_t elapsed_ns,
+		       uint64_t duration_us)
+{
+	double el = (double)elapsed_ns / 1e9;
+	fprintf(ctx->err, "\rsampling %zu process%s: %llu samples, %.1f s", live,
+		live == 1 ? "" : "es", (unsigned long long)samples, el);
+	if (duration_us)
+		fprintf(ctx->err, " of %.0f s", (double)duration_us / 1e6);
+	fprintf(ctx->err, ", %.1f Hz (Ctrl-C stops)\033[K", el > 0 ? (double)samples / el : 0.0);
+	fflush(ctx->err);
+}
+
+void sampling_long_polls(struct sd_pollwatch *w, struct sd_prender *ro)
+{
+	ro->tokio = pollwatch_tokio(w);
+	ro->nlong_polls = pollwatch_list(w, 0, &ro->long_polls, &ro->long_polls_dropped);
+}
+
+void sampling_long_polls_note(struct cmd_ctx *ctx, const char *format, const struct sd_prender *ro)
+{
+	/* The text and JSON formats carry them; the others are for tools. */
+	if (!ro->nlong_polls || (strcmp(format, "folded") && strcmp(format, "svg") &&
+				 strcmp(format, "pprof")))
+		return;
+	struct strbuf sb;
+	strbuf_init(&sb);
+	format_long_polls_text(&sb, ro, 10);
+	fprintf(ctx->err, "stackdump: %s", sb.buf);
+	strbuf_release(&sb);
 }

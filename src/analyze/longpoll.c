@@ -89,11 +89,12 @@ size_t longpoll_find(struct sd_snapshot *const *snaps, size_t n, struct sd_long_
 
 void longpoll_text(struct strbuf *out, const struct sd_snapshot *s, const struct sd_long_poll *p)
 {
-	const struct sd_thread *th = snapshot_find_thread(s, p->tid);
+	const struct sd_thread *th = s && !p->name ? snapshot_find_thread(s, p->tid) : NULL;
+	const char *name = p->name ? p->name : th ? th->name : NULL;
 	strbuf_addf(out, "worker %d", (int)p->tid);
-	if (th && th->name) {
+	if (name) {
 		strbuf_adds(out, " \"");
-		strbuf_add_escaped(out, th->name);
+		strbuf_add_escaped(out, name);
 		strbuf_adds(out, "\"");
 	}
 	strbuf_addf(out, " has polled task %" PRIu64, p->task);
@@ -107,6 +108,30 @@ void longpoll_text(struct strbuf *out, const struct sd_snapshot *s, const struct
 		strbuf_add_escaped(out, b ? b + 1 : p->file);
 		strbuf_addf(out, ":%d", p->line);
 	}
-	strbuf_addf(out, ", for at least %.1f s (one poll: its tick %" PRId64 " in %zu snapshots)",
-		    p->seconds, p->tick, p->snaps);
+	strbuf_addf(out, ", for at least %.1f s (one poll: its tick %" PRId64 " in %zu %s)",
+		    p->seconds, p->tick, p->snaps, p->samples ? "samples" : "snapshots");
+}
+
+void longpoll_json(struct jsonw *w, const struct sd_long_poll *p)
+{
+	jsonw_object_begin(w);
+	jsonw_kint(w, "tid", p->tid);
+	jsonw_ku64(w, "runtime", p->runtime);
+	jsonw_ku64(w, "task", p->task);
+	jsonw_kstr(w, "future", p->future);
+	jsonw_kstr(w, "function", p->function);
+	jsonw_kstr(w, "file", p->file);
+	if (p->file && p->line > 0)
+		jsonw_kint(w, "line", p->line);
+	else
+		jsonw_knull(w, "line");
+	jsonw_kint(w, "tick", p->tick);
+	jsonw_ku64(w, "snapshots", p->snaps);
+	jsonw_kdouble(w, "seconds", p->seconds);
+	if (p->samples) {
+		jsonw_kint(w, "pid", p->pid);
+		jsonw_kstr(w, "name", p->name);
+		jsonw_kbool(w, "ongoing", p->ongoing);
+	}
+	jsonw_object_end(w);
 }

@@ -10,12 +10,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "jsonw.h"
 #include "snapshot.h"
 #include "util.h"
 
-/* One long poll. Strings point into the newest snapshot of the series. */
+/* One long poll. Strings point into the newest snapshot of the series
+ * (longpoll_find), or into the pool of who made it (a sampling run's). */
 struct sd_long_poll {
+	pid_t pid;	   /* the process (0: not said) */
 	pid_t tid;	   /* the worker */
+	const char *name;  /* its name, or NULL: the snapshot's */
 	uint64_t runtime;  /* its runtime's id */
 	uint64_t task;	   /* the task it polls */
 	int64_t tick;	   /* its core's tick, the same in every snapshot counted */
@@ -24,6 +28,8 @@ struct sd_long_poll {
 	int line;
 	size_t snaps;	   /* consecutive snapshots, up to the newest, that saw it */
 	double seconds;	   /* between the first of them and the newest */
+	int samples;	   /* they were a sampling run's samples (text: "samples") */
+	int ongoing;	   /* a sampling run: still in that poll at its last sample */
 };
 
 /* The long polls of the N snapshots SNAPS (oldest first): each worker of
@@ -33,8 +39,14 @@ struct sd_long_poll {
 size_t longpoll_find(struct sd_snapshot *const *snaps, size_t n, struct sd_long_poll **out);
 
 /* Append "worker 4243 "tokio-runtime-w" has polled task 417,
- * fx::handle_conn at conn.rs:88, for at least 1.2 s (tick 13 in 3
- * snapshots)" to OUT; S is the newest snapshot (for the worker's name). */
+ * fx::handle_conn at conn.rs:88, for at least 1.2 s (one poll: its tick 13
+ * in 3 snapshots)" to OUT; S is the newest snapshot (for the worker's
+ * name when P has none; may be NULL). */
 void longpoll_text(struct strbuf *out, const struct sd_snapshot *s, const struct sd_long_poll *p);
+
+/* P as the JSON object of docs/json.md ({"tid", "runtime", "task",
+ * "future", "function", "file", "line", "tick", "snapshots", "seconds"},
+ * plus "pid", "name" and "ongoing" for a sampling run's), through W. */
+void longpoll_json(struct jsonw *w, const struct sd_long_poll *p);
 
 #endif

@@ -480,6 +480,124 @@ static void json_lock(struct jsonw *w, const struct sd_snapshot *s, const struct
 	jsonw_object_end(w);
 }
 
+/* Is ADDR in T's holds? */
+static const struct sd_tokio_hold *task_hold(const struct sd_tokio_task *t, uint64_t addr)
+{
+	for (size_t k = 0; k < t->nholds; k++)
+		if (t->holds[k].addr == addr)
+			return &t->holds[k];
+	return NULL;
+}
+
+/* The kind of the lock T's leaf waits for: its detail names it
+ * ("tokio::sync::Mutex 0x55..."), else the leaf's kind ("mutex"). */
+static void wait_kind(struct jsonw *w, const struct sd_tokio_task *t)
+{
+	const struct sd_tokio_await *leaf = t->nawaits ? &t->awaits[t->nawaits - 1] : NULL;
+	const char *d = leaf ? leaf->detail : NULL, *sp = d ? strrchr(d, ' ') : NULL;
+	if (sp && sp > d && strtoull(sp + 1, NULL, 16) == t->wait_addr)
+		jsonw_kstrn(w, "kind", d, (size_t)(sp - d));
+	else
+		jsonw_kstr(w, "kind", leaf ? leaf->kind : NULL);
+}
+
+/* One runtime's tokio::sync locks that its tasks hold (inferred) or
+ * await, each once, in the order first met: holders, then waits. */
+static void json_task_locks(struct jsonw *w, const struct sd_tokio_rt *rt)
+{
+	size_t n = 0, cap = 0;
+	uint64_t *seen = NULL;
+	for (size_t pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < rt->ntasks; i++) {
+			const struct sd_tokio_task *t = &rt->tasks[i];
+			for (size_t h = 0; h < (pass ? 1 : t->nholds); h++) {
+				uint64_t a = pass ? t->wait_addr : t->holds[h].addr;
+				size_t k = 0;
+				while (k < n && seen[k] != a)
+					k++;
+				if (!a || k < n)
+					continue;
+				sd_grow(&seen, &cap, n + 1, sizeof(*seen));
+				seen[n++] = a;
+				/* The holder: the one the graph names for its waiters,
+				 * else the first keeping a guard or permit. */
+				const struct sd_tokio_task *hd = NULL;
+				for (size_t x = 0; x < rt->ntasks && !hd; x++)
+					if (rt->tasks[x].wait_addr == a && rt->tasks[x].held_by)
+						for (size_t y = 0; y < rt->ntasks && !hd; y++)
+							if (rt->tasks[y].id == rt->tasks[x].held_by)
+								hd = &rt->tasks[y];
+				for (size_t y = 0; y < rt->ntasks && !hd; y++)
+					if (task_hold(&rt->tasks[y], a))
+						hd = &rt->tasks[y];
+				const struct sd_tokio_hold *ev = hd ? task_hold(hd, a) : NULL;
+				jsonw_object_begin(w);
+				if (ev)
+					jsonw_kstr(w, "kind", ev->kind);
+				else
+					wait_kind(w, t);
+				jsonw_khex(w, "address", a);
+				jsonw_karray(w, "waiters");
+				for (size_t x = 0; x < rt->ntasks; x++)
+					if (rt->tasks[x].wait_addr == a)
+						jsonw_u64(w, rt->tasks[x].id);
+				jsonw_array_end(w);
+				if (hd) {
+					jsonw_ku64(w, "holder", hd->id);
+					jsonw_kstr(w, "holder_future", hd->future);
+					jsonw_kstr(w, "holder_state", hd->state);
+				} else {
+					jsonw_knull(w, "holder");
+					jsonw_knull(w, "holder_future");
+					jsonw_knull(w, "holder_state");
+				}
+				/* No tokio::sync lock records its holder: a holder is
+				 * always inferred from its state machine. */
+				jsonw_kbool(w, "inferred", hd != NULL);
+				jsonw_kstr(w, "evidence", ev ? ev->evidence : NULL);
+				/* Every task keeping one (a semaphore's permits: more). */
+				jsonw_karray(w, "holders");
+				for (size_t y = 0; y < rt->ntasks; y++)
+					if (task_hold(&rt->tasks[y], a))
+						jsonw_u64(w, rt->tasks[y].id);
+				jsonw_array_end(w);
+				jsonw_object_end(w);
+			}
+		}
+	free(seen);
+}
+
+/* "tokio": a Tokio program's locks among tasks, per runtime, and the
+ * cycles among them (nothing for other programs). */
+static void json_tokio_locks(struct jsonw *w, const struct sd_snapshot *s)
+{
+	if (!s->tokio_read)
+		return;
+	jsonw_kobject(w, "tokio");
+	jsonw_kstr(w, "note", s->tokio_note);
+	jsonw_karray(w, "runtimes");
+	for (size_t i = 0; i < s->ntokio; i++) {
+		const struct sd_tokio_rt *rt = &s->tokio[i];
+		jsonw_object_begin(w);
+		jsonw_ku64(w, "id", rt->id);
+		jsonw_kstr(w, "flavor", rt->flavor);
+		jsonw_karray(w, "locks");
+		json_task_locks(w, rt);
+		jsonw_array_end(w);
+		jsonw_karray(w, "deadlocks");
+		for (size_t c = 0, at = 0; c < rt->ncycles; at += rt->cycle_len[c], c++) {
+			jsonw_array_begin(w);
+			for (size_t k = 0; k < rt->cycle_len[c]; k++)
+				jsonw_u64(w, rt->tasks[rt->cycle_tasks[at + k]].id);
+			jsonw_array_end(w);
+		}
+		jsonw_array_end(w);
+		jsonw_object_end(w);
+	}
+	jsonw_array_end(w);
+	jsonw_object_end(w);
+}
+
 void format_json_locks(struct jsonw *w, const struct sd_snapshot *s, const struct sd_lockgraph *g,
 		       const struct sd_parked *parked, size_t nparked, size_t nsnaps, double span,
 		       const struct sd_long_poll *lp, size_t nlp)
@@ -525,6 +643,9 @@ void format_json_locks(struct jsonw *w, const struct sd_snapshot *s, const struc
 	}
 	jsonw_array_end(w);
 	format_go_locks_json(w, s);
+	json_tokio_locks(w, s);
+	/* The verdict's findings, the dump's "findings" (threads' and tasks'). */
+	format_json_findings(w, s, g);
 	if (nsnaps > 1) {
 		jsonw_ku64(w, "snapshots", nsnaps);
 		jsonw_kdouble(w, "seconds", span);
@@ -550,23 +671,8 @@ void format_json_locks(struct jsonw *w, const struct sd_snapshot *s, const struc
 		jsonw_array_end(w);
 		/* A Tokio program's workers inside one poll across the series. */
 		jsonw_karray(w, "long_polls");
-		for (size_t i = 0; i < nlp; i++) {
-			jsonw_object_begin(w);
-			jsonw_kint(w, "tid", lp[i].tid);
-			jsonw_ku64(w, "runtime", lp[i].runtime);
-			jsonw_ku64(w, "task", lp[i].task);
-			jsonw_kstr(w, "future", lp[i].future);
-			jsonw_kstr(w, "function", lp[i].function);
-			jsonw_kstr(w, "file", lp[i].file);
-			if (lp[i].file && lp[i].line > 0)
-				jsonw_kint(w, "line", lp[i].line);
-			else
-				jsonw_knull(w, "line");
-			jsonw_kint(w, "tick", lp[i].tick);
-			jsonw_ku64(w, "snapshots", lp[i].snaps);
-			jsonw_kdouble(w, "seconds", lp[i].seconds);
-			jsonw_object_end(w);
-		}
+		for (size_t i = 0; i < nlp; i++)
+			longpoll_json(w, &lp[i]);
 		jsonw_array_end(w);
 	}
 	jsonw_object_end(w);

@@ -9,6 +9,7 @@
 
 #include "format.h"
 #include "format-profile.h"
+#include "longpoll.h"
 
 static double pct(double part, double whole)
 {
@@ -370,7 +371,7 @@ static void json_lock(struct jsonw *w, struct sd_profile *p, const struct sd_plo
 	jsonw_object_end(w);
 }
 
-void format_profile_json(struct jsonw *w, struct sd_profile *p)
+void format_profile_json(struct jsonw *w, struct sd_profile *p, const struct sd_prender *o)
 {
 	profile_sort(p);
 	uint64_t total = profile_total(p);
@@ -459,6 +460,12 @@ void format_profile_json(struct jsonw *w, struct sd_profile *p)
 		sd_sort(p->locks, p->nlocks, sizeof(*p->locks), cmp_lock);
 		for (size_t i = 0; i < p->nlocks; i++)
 			json_lock(w, p, &p->locks[i]);
+		jsonw_array_end(w);
+	}
+	if (o && o->tokio) {
+		jsonw_karray(w, "long_polls");
+		for (size_t i = 0; i < o->nlong_polls; i++)
+			longpoll_json(w, &o->long_polls[i]);
 		jsonw_array_end(w);
 	}
 	jsonw_object_end(w);

@@ -12,6 +12,8 @@
 #include "profile.h"
 #include "util.h"
 
+struct sd_long_poll;
+
 /* How a profile is rendered. */
 struct sd_prender {
 	int limit;            /* top: stacks shown (0: all) */
@@ -20,6 +22,13 @@ struct sd_prender {
 	int verbose;
 	const char *title;
 	int diff;             /* svg: differential flame graph */
+	/* A Tokio program's long polls over the run (longpoll.h), longest
+	 * first: after the profile (top, tree), its "long_polls" (json).
+	 * TOKIO: a sampled process had a Tokio runtime (json: the member is
+	 * there, empty when none); DROPPED: ended ones not kept. */
+	const struct sd_long_poll *long_polls;
+	size_t nlong_polls, long_polls_dropped;
+	int tokio;
 };
 
 /* Samples per second P got over its duration (0 without samples). */
@@ -36,8 +45,9 @@ void format_profile_tree(struct strbuf *out, struct sd_profile *p, const struct 
 void format_profile_locks(struct strbuf *out, struct sd_profile *p, const struct sd_prender *o);
 /* Brendan Gregg's folded stacks: "root;...;leaf COUNT" per line. */
 void format_profile_folded(struct strbuf *out, struct sd_profile *p);
-/* The JSON document, written through W (read back by profile_load). */
-void format_profile_json(struct jsonw *w, struct sd_profile *p);
+/* The JSON document, written through W (read back by profile_load); with
+ * O (may be NULL) for a Tokio program, its "long_polls". */
+void format_profile_json(struct jsonw *w, struct sd_profile *p, const struct sd_prender *o);
 /* A self-contained interactive flame graph. */
 void format_profile_svg(struct strbuf *out, struct sd_profile *p, const struct sd_prender *o);
 /* gzipped profile.proto; *OUT is heap. Returns 0 or a negative errno. */

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "budget.h"
+#include "longpoll.h"
 #include "symbols.h"
 
 int format_profile_as(struct sd_profile *p, const char *format, const struct sd_prender *ro,
@@ -20,7 +21,7 @@ int format_profile_as(struct sd_profile *p, const char *format, const struct sd_
 	if (!strcmp(format, "json")) {
 		struct jsonw w;
 		jsonw_init(&w, &sb, 2);
-		format_profile_json(&w, p);
+		format_profile_json(&w, p, ro);
 		jsonw_release(&w);
 		strbuf_adds(&sb, "\n");
 	} else if (!strcmp(format, "folded")) {
@@ -34,9 +35,28 @@ int format_profile_as(struct sd_profile *p, const char *format, const struct sd_
 	} else {
 		format_profile_top(&sb, p, ro);
 	}
+	/* The text formats: a Tokio program's long polls after the profile. */
+	if (ro->nlong_polls && strcmp(format, "json") && strcmp(format, "folded") &&
+	    strcmp(format, "svg")) {
+		strbuf_adds(&sb, "\n");
+		format_long_polls_text(&sb, ro, 10);
+	}
 	*len = sb.len;
 	*buf = (uint8_t *)strbuf_detach(&sb);
 	return 0;
+}
+
+void format_long_polls_text(struct strbuf *out, const struct sd_prender *ro, size_t limit)
+{
+	size_t n = ro->nlong_polls, more = n > limit ? n - limit + ro->long_polls_dropped : 0;
+	strbuf_adds(out, "Long polls of Tokio tasks (one poll across samples, longest first):\n");
+	for (size_t i = 0; i < n && i < limit; i++) {
+		strbuf_adds(out, "  ");
+		longpoll_text(out, NULL, &ro->long_polls[i]);
+		strbuf_adds(out, ro->long_polls[i].ongoing ? ", still in it at the last sample\n" : "\n");
+	}
+	if (more)
+		strbuf_addf(out, "  ... and %zu more (--format json lists the %zu longest)\n", more, n);
 }
 
 void format_profile_costs(struct strbuf *sb, const struct sd_profile *p,

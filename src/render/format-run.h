@@ -19,6 +19,10 @@
 int format_profile_as(struct sd_profile *p, const char *format, const struct sd_prender *ro,
 		      uint8_t **buf, size_t *len, struct sd_error *err);
 
+/* RO's long polls (a Tokio program's, longpoll.h) as lines: a heading,
+ * then one per long poll, at most LIMIT, and how many more there were. */
+void format_long_polls_text(struct strbuf *out, const struct sd_prender *ro, size_t limit);
+
 /* The format a file name asks for by its ending: "pprof" (.pprof, .pb,
  * .pb.gz), "svg", "json", "folded", "top" (.txt); NULL for any other name.
  * Static strings. */

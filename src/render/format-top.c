@@ -175,6 +175,13 @@ void top_screen(struct strbuf *sb, struct sd_profile *p, pid_t pid, const char *
 			    view->sort == SORT_CPU ? "activity" : view->sort == SORT_NAME ? "name" : "TID",
 			    view->show_idle ? "shown" : "folded");
 	used += emit(sb, &line, cols, tty);
+	for (const char *n = view->notes; n && *n;) {
+		const char *nl = strchr(n, '\n');
+		size_t len = nl ? (size_t)(nl - n) : strlen(n);
+		strbuf_add(&line, n, len);
+		used += emit(sb, &line, cols, tty);
+		n += len + (nl != NULL);
+	}
 	/* A narrow terminal gets a narrower STATE column (most states are
 	 * one word: "write", "mutex", "epoll_wait"), leaving room to NOW. */
 	int narrow = cols > 0 && cols < 100, tw = narrow ? 7 : 8, sw = narrow ? 10 : 18;

@@ -18,6 +18,9 @@ struct topview {
 	enum top_sort sort;
 	int show_idle;
 	int help;
+	/* Lines under the header (a Tokio program's long polls while they
+	 * last), each ended by "\n", escaped already; NULL: none. */
+	const char *notes;
 };
 
 /* Append one screen to SB: profile P of process PID (COMM), its NTH

@@ -347,7 +347,7 @@ void format_series_json(struct jsonw *w, const struct sd_series *r, unsigned sec
 	}
 	if (sections & SD_SERIES_PROFILE) {
 		jsonw_key(w, "profile");
-		format_profile_json(w, r->prof);
+		format_profile_json(w, r->prof, NULL);
 	}
 	if (sections & SD_SERIES_TIMELINE) {
 		jsonw_karray(w, "timeline");

@@ -316,6 +316,7 @@ struct tkread {
 	int cut;	   /* a runtime had more tasks than are read */
 	unsigned restarts; /* walks begun again: the list changed under them */
 	int changed;	   /* a list kept changing: tasks may be missing */
+	int workers_only;  /* tokio_read_workers: no task is read */
 	uint64_t span, span_vt; /* the last task's cell size and vtable */
 };
 
@@ -463,7 +464,9 @@ static size_t read_contexts(struct tkread *r, struct rtent *rts, size_t max)
 		if (!tp && th->have_regs && !th->regs_partial)
 			tp = th->regs.fs_base;
 		/* A core's threads have their registers; its pid is no process's. */
-		if (!tp && !ngl && !r->sp->read_mem && (named || th->tid == r->s->pid))
+		/* Sampling stops no thread for it. */
+		if (!tp && !ngl && !r->sp->read_mem && !r->workers_only &&
+		    (named || th->tid == r->s->pid))
 			tp = thread_pointer(th, &stops);
 		if (!tp || dwt_tls_address(rt->d, context_names[0], tp, &addr, NULL, NULL) < 0) {
 			/* the name the layout was learnt by */
@@ -841,18 +844,11 @@ static size_t list_heads(struct tkread *r, uint64_t id, const struct dwt_type *h
 	return n;
 }
 
-/* Every task of the runtime whose handle is at RE->id. */
-static void read_tasks(struct tkread *r, const struct rtent *re, struct sd_tokio_rt *out)
+/* The runtime whose handle is at RE->id, its threads and what each polls. */
+static void runtime_workers(struct tkread *r, const struct rtent *re, struct sd_tokio_rt *out)
 {
-	struct sd_tokioruntime *rt = r->rt;
-	struct sd_error err = {0};
-	struct dwt_type ht;
 	out->id = re->id;
 	out->flavor = re->flavor;
-	char name[128];
-	snprintf(name, sizeof(name), "tokio::runtime::scheduler::%s",
-		 !strcmp(re->flavor, "multi_thread") ? "multi_thread::handle::Handle"
-						    : "current_thread::Handle");
 	for (size_t i = 0; i < r->nthr; i++)
 		if (r->thr[i].rt_id == re->id) {
 			out->workers = sd_xrealloc(out->workers, (out->nworkers + 1) * sizeof(pid_t));
@@ -864,6 +860,21 @@ static void read_tasks(struct tkread *r, const struct rtent *re, struct sd_tokio
 			out->worker_ticks[out->nworkers] = r->thr[i].tick;
 			out->workers[out->nworkers++] = r->thr[i].tid;
 		}
+}
+
+/* Every task of the runtime whose handle is at RE->id. */
+static void read_tasks(struct tkread *r, const struct rtent *re, struct sd_tokio_rt *out)
+{
+	struct sd_tokioruntime *rt = r->rt;
+	struct sd_error err = {0};
+	struct dwt_type ht;
+	runtime_workers(r, re, out);
+	if (r->workers_only)
+		return;
+	char name[128];
+	snprintf(name, sizeof(name), "tokio::runtime::scheduler::%s",
+		 !strcmp(re->flavor, "multi_thread") ? "multi_thread::handle::Handle"
+						    : "current_thread::Handle");
 	/* The global queue's depth, where its counter is found. */
 	static const char *const inject[] = {"shared.inject.len", "shared.inject.shared.len", NULL};
 	out->injected = -1;
@@ -918,7 +929,8 @@ static void read_tasks(struct tkread *r, const struct rtent *re, struct sd_tokio
 	}
 }
 
-void tokio_read(struct sd_tokioruntime **rtp, struct sd_space *sp, struct sd_snapshot *s)
+void tokio_read(struct sd_tokioruntime **rtp, struct sd_space *sp, struct sd_snapshot *s,
+		int workers_only)
 {
 	struct sd_tmod *exe = NULL;
 	for (size_t i = 0; i < sp->nmods && s->exe; i++)
@@ -935,7 +947,7 @@ void tokio_read(struct sd_tokioruntime **rtp, struct sd_space *sp, struct sd_sna
 		s->tokio_note = strpool_intern(s->pool, rt->note);
 		return;
 	}
-	struct tkread r = {.rt = rt, .sp = sp, .s = s};
+	struct tkread r = {.rt = rt, .sp = sp, .s = s, .workers_only = workers_only};
 	rtmem_space_init(&r.mem, sp);
 	struct rtent rts[TK_MAX_RUNTIMES];
 	size_t n = read_contexts(&r, rts, TK_MAX_RUNTIMES);
@@ -967,3 +979,4 @@ void tokio_read(struct sd_tokioruntime **rtp, struct sd_space *sp, struct sd_sna
 	free(r.buf);
 	s->tokio_us = (sd_now_ns() - t0) / 1000;
 }
+

@@ -22,8 +22,13 @@ struct sd_tokioruntime;
  * first; free with tokioruntime_free). Nothing happens for a program with
  * no Tokio runtime that it can tell; without the debug info the reader
  * needs, S gets tokio_note naming what to rebuild with, and its threads
- * stay as they are. */
-void tokio_read(struct sd_tokioruntime **rt, struct sd_space *sp, struct sd_snapshot *s);
+ * stay as they are. WORKERS_ONLY: the part a sampling run repeats
+ * (profile, top), each thread's context only (the runtimes' ids, flavors,
+ * workers, the task each polls, a task of the blocking pool included, and
+ * its worker core's tick), no task read (ntasks 0), and no thread
+ * stopped: without glibc's list of its threads, only those S stopped. */
+void tokio_read(struct sd_tokioruntime **rt, struct sd_space *sp, struct sd_snapshot *s,
+		int workers_only);
 /* NULL does nothing. */
 void tokioruntime_free(struct sd_tokioruntime *rt);
 

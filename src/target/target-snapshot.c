@@ -611,7 +611,13 @@ void target_runtimes(struct sd_target *t, const struct sd_snap_opts *o, struct s
 		goroutines_read(&t->goruntime, &t->space, t->unw, t->sym, s, &go);
 	}
 	if (o->goroutines || o->tokio)
-		tokio_read(&t->tokioruntime, &t->space, s);
+		tokio_read(&t->tokioruntime, &t->space, s, 0);
+}
+
+void target_tokio_workers(struct sd_target *t, struct sd_snapshot *s)
+{
+	if (!t->core)
+		tokio_read(&t->tokioruntime, &t->space, s, 1);
 }
 
 /* The crash a core records (the first thread with a core-dumping signal

@@ -174,6 +174,11 @@ void target_runtimes(struct sd_target *t, const struct sd_snap_opts *o, struct s
  * (they are opened again when needed). */
 void target_release_files(struct sd_target *t);
 
+/* A sample S of T (profile, top): what a Tokio program's threads poll
+ * now, read into S's runtimes (tokio.h: workers only, no task read, no
+ * thread stopped). Nothing for a program without Tokio, or a core. */
+void target_tokio_workers(struct sd_target *t, struct sd_snapshot *s);
+
 /* Is the process still there (and not a zombie)? */
 int target_alive(const struct sd_target *t);
 

@@ -618,6 +618,128 @@ def long_poll(fx_name):
     ok(lps[0]["seconds"] >= 0.2 and lps[0]["file"].endswith("main.rs"), lps)
 
 
+def test_profile_and_top_name_the_long_poll():
+    for name, _ in VERSIONS:
+        profile_top_long_poll(name)
+
+
+LONG_POLL_LINE = (r"worker %d \"tokio-runtime-w\" has polled task %d, fx_tokio::long_poll at "
+                  r"main\.rs:%d, for at least ([0-9.]+) s \(one poll: its tick %d in (\d+) "
+                  r"samples\)")
+
+
+def profile_top_long_poll(fx_name):
+    """Sampled by profile (either engine) and top, long_poll's one poll of
+    an hour on its worker (TID and line from the fixture; task and tick
+    from a dump) is named over the samples: after the profile in text, as
+    long_polls in JSON, on stderr for folded stacks, on top's screens; the
+    yielder, polled again and again, never is. A program without Tokio has
+    no such member."""
+    with Tokio(fx_name, mode="longpoll") as tk:
+        tid, line = (int(x) for x in mode_lines(tk.file)["long-poll"][0])
+        d = sdtest.run("--format", "json", tk.fx.pid).json()
+        runs = {}
+        # Counted samples, not a duration: 10 at 5 Hz lie 1.8 s apart at
+        # least, however late each comes.
+        for engine in ("perf", "ptrace"):
+            runs[engine] = sdtest.run("profile", "--engine", engine, "--count", "10", "--rate",
+                                      "5", "-q", tk.fx.pid)
+        pj = sdtest.run("profile", "--format", "json", "--count", "10", "--rate", "5", "-q",
+                        tk.fx.pid)
+        pf = sdtest.run("profile", "--format", "folded", "--count", "10", "--rate", "5", "-q",
+                        tk.fx.pid)
+        top = sdtest.run("top", "--count", "3", "--rate", "5", "--refresh", "1s", tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    tasks = by_future(d["runtimes"][0])
+    lp, y = tasks["fx_tokio::long_poll"], tasks["fx_tokio::yielder"]
+    tick = [p["tick"] for p in d["runtimes"][0]["polling"] if p["thread"] == tid]
+    eq(len(tick), 1, d["runtimes"][0]["polling"])
+    want = LONG_POLL_LINE % (tid, lp["id"], line, tick[0])
+    for engine, r in runs.items():
+        eq(r.rc, 0, (engine, r.err))
+        at = r.out.find("\nLong polls of Tokio tasks (one poll across samples, longest first):\n")
+        ok(at > 0, (engine, r.out[-2000:]))
+        m = re.findall(r"^  " + want + r", still in it at the last sample$", r.out[at:], re.M)
+        eq(len(m), 1, (engine, r.out[at:]))
+        ok(float(m[0][0]) >= 0.2 and int(m[0][1]) >= 2, m)
+        ok("task %d," % y["id"] not in r.out[at:], (engine, r.out[at:]))
+    eq(pj.rc, 0, pj.err)
+    lps = pj.json()["long_polls"]
+    eq([(x["pid"], x["tid"], x["name"], x["task"], x["future"], x["function"], x["line"],
+         x["tick"], x["ongoing"]) for x in lps],
+       [(tk.fx.pid, tid, "tokio-runtime-w", lp["id"], "fx_tokio::long_poll",
+         "fx_tokio::long_poll::{async_fn#0}", line, tick[0], True)], lps)
+    ok(lps[0]["file"].endswith("main.rs") and lps[0]["snapshots"] >= 2 and
+       lps[0]["seconds"] >= 0.2 and lps[0]["runtime"] == d["runtimes"][0]["id"], lps)
+    eq(pf.rc, 0, pf.err)
+    ok(re.search(r"^  " + want, pf.err, re.M), pf.err)
+    ok("Long polls" not in pf.out, pf.out[-500:])
+    eq(top.rc, 0, top.err)
+    screens = top.out.split("stackdump top: ")
+    eq(len(screens), 4, top.out[-3000:])
+    m = re.findall(r"^long poll: " + want + r"$", screens[-1], re.M)
+    eq(len(m), 1, screens[-1])
+    ok("task %d," % y["id"] not in top.out, top.out)
+    # Nothing of the kind for a program without Tokio.
+    with start("fx-idle") as fx:
+        plain = sdtest.run("profile", "--format", "json", "--count", "3", "--rate", "10", "-q",
+                           fx.pid)
+    eq(plain.rc, 0, plain.err)
+    ok("long_polls" not in plain.json(), list(plain.json()))
+
+
+def test_locks_json_names_the_locks_among_tasks():
+    for name, _ in VERSIONS:
+        locks_json(name)
+
+
+def locks_json(fx_name):
+    """`locks --format json`: each tokio::sync lock a task holds or awaits,
+    with its waiting tasks and its holder (inferred, with the evidence):
+    holder_task keeps the Mutex mutex_task awaits, abba_a and abba_b each
+    keep the one the other awaits, sem_task awaits a Semaphore nobody
+    holds; the cycle among tasks, and the findings (task deadlock,
+    FutureLock) as the dump has them. A program without Tokio has none."""
+    with Tokio(fx_name) as tk:
+        want = expected(tk.file)
+        d = sdtest.run("--format", "json", tk.fx.pid).json()
+        r = sdtest.run("locks", "--format", "json", tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    eq(r.rc, DEADLOCK, r.err)
+    doc = r.json()
+    tasks = by_future(d["runtimes"][0])
+    rts = doc["tokio"]["runtimes"]
+    eq([x["id"] for x in rts], [d["runtimes"][0]["id"]], rts)
+    locks = {int(x["address"], 16): x for x in rts[0]["locks"]}
+    for holder, var, waiter in (("holder_task", "g", "mutex_task"), ("abba_a", "g1", "abba_b"),
+                                ("abba_b", "g2", "abba_a")):
+        h, w = tasks["fx_tokio::" + holder], tasks["fx_tokio::" + waiter]
+        hold_line = want[holder.replace("_task", "")][1][0][1]
+        x = locks.get(h["holds"][0]["address"])
+        ok(x, (holder, locks))
+        eq((x["kind"], x["waiters"], x["holder"], x["holder_future"], x["inferred"], x["holders"]),
+           ("tokio::sync::Mutex", [w["id"]], h["id"], "fx_tokio::" + holder, True, [h["id"]]), x)
+        ok(re.match(r"%s in fx_tokio::%s at \S*src/main\.rs:%d$" % (var, holder, hold_line),
+                    x["evidence"]), x)
+    sem = tasks["fx_tokio::sem_task"]
+    sx = [x for x in rts[0]["locks"] if x["waiters"] == [sem["id"]]]
+    eq([(x["kind"], x["holder"], x["inferred"], x["evidence"], x["holders"]) for x in sx],
+       [("tokio::sync::Semaphore", None, False, None, [])], sx)
+    eq(sx[0]["address"], sem["waits_for"], (sx, sem))
+    eq(len(rts[0]["locks"]), 4, rts[0]["locks"])
+    a, b = tasks["fx_tokio::abba_a"], tasks["fx_tokio::abba_b"]
+    eq([sorted(c) for c in rts[0]["deadlocks"]], [sorted([a["id"], b["id"]])], rts)
+    kinds = {f["kind"]: f for f in doc["findings"]}
+    eq(sorted(kinds), sorted(f["kind"] for f in d["findings"]), (doc["findings"], d["findings"]))
+    eq(sorted(kinds["task_deadlock"]["tasks"]), sorted([a["id"], b["id"]]), kinds)
+    eq(kinds["future_lock"]["tasks"],
+       [tasks["fx_tokio::holder_task"]["id"], tasks["fx_tokio::mutex_task"]["id"]], kinds)
+    with start("fx-idle") as fx:
+        plain = sdtest.run("locks", "--format", "json", fx.pid)
+    eq(plain.rc, 0, plain.err)
+    ok("tokio" not in plain.json() and plain.json()["findings"] == [], plain.json())
+
+
 def shell(*lines):
     return sdtest.run(input="\n".join(lines) + "\n")
 

@@ -262,7 +262,7 @@ static void test_folded_round_trip(void **state)
 	/* JSON round trip keeps threads and on-CPU counts. */
 	struct jsonw w;
 	jsonw_init(&w, &sb, 0);
-	format_profile_json(&w, p);
+	format_profile_json(&w, p, NULL);
 	assert_int_equal(jsonw_finish(&w), 0);
 	jsonw_release(&w);
 	q = profile_parse(sb.buf, sb.len, "mem", &err);
