@@ -913,6 +913,9 @@ void format_tokio_finding_json(struct jsonw *w, const struct sd_snapshot *s,
 			jsonw_ku64(w, "holder_task", id);
 		else
 			jsonw_knull(w, "holder_task");
+		/* A holder of the blocking pool: the spawn_blocking job it runs. */
+		const struct sd_tokio_blocking *bj = l->owner_known ? blocking_of(s, l->owner) : NULL;
+		jsonw_kstr(w, "holder_job", bj ? bj->job : NULL);
 		if (rt)
 			jsonw_ku64(w, "runtime", rt->id);
 		return;
