@@ -130,12 +130,17 @@ static int pool_thread(struct tkl *l, uint64_t bias, struct strpool *pool,
 		return 0;
 	*job = NULL;
 	*idle = 0;
-	/* The innermost poll function of a task below Inner::run: its T. */
+	/* The innermost poll function of a task below Inner::run (the
+	 * vtable's raw::poll, or the Harness::poll it jumps to): its T. */
+	static const char raw[] = "tokio::runtime::task::raw::poll";
+	static const char harness[] = "tokio::runtime::task::harness::Harness<";
 	for (size_t i = 0; i < at; i++) {
 		const struct sd_frame *f = &th->frames[i];
 		struct dwt_type t;
-		if (!f->function || (f->flags & SD_FRAME_INLINED) || f->pc < f->symoff ||
-		    strncmp(f->function, "tokio::runtime::task::", 22) ||
+		const char *fn = f->function;
+		if (!fn || (f->flags & SD_FRAME_INLINED) || !f->symoff || f->pc < f->symoff ||
+		    (strncmp(fn, raw, sizeof(raw) - 1) &&
+		     (strncmp(fn, harness, sizeof(harness) - 1) || !strstr(fn, ">::poll<"))) ||
 		    tkl_fn_param(l, f->pc - f->symoff - bias, "T", &t) < 0)
 			continue;
 		const char *q = tkl_qualname(l, t.die), *end = q ? strrchr(q, '>') : NULL;

@@ -917,7 +917,8 @@ def test_separate_debug_file():
     """fx-tokio with its DWARF moved to a separate debug file beside it
     (objcopy --only-keep-debug, then --strip-debug --add-gnu-debuglink):
     its tasks are read from that file, every chain as the fixture wrote
-    it; without the debug file, the note says what to rebuild with."""
+    it; with another program's debug file under its name, or none, the
+    note says what to rebuild with."""
     need("fx-tokio")
     import shutil
     import subprocess
@@ -942,12 +943,18 @@ def test_separate_debug_file():
         rt = doc["runtimes"][0]
         eq(len(rt["tasks"]), TASKS, [t["future"] for t in rt["tasks"]])
         chains_agree(rt, want, "/tokio-1.24", want)
+        # Another program's debug file under that name is not its: none.
+        need("fx-tokio-143")
         os.unlink(dbg)
-        with start(exe, aw + "2") as fx:
-            r = sdtest.run("--format", "json", fx.pid)
-        eq(r.rc, 0, r.err)
-        note = r.json()["tokio"]["note"]
-        ok(note and "nor a separate debug file" in note and "debug = 2" in note, note)
+        subprocess.run(["objcopy", "--only-keep-debug", path_of("fx-tokio-143"), dbg], check=True)
+        for k in range(2):
+            if k:
+                os.unlink(dbg)
+            with start(exe, aw + str(k)) as fx:
+                r = sdtest.run("--format", "json", fx.pid)
+            eq(r.rc, 0, r.err)
+            note = r.json()["tokio"]["note"]
+            ok(note and "nor a separate debug file" in note and "debug = 2" in note, note)
 
 
 if __name__ == "__main__":
