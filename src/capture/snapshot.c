@@ -113,6 +113,8 @@ void snapshot_free(struct sd_snapshot *s)
 		free(s->tokio[i].workers);
 		free(s->tokio[i].worker_tasks);
 		free(s->tokio[i].worker_ticks);
+		free(s->tokio[i].worker_queued);
+		free(s->tokio[i].blocking);
 	}
 	free(s->tokio);
 	free(s->outside);

@@ -334,6 +334,19 @@ struct sd_tokio_rt {
 	int64_t *worker_ticks;
 	size_t nworkers;
 	int64_t injected;	/* tasks in its global (inject) queue, -1 not known */
+	/* per worker: the tasks in its local run queue (its tail less its
+	 * head), -1 not known; NULL: none known */
+	int64_t *worker_queued;
+	/* The threads of its blocking pool that are no worker of it: the
+	 * spawn_blocking job each runs (its closure's or function's type,
+	 * pool string; NULL with IDLE set: idle, waiting for a job; NULL
+	 * without: a job whose type is not known). */
+	struct sd_tokio_blocking {
+		pid_t tid;
+		const char *job;
+		int idle;
+	} *blocking;
+	size_t nblocking;
 	struct sd_tokio_task *tasks;
 	size_t ntasks;
 	/* Cycles among tasks, each waiting for a lock the next holds: indexes

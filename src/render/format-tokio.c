@@ -199,7 +199,23 @@ static void runtime_text(struct strbuf *out, const struct sd_snapshot *s,
 		for (size_t i = 0; i < rt->nworkers; i++)
 			strbuf_addf(out, " %d", (int)rt->workers[i]);
 	}
+	/* Each worker's local run queue, where it could be read. */
+	for (size_t i = 0, n = 0; rt->worker_queued && i < rt->nworkers; i++)
+		if (rt->worker_queued[i] >= 0)
+			strbuf_addf(out, "%s %d:%lld", n++ ? "" : ", local queues", (int)rt->workers[i],
+				    (long long)rt->worker_queued[i]);
 	strbuf_addf(out, "%s\n", o->color ? "\033[0m" : "");
+	for (size_t i = 0; i < rt->nblocking; i++) {
+		const struct sd_tokio_blocking *b = &rt->blocking[i];
+		strbuf_addf(out, "  blocking pool thread %d ", (int)b->tid);
+		if (b->job) {
+			strbuf_adds(out, "runs spawn_blocking job ");
+			strbuf_add_escaped(out, b->job);
+		} else {
+			strbuf_adds(out, b->idle ? "idle, waiting for a job" : "runs a job of unknown type");
+		}
+		strbuf_adds(out, "\n");
+	}
 	size_t n = rt->ntasks;
 	size_t *of = sd_xcalloc(n + 1, sizeof(*of)), *count = sd_xcalloc(n + 1, sizeof(*count));
 	size_t ngroups = o->go_group ? group(rt, of, count) : 0;
@@ -359,6 +375,23 @@ void format_tokio_json(struct jsonw *w, const struct sd_snapshot *s)
 		for (size_t k = 0; k < rt->nworkers; k++)
 			jsonw_int(w, rt->workers[k]);
 		jsonw_array_end(w);
+		/* Per worker: the tasks in its local run queue (null: not read). */
+		jsonw_karray(w, "queued");
+		for (size_t k = 0; k < rt->nworkers; k++)
+			if (rt->worker_queued && rt->worker_queued[k] >= 0)
+				jsonw_int(w, rt->worker_queued[k]);
+			else
+				jsonw_null(w);
+		jsonw_array_end(w);
+		jsonw_karray(w, "blocking");
+		for (size_t k = 0; k < rt->nblocking; k++) {
+			jsonw_object_begin(w);
+			jsonw_kint(w, "thread", rt->blocking[k].tid);
+			jsonw_kstr(w, "state", rt->blocking[k].idle ? "idle" : "running");
+			jsonw_kstr(w, "job", rt->blocking[k].job);
+			jsonw_object_end(w);
+		}
+		jsonw_array_end(w);
 		/* What each thread polls now (the std-mutex stall: the task of
 		 * each parked worker, and of the holder). */
 		jsonw_karray(w, "polling");
@@ -462,6 +495,16 @@ static const struct sd_tokio_rt *runtime_of(const struct sd_snapshot *s, pid_t t
 				*task = s->tokio[i].worker_tasks ? s->tokio[i].worker_tasks[k] : 0;
 				return &s->tokio[i];
 			}
+	return NULL;
+}
+
+/* The thread TID of a runtime's blocking pool, or NULL. */
+static const struct sd_tokio_blocking *blocking_of(const struct sd_snapshot *s, pid_t tid)
+{
+	for (size_t i = 0; i < s->ntokio; i++)
+		for (size_t k = 0; k < s->tokio[i].nblocking; k++)
+			if (s->tokio[i].blocking[k].tid == tid)
+				return &s->tokio[i].blocking[k];
 	return NULL;
 }
 
@@ -650,9 +693,13 @@ static int stall_finding(const struct sd_snapshot *s, const struct sd_lockgraph 
 			strbuf_adds(detail, " (inferred)");
 		struct strbuf pt;
 		strbuf_init(&pt);
+		const struct sd_tokio_blocking *bj = blocking_of(s, l->owner);
 		if (polled_task(&pt, s, l->owner)) {
 			strbuf_adds(detail, ", polling ");
 			strbuf_add(detail, pt.buf, pt.len);
+		} else if (bj && bj->job) {
+			strbuf_adds(detail, ", running spawn_blocking job ");
+			strbuf_add_escaped(detail, bj->job);
 		} else if (runtime_of(s, l->owner, &task)) {
 			strbuf_adds(detail, ", a thread of the runtime polling no task of it");
 		}
@@ -866,6 +913,9 @@ void format_tokio_finding_json(struct jsonw *w, const struct sd_snapshot *s,
 			jsonw_ku64(w, "holder_task", id);
 		else
 			jsonw_knull(w, "holder_task");
+		/* A holder of the blocking pool: the spawn_blocking job it runs. */
+		const struct sd_tokio_blocking *bj = l->owner_known ? blocking_of(s, l->owner) : NULL;
+		jsonw_kstr(w, "holder_job", bj ? bj->job : NULL);
 		if (rt)
 			jsonw_ku64(w, "runtime", rt->id);
 		return;

@@ -204,6 +204,21 @@ static void learn_guards(struct tkl *l, struct tkvar *x)
 	    {"tokio::sync::semaphore::SemaphorePermit", "tokio::sync::Semaphore", "sem", 0},
 	    {"tokio::sync::semaphore::OwnedSemaphorePermit", "tokio::sync::Semaphore",
 	     "sem.ptr.pointer", 1},
+	    /* An RwLock's guard names the semaphore inside it (2: the lock is
+	     * that RwLock<T>, T as the guard's own parameters), an owned one
+	     * its Arc (ManuallyDrop'd in 1.24). */
+	    {"tokio::sync::rwlock::read_guard::RwLockReadGuard<", "tokio::sync::RwLock", "s", 2},
+	    {"tokio::sync::rwlock::write_guard::RwLockWriteGuard<", "tokio::sync::RwLock", "s", 2},
+	    {"tokio::sync::rwlock::write_guard_mapped::RwLockMappedWriteGuard<",
+	     "tokio::sync::RwLock", "s", 2},
+	    {"tokio::sync::rwlock::owned_read_guard::OwnedRwLockReadGuard<", "tokio::sync::RwLock",
+	     "lock.ptr.pointer", 1},
+	    {"tokio::sync::rwlock::owned_read_guard::OwnedRwLockReadGuard<", "tokio::sync::RwLock",
+	     "lock.value.ptr.pointer", 1},
+	    {"tokio::sync::rwlock::owned_write_guard::OwnedRwLockWriteGuard<",
+	     "tokio::sync::RwLock", "lock.ptr.pointer", 1},
+	    {"tokio::sync::rwlock::owned_write_guard::OwnedRwLockWriteGuard<",
+	     "tokio::sync::RwLock", "lock.value.ptr.pointer", 1},
 	};
 	Dwarf_Die s, m;
 	size_t cap = 0;
@@ -225,12 +240,21 @@ static void learn_guards(struct tkl *l, struct tkvar *x)
 			struct tkguard g = {moff + ioff, 0, known[k].kind, strpool_intern(l->pool, n)};
 			struct dwt_type inner;
 			uint64_t doff;
-			if (known[k].arc) {
+			if (known[k].arc == 1) {
 				/* An Arc's pointer is to its ArcInner: the lock is its data. */
 				if (dwt_pointee(l->d, &it, &inner, NULL) < 0 ||
 				    dwt_member(l->d, &inner, "data", &doff, NULL, NULL) < 0)
 					continue;
 				g.data_off = doff;
+			} else if (known[k].arc == 2) {
+				/* The pointer is to the lock's member `s`: back to its start. */
+				const char *args = strchr(q + strlen(known[k].prefix) - 1, '<');
+				char name[512];
+				snprintf(name, sizeof(name), "tokio::sync::rwlock::RwLock%s", args);
+				if (dwt_type(l->d, name, &inner, NULL) < 0 ||
+				    dwt_member(l->d, &inner, "s", &doff, NULL, NULL) < 0)
+					continue;
+				g.data_off = 0 - doff;
 			}
 			sd_grow(&x->guards, &cap, x->nguards + 1, sizeof(*x->guards));
 			x->guards[x->nguards++] = g;

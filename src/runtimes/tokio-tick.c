@@ -24,6 +24,8 @@ struct tktick {
 	struct dwt_type sched_t; /* the enum it points to (scheduler::Context) */
 	uint64_t core_off, tick_off;
 	uint64_t core_size;
+	int have_index;		/* Context.worker (Arc<Worker>) -> Worker.index */
+	uint64_t worker_off, worker_data_off, index_off;
 	char why[256];
 };
 
@@ -84,6 +86,14 @@ struct tktick *tktick_new(struct dwt *d, struct tkl *l, const struct dwt_type *c
 		return t;
 	}
 	t->core_size = core.size;
+	struct dwt_type wp, wai, wt;
+	uint64_t woff;
+	t->have_index =
+	    dwt_member(d, &wctx, "worker.ptr.pointer", &t->worker_off, &wp, NULL) == 0 &&
+	    dwt_pointee(d, &wp, &wai, NULL) == 0 &&
+	    dwt_member(d, &wai, "data", &t->worker_data_off, &wt, NULL) == 0 &&
+	    dwt_member(d, &wt, "index", &woff, &st, NULL) == 0 && st.size == 8;
+	t->index_off = woff;
 	/* Later versions: CONTEXT.scheduler, a Scoped<scheduler::Context>. */
 	struct dwt_type pt;
 	if (ctx_t && dwt_member(d, ctx_t, "scheduler.inner.value.value", &t->sched_off, &pt, NULL) == 0 &&
@@ -149,4 +159,17 @@ int64_t tktick_read(struct tktick *t, struct rtmem *mem, uint64_t tp, uint64_t c
 	    rtmem_uint(mem, core + t->tick_off, 4, &tick, "a worker's tick", NULL) < 0)
 		return -1;
 	return (int64_t)tick;
+}
+
+int64_t tktick_index(struct tktick *t, struct rtmem *mem, uint64_t tp, uint64_t ctx)
+{
+	if (!t || !t->ok || !t->have_index || !tp)
+		return -1;
+	uint64_t w = worker_context(t, mem, tp, ctx), wk = 0, index = 0;
+	if (!w || rtmem_uint(mem, w + t->worker_off, 8, &wk, "a worker", NULL) < 0 || !wk ||
+	    rtmem_uint(mem, wk + t->worker_data_off + t->index_off, 8, &index, "a worker's index",
+		       NULL) < 0 ||
+	    index > 1u << 20)
+		return -1;
+	return (int64_t)index;
 }

@@ -27,5 +27,9 @@ void tktick_free(struct tktick *t);
  * CONTEXT's Context at CTX, 0 not known) holds now, through MEM: -1 when
  * it holds none (parked, stealing, no worker) or it cannot be read. */
 int64_t tktick_read(struct tktick *t, struct rtmem *mem, uint64_t tp, uint64_t ctx);
+/* The index of the multi_thread worker the thread (as for tktick_read)
+ * is, from its scheduler context's Worker: -1 when it is none, or its
+ * context cannot be read. */
+int64_t tktick_index(struct tktick *t, struct rtmem *mem, uint64_t tp, uint64_t ctx);
 
 #endif

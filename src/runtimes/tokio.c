@@ -18,6 +18,7 @@
 #include <sys/user.h>
 #include <unistd.h>
 
+#include "dwfile.h"
 #include "dwtype.h"
 #include "hashmap.h"
 #include "ptrace.h"
@@ -28,6 +29,7 @@
 #include "tokio-layout.h"
 #include "tokio-tick.h"
 #include "tokio-tls.h"
+#include "tokio-workers.h"
 
 /* Bounds on what the target's memory may claim. */
 #define TK_MAX_TASKS (1u << 20)	     /* tasks of one runtime walked at most */
@@ -266,7 +268,18 @@ static struct sd_tokioruntime *runtime_for(struct sd_tokioruntime **rtp, struct 
 	struct sd_error err = {0};
 	rt->d = dwt_open_fd(exe->elf->fd, exe->name, &err);
 	struct dwt_type h;
-	if (!rt->d || dwt_type(rt->d, "tokio::runtime::task::core::Header", &h, NULL) < 0) {
+	const char *hn = "tokio::runtime::task::core::Header";
+	/* Not in the executable: in its separate debug file, as frames' are. */
+	struct dwt *sep = !rt->d || dwt_type(rt->d, hn, &h, NULL) < 0
+			      ? dwfile_open_debug(exe->elf, exe->name, NULL, NULL)
+			      : NULL;
+	if (sep && dwt_type(sep, hn, &h, NULL) == 0) {
+		dwt_free(rt->d);
+		rt->d = sep;
+	} else {
+		dwt_free(sep);
+	}
+	if (!rt->d || dwt_type(rt->d, hn, &h, NULL) < 0) {
 		/* No Tokio we can tell, unless its workers' names say so. */
 		rt->state = tokio_threads(s) ? -2 : -1;
 		snprintf(rt->note, sizeof(rt->note),
@@ -274,9 +287,9 @@ static struct sd_tokioruntime *runtime_for(struct sd_tokioruntime **rtp, struct 
 			 "debug info (debug = 2 in the Cargo profile, or -C debuginfo=2; a separate "
 			 "debug file will do); the threads are shown",
 			 exe->name,
-			 !rt->d ? "has no DWARF (stripped?)"
+			 !rt->d ? "has no DWARF (stripped?), nor a separate debug file with it"
 				: "has no DWARF type tokio::runtime::task::core::Header (limited debug "
-				  "info?)");
+				  "info?), nor a separate debug file with it");
 		return rt;
 	}
 	rt->l = tkl_new(rt->d);
@@ -306,6 +319,7 @@ struct tkread {
 		uint64_t rt_id;   /* the runtime its context names, 0 none */
 		uint64_t task_id; /* the task it polls, 0 none */
 		int64_t tick;	  /* its worker core's tick, -1 not known */
+		int64_t index;	  /* its multi_thread worker's index, -1 none */
 	} *thr;
 	size_t nthr;
 	uint8_t *buf;
@@ -490,6 +504,7 @@ static size_t read_contexts(struct tkread *r, struct rtent *rts, size_t max)
 		t->rt_id = id;
 		t->task_id = task_of(r, b + toff, len - toff);
 		t->tick = t->task_id ? tktick_read(rt->tick, &r->mem, tp, addr + co) : -1;
+		t->index = id ? tktick_index(rt->tick, &r->mem, tp, addr + co) : -1;
 		if (!id)
 			continue;
 		size_t k = 0;
@@ -797,53 +812,6 @@ static int walk_list(struct tkread *r, uint64_t head_at, uint64_t tail_at, struc
 	return -1;
 }
 
-#define TK_MAX_SHARDS 65536u /* lists of one sharded owned-task list */
-
-/* Where the heads of the owned-task lists of the handle at ID of type HT
- * are: one list (Tokio 1.24: shared.owned.inner, a mutex around the list) or a
- * sharded one (later: shared.owned.list.lists, a boxed slice of mutexes
- * around lists). Returns their count, *HEADS heap. */
-static size_t list_heads(struct tkread *r, uint64_t id, const struct dwt_type *ht,
-			 uint64_t **heads, int64_t *tail_delta, struct sd_error *err)
-{
-	struct sd_tokioruntime *rt = r->rt;
-	uint64_t off, toff;
-	*heads = NULL;
-	if (dwt_member(rt->d, ht, "shared.owned.inner.__0.data.value.list.head", &off, NULL,
-		       NULL) == 0) {
-		if (dwt_member(rt->d, ht, "shared.owned.inner.__0.data.value.list.tail", &toff, NULL,
-			       err) < 0)
-			return 0;
-		*tail_delta = (int64_t)toff - (int64_t)off;
-		*heads = sd_xmalloc(sizeof(**heads));
-		(*heads)[0] = id + off;
-		return 1;
-	}
-	uint64_t poff, loff, hoff;
-	struct dwt_type lt, pt, et;
-	if (dwt_member(rt->d, ht, "shared.owned.list.lists", &off, &lt, err) < 0 ||
-	    dwt_member(rt->d, &lt, "data_ptr", &poff, &pt, err) < 0 ||
-	    dwt_member(rt->d, &lt, "length", &loff, NULL, err) < 0 ||
-	    dwt_pointee(rt->d, &pt, &et, err) < 0 ||
-	    dwt_member(rt->d, &et, "__0.data.value.head", &hoff, NULL, err) < 0 ||
-	    dwt_member(rt->d, &et, "__0.data.value.tail", &toff, NULL, err) < 0)
-		return 0;
-	*tail_delta = (int64_t)toff - (int64_t)hoff;
-	uint64_t arr = 0, n = 0;
-	if (rtmem_uint(&r->mem, id + off + poff, 8, &arr, "the owned-task shards", err) < 0 ||
-	    rtmem_uint(&r->mem, id + off + loff, 8, &n, "the owned-task shards", err) < 0)
-		return 0;
-	if (n > TK_MAX_SHARDS || !et.size || et.size > 4096) {
-		sd_error_set(err, E2BIG, "an owned-task list of %llu shards of %llu bytes",
-			     (unsigned long long)n, (unsigned long long)et.size);
-		return 0;
-	}
-	*heads = sd_xcalloc(n + 1, sizeof(**heads));
-	for (uint64_t i = 0; i < n; i++)
-		(*heads)[i] = arr + i * et.size + hoff;
-	return n;
-}
-
 /* The runtime whose handle is at RE->id, its threads and what each polls. */
 static void runtime_workers(struct tkread *r, const struct rtent *re, struct sd_tokio_rt *out)
 {
@@ -875,6 +843,19 @@ static void read_tasks(struct tkread *r, const struct rtent *re, struct sd_tokio
 	snprintf(name, sizeof(name), "tokio::runtime::scheduler::%s",
 		 !strcmp(re->flavor, "multi_thread") ? "multi_thread::handle::Handle"
 						    : "current_thread::Handle");
+	int64_t *local = NULL;
+	size_t nlocal = !strcmp(re->flavor, "multi_thread") && dwt_type(rt->d, name, &ht, NULL) == 0
+			    ? tkw_local_queues(rt->d, &r->mem, re->id, &ht, &local)
+			    : 0;
+	out->worker_queued = sd_xcalloc(out->nworkers + 1, sizeof(*out->worker_queued));
+	for (size_t k = 0; k < out->nworkers; k++) {
+		int64_t x = -1;
+		for (size_t i = 0; i < r->nthr; i++)
+			if (r->thr[i].tid == out->workers[k])
+				x = r->thr[i].index;
+		out->worker_queued[k] = x >= 0 && (size_t)x < nlocal ? local[x] : -1;
+	}
+	free(local);
 	/* The global queue's depth, where its counter is found. */
 	static const char *const inject[] = {"shared.inject.len", "shared.inject.shared.len", NULL};
 	out->injected = -1;
@@ -891,7 +872,7 @@ static void read_tasks(struct tkread *r, const struct rtent *re, struct sd_tokio
 	size_t nheads = 0;
 	int64_t tail_delta = 0;
 	if (dwt_type(rt->d, name, &ht, &err) == 0)
-		nheads = list_heads(r, re->id, &ht, &heads, &tail_delta, &err);
+		nheads = tkw_list_heads(rt->d, &r->mem, re->id, &ht, &heads, &tail_delta, &err);
 	if (!heads) {
 		char msg[700];
 		snprintf(msg, sizeof(msg), "tasks of runtime 0x%" PRIx64 " not shown: %s", re->id,
@@ -920,6 +901,7 @@ static void read_tasks(struct tkread *r, const struct rtent *re, struct sd_tokio
 			out->worker_ticks[k] = -1;
 		}
 	}
+	tkw_blocking(rt->l, rt->bias, r->s, out);
 	tokio_lock_graph(out);
 	if (r->cut) {
 		char msg[200];

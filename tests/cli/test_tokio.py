@@ -905,5 +905,179 @@ def test_other_programs_have_no_tasks():
     ok("Tokio" not in t.out, t.out)
 
 
+def test_blocking_pool_jobs_named():
+    for name, _ in VERSIONS:
+        blocking_pool(name)
+
+
+def blocking_pool(fx_name):
+    """blocking_job, the closure of start_blocking run by spawn_blocking,
+    holds the std Mutex BLOCK on a thread of the blocking pool; a short
+    job has left a second thread of the pool idle; the 2 workers park on
+    BLOCK. The blocking pool's threads are named with what they run (the
+    job as the fixture's std::any::type_name spells its type, less the
+    closure's index), the idle one idle, neither of them a worker; the
+    std-mutex stall names the job as the holder's, in JSON and text."""
+    with Tokio(fx_name, mode="blocking") as tk:
+        m = mode_lines(tk.file)
+        j = sdtest.run("--format", "json", tk.fx.pid)
+        t = sdtest.run(tk.fx.pid)
+        lk = sdtest.run("locks", tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    job_tid, idle_tid = int(m["blocking-job"][0][0]), int(m["blocking-idle"][0][0])
+    wanters = sorted(int(x[0]) for x in m["block-want"])
+    eq(len(wanters), 2, m)
+    # type_name spells a closure "{{closure}}", DWARF "{closure#N}".
+    want_type = m["blocking-type"][0][0]
+    ok(want_type.endswith("::{{closure}}"), want_type)
+    eq(j.rc, DEADLOCK, j.err)
+    doc = j.json()
+    rt = doc["runtimes"][0]
+    by_tid = {b["thread"]: b for b in rt["blocking"]}
+    eq(sorted(by_tid), sorted([job_tid, idle_tid]), rt["blocking"])
+    job = by_tid[job_tid]
+    eq(job["state"], "running", job)
+    ok(job["job"] and re.sub(r"\{closure#\d+\}$", "{{closure}}", job["job"]) == want_type,
+       (job, want_type))
+    eq(by_tid[idle_tid], {"thread": idle_tid, "state": "idle", "job": None}, by_tid)
+    # The pool's threads are not the runtime's workers; the parked ones are.
+    eq(set(rt["workers"]) & {job_tid, idle_tid}, set(), rt["workers"])
+    ok(set(wanters) <= set(rt["workers"]), (wanters, rt["workers"]))
+    stalls = [f for f in doc["findings"] if f["kind"] == "tokio_stall"]
+    eq(len(stalls), 1, doc["findings"])
+    eq(stalls[0]["objects"][0]["symbol"], "fx_tokio::BLOCK", stalls)
+    eq(sorted(stalls[0]["threads"]), wanters, stalls)
+    eq(stalls[0]["holder"], job_tid, stalls)
+    eq(stalls[0]["holder_task"], None, stalls)
+    eq(stalls[0]["holder_job"], job["job"], stalls)
+    eq(t.rc, DEADLOCK, t.err)
+    esc = re.escape(job["job"])
+    ok(re.search(r"^  blocking pool thread %d runs spawn_blocking job %s$" % (job_tid, esc),
+                 t.out, re.M), t.out[-4000:])
+    ok(re.search(r"^  blocking pool thread %d idle, waiting for a job$" % idle_tid, t.out, re.M),
+       t.out[-4000:])
+    for out in (t.out, lk.out):
+        ok(re.search(r"^  Tokio stall: 2 workers parked on rust-mutex 0x[0-9a-f]+ "
+                     r"<fx_tokio::BLOCK>", out, re.M), out[-3000:])
+        ok(re.search(r"^    held by thread %d \"tokio-runtime-w\" \(inferred\), running "
+                     r"spawn_blocking job %s$" % (job_tid, esc), out, re.M), out[-3000:])
+
+
+def test_local_queue_depths():
+    for name, _ in VERSIONS:
+        local_queues(name)
+
+
+def local_queues(fx_name):
+    """Each multi_thread worker's local run queue is read (a count for
+    every worker but block_on's thread): with every task parked, all
+    empty; in the std-mutex stall (200 tasks spawned from block_on's
+    thread, 3 workers parked, none taking more), the tasks in the global
+    queue and in the workers' local queues are those the task headers
+    say are scheduled."""
+    with Tokio(fx_name) as tk:
+        doc = sdtest.run("--format", "json", tk.fx.pid).json()
+        t = sdtest.run(tk.fx.pid)
+    rt = doc["runtimes"][0]
+    eq(len(rt["queued"]), len(rt["workers"]), rt)
+    for tid, q in zip(rt["workers"], rt["queued"]):
+        eq(q, None if tid == doc["pid"] else 0, (tid, rt["queued"]))
+    ok(re.search(r"Tokio runtime 0x[0-9a-f]+ \(multi_thread\), .*, local queues( \d+:0){2}$",
+                 t.out, re.M), t.out)
+    with Tokio(fx_name, mode="stall") as tk:
+        doc = sdtest.run("--format", "json", tk.fx.pid).json()
+        sdtest.assert_running(tk.fx.pid)
+    rt = doc["runtimes"][0]
+    qs = [q for tid, q in zip(rt["workers"], rt["queued"]) if tid != doc["pid"]]
+    eq(len(qs), 4, rt)
+    ok(all(isinstance(q, int) for q in qs), rt["queued"])
+    scheduled = sum(1 for x in rt["tasks"] if x["state"] == "scheduled")
+    ok(scheduled > 100, scheduled)
+    eq(rt["injected"] + sum(qs), scheduled, (rt["injected"], qs))
+
+
+def test_rwlock_guards_held():
+    for name, src in VERSIONS:
+        rwlock_guards(name, src)
+
+
+def rwlock_guards(fx_name, src):
+    """rw_wholder keeps a write guard of one tokio::sync::RwLock while it
+    awaits a Notify, and rw_reader waits to read it; rw_rholder keeps a
+    read guard of another, and rw_writer waits to write it. Each holder
+    holds (inferred) the lock its waiter awaits, with the variable as its
+    evidence; both are FutureLocks; `locks` names the holders."""
+    with Tokio(fx_name, mode="rwlock") as tk:
+        want = expected(tk.file)
+        j = sdtest.run("--format", "json", tk.fx.pid)
+        lk = sdtest.run("locks", tk.fx.pid)
+        sdtest.assert_running(tk.fx.pid)
+    doc = j.json()
+    rt = doc["runtimes"][0]
+    names = ["rw_wholder", "rw_rholder", "rw_reader", "rw_writer"]
+    chains_agree(rt, want, src, names)
+    tasks = by_future(rt)
+    fl = [f for f in doc["findings"] if f["kind"] == "future_lock"]
+    for holder, waiter in (("rw_wholder", "rw_reader"), ("rw_rholder", "rw_writer")):
+        h, w = tasks["fx_tokio::" + holder], tasks["fx_tokio::" + waiter]
+        line = want[holder][1][0][1]
+        eq(len(h["holds"]), 1, h)
+        hd = h["holds"][0]
+        eq((hd["kind"], hd["inferred"]), ("tokio::sync::RwLock", True), hd)
+        ok(hd["evidence"].startswith("g in fx_tokio::%s at " % holder) and
+           hd["evidence"].endswith("src/main.rs:%d" % line), hd)
+        eq(w["held_by"], h["id"], w)
+        eq(w["waits_for"], "0x%x" % hd["address"], w)
+        eq(w["awaits"][-1]["detail"], "tokio::sync::RwLock 0x%x" % hd["address"], w)
+        ok(any(f["holder_task"] == h["id"] and
+               f["objects"][0]["kind"] == "tokio::sync::RwLock" for f in fl), fl)
+        ok(re.search(r"^tokio::sync::RwLock 0x%x: held \(inferred\) by task %d fx_tokio::%s$" %
+                     (hd["address"], h["id"], holder), lk.out, re.M), lk.out)
+
+
+def test_separate_debug_file():
+    """fx-tokio with its DWARF moved to a separate debug file beside it
+    (objcopy --only-keep-debug, then --strip-debug --add-gnu-debuglink):
+    its tasks are read from that file, every chain as the fixture wrote
+    it; with another program's debug file under its name, or none, the
+    note says what to rebuild with."""
+    need("fx-tokio")
+    import shutil
+    import subprocess
+    from fixture import path_of
+    with tempfile.TemporaryDirectory() as d:
+        exe, dbg = os.path.join(d, "fx-tokio"), os.path.join(d, "fx-tokio.debug")
+        shutil.copy(path_of("fx-tokio"), exe)
+        for cmd in (["objcopy", "--only-keep-debug", exe, dbg],
+                    ["objcopy", "--strip-debug", "--add-gnu-debuglink=" + dbg, exe]):
+            subprocess.run(cmd, check=True)
+        out = subprocess.run(["readelf", "-S", exe], check=True, capture_output=True,
+                             text=True).stdout
+        ok(".debug_info" not in out and ".gnu_debuglink" in out, out)
+        aw = os.path.join(d, "awaits")
+        with start(exe, aw) as fx:
+            want = expected(aw)
+            r = sdtest.run("--format", "json", fx.pid)
+            sdtest.assert_running(fx.pid)
+        eq(r.rc, DEADLOCK, r.err)
+        doc = r.json()
+        eq(doc["tokio"]["note"], None)
+        rt = doc["runtimes"][0]
+        eq(len(rt["tasks"]), TASKS, [t["future"] for t in rt["tasks"]])
+        chains_agree(rt, want, "/tokio-1.24", want)
+        # Another program's debug file under that name is not its: none.
+        need("fx-tokio-143")
+        os.unlink(dbg)
+        subprocess.run(["objcopy", "--only-keep-debug", path_of("fx-tokio-143"), dbg], check=True)
+        for k in range(2):
+            if k:
+                os.unlink(dbg)
+            with start(exe, aw + str(k)) as fx:
+                r = sdtest.run("--format", "json", fx.pid)
+            eq(r.rc, 0, r.err)
+            note = r.json()["tokio"]["note"]
+            ok(note and "nor a separate debug file" in note and "debug = 2" in note, note)
+
+
 if __name__ == "__main__":
     sdtest.main(globals())
