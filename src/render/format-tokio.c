@@ -459,15 +459,21 @@ void format_tokio_json(struct jsonw *w, const struct sd_snapshot *s)
 			jsonw_object_end(w);
 		}
 		jsonw_array_end(w);
-		jsonw_karray(w, "deadlocks");
-		for (size_t c = 0, at = 0; c < rt->ncycles; at += rt->cycle_len[c], c++) {
-			jsonw_array_begin(w);
-			for (size_t k = 0; k < rt->cycle_len[c]; k++)
-				jsonw_u64(w, rt->tasks[rt->cycle_tasks[at + k]].id);
-			jsonw_array_end(w);
-		}
-		jsonw_array_end(w);
+		format_tokio_json_deadlocks(w, rt);
 		jsonw_object_end(w);
+	}
+	jsonw_array_end(w);
+}
+
+/* RT's deadlocks among tasks, as "deadlocks": [[task id, ...], ...]. */
+void format_tokio_json_deadlocks(struct jsonw *w, const struct sd_tokio_rt *rt)
+{
+	jsonw_karray(w, "deadlocks");
+	for (size_t c = 0, at = 0; c < rt->ncycles; at += rt->cycle_len[c], c++) {
+		jsonw_array_begin(w);
+		for (size_t k = 0; k < rt->cycle_len[c]; k++)
+			jsonw_u64(w, rt->tasks[rt->cycle_tasks[at + k]].id);
+		jsonw_array_end(w);
 	}
 	jsonw_array_end(w);
 }

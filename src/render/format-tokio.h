@@ -21,6 +21,8 @@ void format_tokio_text(struct strbuf *out, const struct sd_snapshot *s,
 /* The members "tokio" (note) and "runtimes" of S's JSON object, through
  * W (nothing when S->tokio_read is not set). */
 void format_tokio_json(struct jsonw *w, const struct sd_snapshot *s);
+/* RT's deadlocks among tasks, as "deadlocks": [[task id, ...], ...]. */
+void format_tokio_json_deadlocks(struct jsonw *w, const struct sd_tokio_rt *rt);
 
 /* The lock view's part for tasks (`stackdump locks`): per runtime, each
  * tokio::sync lock a task holds (inferred) with the tasks awaiting it,
