@@ -101,7 +101,7 @@ def test_phases_on_and_off_cpu():
                        "--count", "60", "--rate", "20")
         eq(r.rc, 0, r.err)
         doc = r.json()
-    busy = sleep = 0
+    busy = sleep = sleep_on = 0
     for st in doc["stacks"]:
         if not any(t["name"] == "phaser" for t in st["threads"]):
             continue
@@ -110,10 +110,14 @@ def test_phases_on_and_off_cpu():
             ok(st["on_cpu"] == st["count"], "phase_busy off CPU: %r" % st)
             busy += st["count"]
         elif "phase_sleep" in fns:
-            eq(st["on_cpu"], 0, "phase_sleep on CPU")
             eq(fns[-4:], ["phase_sleep", "phaser_main", "start_thread", "clone3"])
             sleep += st["count"]
+            sleep_on += st["on_cpu"]
     eq(busy + sleep, 60, "phaser in every tick, in one of its two phases")
+    # A tick can catch the phaser on a CPU as it enters or leaves its
+    # nanosleep (a task-clock sample at the system call, the stack already
+    # in phase_sleep): at most one tick per edge, 10 edges in 3 s.
+    ok(sleep_on <= 10, "phase_sleep on CPU in %d of %d ticks" % (sleep_on, sleep))
     ok(15 <= busy <= 45 and 15 <= sleep <= 45,
        "phases: %d busy, %d asleep of 60" % (busy, sleep))
     m = [l for l in r.err.splitlines() if l.startswith("perf: ")]
