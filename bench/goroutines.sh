@@ -6,7 +6,9 @@
 # run for stackdump (text dump of goroutines and threads), delve
 # (`dlv attach`, `goroutines -t`, detach) and the runtime's own
 # /debug/pprof/goroutine?debug=2 (it stops the world in process), with the
-# meter's noise over the same window without any tool.
+# meter's noise over the same window without any tool, and beside it a
+# process that only spins on a CPU for as long (what CPU contention alone
+# costs the meter when the target fills the CPUs).
 #
 # Needs: go (golang-go), dlv (delve, which reads Go 1.19), python3.
 # Env: STACKDUMP (default build/stackdump), BENCH_BUILD_DIR, GO.
@@ -51,11 +53,19 @@ try:
     def run_nothing():
         time.sleep(window)
         return 0
+    def run_burner():
+        # A process that only takes a CPU for as long as stackdump runs:
+        # on a host whose CPUs the target fills, what any process costs
+        # the meter, with no stop at all.
+        subprocess.run([sys.executable, "-c", "import time\nt = time.monotonic() + %f\n"
+                        "while time.monotonic() < t: pass" % window])
+        return 0
     time.sleep(1)  # let the goroutines park
     # The window without a tool lasts as long as stackdump's own run.
     t0 = time.monotonic(); run_stackdump(); window = time.monotonic() - t0
     rows = []
-    for name, fn in (("no tool (meter noise)", run_nothing), ("stackdump", run_stackdump),
+    for name, fn in (("no tool (meter noise)", run_nothing),
+                     ("a CPU burner, no stop", run_burner), ("stackdump", run_stackdump),
                      ("delve goroutines -t", run_delve), ("pprof debug=2", run_pprof)):
         walls, pauses, seen = [], [], 0
         for _ in range(runs):

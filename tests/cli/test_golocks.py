@@ -364,7 +364,7 @@ def test_corrupt_allgs_entry():
     eq(len(after.json()["goroutines"]), n)
 
 
-def check_record_report(name, version):
+def check_record_report(name, version, *engine):
     """fx-golocks leaking a goroutine every 20 ms, recorded: every saved
     snapshot holds its goroutines, and `report` finds the leak (its
     creation site, counts that only grow, between what the fixture said it
@@ -376,7 +376,8 @@ def check_record_report(name, version):
     try:
         with start(name, 3, "leak", stdin=True) as fx:
             known = facts(fx)
-            rec = sdtest.run("record", "--every", "300ms", "--count", "4", "--out", out, fx.pid)
+            rec = sdtest.run("record", "--every", "300ms", "--count", "4", "--out", out,
+                             *engine, fx.pid)
             after = facts(fx)["leaked"]
             sdtest.assert_running(fx.pid)
         eq(rec.rc, 0, rec.err)
@@ -388,6 +389,7 @@ def check_record_report(name, version):
             with open(os.path.join(out, f)) as fh:
                 doc = json.load(fh)
             ok(doc["go"]["version"].startswith(version), doc["go"])
+            eq(doc["engine"], engine[1] if engine else "ptrace", f)
             saved.append(sum(1 for g in doc["goroutines"]
                              if (g["created_by"] or {}).get("function") == "main.leakForever"))
             ids = {g["id"] for g in doc["goroutines"]}
@@ -437,6 +439,12 @@ def test_record_report_goroutines():
 
 def test_record_report_goroutines_go124():
     check_record_report("fx-golocks-go124", "go1.24")
+
+
+def test_record_report_goroutines_perf_engine():
+    """The perf engine's snapshots hold the goroutines too: the same leak,
+    deadlock and stuck waiters found from them."""
+    check_record_report("fx-golocks", "go1.19", "--engine", "perf")
 
 
 def test_saved_goroutines_malformed():
