@@ -456,16 +456,22 @@ int dwcfi_row_at(const struct sd_dwcfi *c, uint64_t pc, struct dwcfi_row *row)
 	struct cie_info ci;
 	if (parse_cie(c, f->cie, &ci) < 0)
 		return -EINVAL;
-	struct interp *st = sd_xcalloc(1, sizeof(*st));
-	st->row.cfa_reg = DWCFI_RSP;
-	int e = run(c, &ci, st, ci.insns, ci.end, UINT64_MAX);
+	/* On the stack, and only its rows and depth cleared: the saved states
+	 * are written before they are read (a step asks for this at every
+	 * frame of every goroutine). */
+	struct interp st;
+	memset(&st.row, 0, sizeof(st.row));
+	memset(&st.init, 0, sizeof(st.init));
+	st.depth = 0;
+	st.loc = 0;
+	st.row.cfa_reg = DWCFI_RSP;
+	int e = run(c, &ci, &st, ci.insns, ci.end, UINT64_MAX);
 	if (e == 0) {
-		st->init = st->row;
-		st->loc = f->lo;
-		e = run(c, &ci, st, f->fde, f->end, pc);
+		st.init = st.row;
+		st.loc = f->lo;
+		e = run(c, &ci, &st, f->fde, f->end, pc);
 	}
 	if (e == 0)
-		*row = st->row;
-	free(st);
+		*row = st.row;
 	return e;
 }

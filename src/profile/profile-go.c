@@ -15,6 +15,7 @@ void profile_add_goroutines(struct sd_profile *p, struct sd_snapshot *s)
 		p->start_time = s->time;
 	p->capture_us += s->capture_us + s->go_us;
 	p->unwind_us += s->unwind_us;
+	p->pause_us += s->pause_us;
 	if (s->pause_us > p->max_pause_us)
 		p->max_pause_us = s->pause_us;
 	struct sd_pframe *f = NULL;

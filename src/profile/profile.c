@@ -793,6 +793,7 @@ void profile_add_snapshot(struct sd_profile *p, struct sd_target *t, struct sd_s
 		p->start_time = s->time;
 	p->capture_us += s->capture_us;
 	p->unwind_us += s->unwind_us;
+	p->pause_us += s->pause_us;
 	if (s->pause_us > p->max_pause_us)
 		p->max_pause_us = s->pause_us;
 	p->nfrozen += s->nfrozen;

@@ -158,6 +158,7 @@ struct sd_profile {
 	uint64_t capture_us, unwind_us, symbolize_us; /* summed over samples */
 	uint64_t symbolize_cpu_ns; /* CPU of the first symbolization of each stack */
 	uint64_t max_pause_us;
+	uint64_t pause_us; /* summed over the samples */
 	/* Threads by capture kind, summed over samples (see sd_snapshot). */
 	uint64_t nfrozen, nasleep, nreused, nretried, nregstops;
 	const char *proof; /* the last snapshot's proof of its sleepers (static) */

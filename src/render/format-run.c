@@ -93,14 +93,15 @@ void format_profile_costs(struct strbuf *sb, const struct sd_profile *p,
 	    sb,
 	    "sampling: %llu samples in %.2f s (%.1f Hz), %llu thread stacks, %llu "
 	    "unreadable\n"
-	    "per snapshot: capture %.2f ms (pause, max %.2f ms), unwind %.2f ms\n"
+	    "per snapshot: capture %.2f ms (pause %.2f ms, max %.2f ms), unwind %.2f ms\n"
 	    "stack cache: %llu lookups, %llu hits (%.1f%%), %zu distinct stacks symbolized "
 	    "in %.1f ms\n"
 	    "symbol cache: %llu lookups, %llu hits (%.1f%%)\n"
 	    "stackdump CPU: %.2f s over %.2f s (%.0f%% of a core)\n",
 	    (unsigned long long)p->samples, wall, wall > 0 ? (double)p->samples / wall : 0.0,
 	    (unsigned long long)(p->thread_samples + p->filtered), (unsigned long long)p->lost,
-	    (double)p->capture_us * per / 1000.0, (double)p->max_pause_us / 1000.0,
+	    (double)p->capture_us * per / 1000.0, (double)p->pause_us * per / 1000.0,
+	    (double)p->max_pause_us / 1000.0,
 	    (double)p->unwind_us * per / 1000.0, (unsigned long long)p->raw_lookups,
 	    (unsigned long long)p->raw_hits,
 	    p->raw_lookups ? 100.0 * (double)p->raw_hits / (double)p->raw_lookups : 0.0, p->nstacks,
