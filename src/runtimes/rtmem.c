@@ -72,12 +72,38 @@ int rtmem_mapped(const struct rtmem *m, uint64_t addr, size_t len)
 	return 1;
 }
 
+/* Times a reader of a live process reads its maps again, at most: a
+ * runtime's structures move to memory mapped after the maps were read (a
+ * Go heap that grew, a slice reallocated there), but a corrupt pointer
+ * must not cost a read of the maps at every use. */
+#define RTMEM_REREADS 8
+
+/* Is [ADDR, ADDR + LEN) readable: by M's maps, or, for a live process,
+ * by its maps read again now (what was mapped since they were read). */
+static int mapped_now(struct rtmem *m, uint64_t addr, size_t len)
+{
+	if (rtmem_mapped(m, addr, len))
+		return 1;
+	if (m->read != read_pid || !m->maps || m->rereads >= RTMEM_REREADS)
+		return 0;
+	m->rereads++;
+	struct sd_maps now = {0};
+	int ok = 0;
+	if (procfs_read_maps(m->pid, &now, NULL) == 0) {
+		struct rtmem fresh = *m;
+		fresh.maps = &now;
+		ok = rtmem_mapped(&fresh, addr, len);
+	}
+	procfs_maps_release(&now);
+	return ok;
+}
+
 int rtmem_read(struct rtmem *m, uint64_t addr, void *buf, size_t len, const char *what,
 	       struct sd_error *err)
 {
 	if (!what)
 		what = "memory";
-	if (!rtmem_mapped(m, addr, len))
+	if (!mapped_now(m, addr, len))
 		return sd_error_set(err, EFAULT, "%s at 0x%llx (%zu bytes) is not mapped", what,
 				    (unsigned long long)addr, len);
 	m->reads++;
@@ -107,7 +133,7 @@ size_t rtmem_readv(struct rtmem *m, struct rtmem_iov *v, size_t n)
 				good += (v[i].ok = 1);
 				continue;
 			}
-			if (!rtmem_mapped(m, v[i].addr, v[i].len))
+			if (!mapped_now(m, v[i].addr, v[i].len))
 				continue;
 			loc[cnt] = (struct iovec){v[i].buf, v[i].len};
 			rem[cnt] = (struct iovec){(void *)(uintptr_t)v[i].addr, v[i].len};

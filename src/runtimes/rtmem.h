@@ -30,6 +30,7 @@ struct rtmem {
 	const uint8_t *copy;
 	size_t copy_len;
 	pid_t pid;
+	unsigned rereads; /* of the live process's maps, on a miss */
 };
 
 /* Read the live process PID (checked against MAPS, which may be NULL). */

@@ -18,6 +18,7 @@
 #include <link.h>
 #include <signal.h>
 #include <asm/prctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -167,6 +168,22 @@ static void test_global_read_back(void **state)
 	assert_int_equal(rtmem_uint(&m, 0x10, 8, &v, "the word", &err), -EFAULT);
 	assert_non_null(strstr(err.msg, "the word"));
 	assert_int_equal(m.reads, before);
+	/* Memory mapped after the maps were read (a runtime's heap that
+	 * grew): read, the maps read again; unmapped again: refused. */
+	uint64_t *fresh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(fresh != MAP_FAILED);
+	fresh[3] = 4242;
+	assert_false(rtmem_mapped(&m, (uintptr_t)&fresh[3], 8));
+	unsigned rereads = m.rereads;
+	assert_int_equal(rtmem_uint(&m, (uintptr_t)&fresh[3], 8, &v, "the new word", &err), 0);
+	assert_int_equal(v, 4242);
+	assert_int_equal(m.rereads, rereads + 1);
+	munmap(fresh, 4096);
+	assert_int_equal(rtmem_uint(&m, (uintptr_t)&fresh[3], 8, &v, "the new word", &err), -EFAULT);
+	/* Bounded: a pointer no mapping holds stops reading the maps again. */
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(rtmem_uint(&m, 0x10, 8, &v, "the word", &err), -EFAULT);
+	assert_true(m.rereads <= 8);
 	procfs_maps_release(&maps);
 	dwt_free(d);
 }
