@@ -563,6 +563,16 @@ static int read_one(struct goread *r, uint64_t gp, struct sd_goroutine *g, uint8
 			break;
 		}
 		unwind_thread(r->u, r->s, &th, r->o->max_frames);
+		/* Woken, run and parked again at the same pc and sp while its
+		 * stack was copied (a loop back into the same select): its
+		 * descriptor agrees, the words between did not stay. The
+		 * unwinding fails on them; take it again. */
+		if (same && th.unwind_stop && !cut && attempt + 1 < GO_RETAKES &&
+		    (!r->o->max_frames || th.nframes < (size_t)r->o->max_frames)) {
+			snapshot_thread_drop_frames(&th);
+			g->retakes++;
+			continue;
+		}
 		/* The saved pc is a return address (of mcall, of the call into
 		 * the system call): its line is the call's, at pc - 1. */
 		if (th.nframes)
