@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "demangle.h"
 #include "strpool.h"
 #include "symbols.h"
 #include "target.h"
@@ -84,16 +85,7 @@ static const char *future_of(struct strpool *pool, const char *fn)
 	if (!n || !a[n] || n > 900)
 		return NULL;
 	char buf[1024];
-	snprintf(buf, sizeof(buf), "%.*s", (int)n, a);
-	char *e = strstr(buf, "::{async_fn_env#");
-	if (e && !strchr(e + 3, ':')) {
-		*e = '\0';
-	} else if ((e = strstr(buf, "{async_block_env#")) && !strchr(e, ':')) {
-		char tail[64];
-		snprintf(tail, sizeof(tail), "{async_block#%s", e + strlen("{async_block_env#"));
-		snprintf(e, sizeof(buf) - (size_t)(e - buf), "%s", tail);
-	}
-	return strpool_intern(pool, buf);
+	return strpool_intern(pool, rust_future_name(a, n, buf, sizeof(buf)));
 }
 
 /* Where R's worker is in its task, from the worker's frames in S: the

@@ -14,8 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "demangle.h"
 #include "hashmap.h"
 #include "strpool.h"
+#include "util.h"
 
 #define TKL_MAX_DEPTH 64 /* levels of an await chain decoded at most */
 
@@ -451,17 +453,12 @@ int tkl_generic2(struct tkl *l, const char *prefix, const struct dwt_type *t,
 const char *tkl_future_name(struct tkl *l, const struct dwt_type *t)
 {
 	const char *q = tkl_qualname(l, t->die);
-	const char *fn = strstr(q, "::{async_fn_env#");
-	if (fn && !strchr(fn + 3, ':'))
-		return strpool_intern_n(l->pool, q, (size_t)(fn - q));
-	const char *bl = strstr(q, "{async_block_env#");
-	if (bl && !strchr(bl, ':')) {
-		char buf[1024];
-		snprintf(buf, sizeof(buf), "%.*s{async_block#%s", (int)(bl - q), q,
-			 bl + strlen("{async_block_env#"));
-		return strpool_intern(l->pool, buf);
-	}
-	return q;
+	size_t n = strlen(q);
+	char *buf = sd_xmalloc(n + 64);
+	const char *name = rust_future_name(q, n, buf, n + 64);
+	const char *r = strcmp(name, q) ? strpool_intern(l->pool, name) : q;
+	free(buf);
+	return r;
 }
 
 /* A pointer member NAME of struct T at B + OFF (bounded by LEN), or 0. */
