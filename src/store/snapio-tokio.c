@@ -126,6 +126,53 @@ static int read_task(struct sd_snapshot *s, json_t *o, struct sd_tokio_task *t, 
 	return 0;
 }
 
+/* A runtime's local queue depths (one per worker, null: not read) and
+ * the threads of its blocking pool (each with the job it runs, or idle),
+ * as format_tokio_json writes them; files from before have neither. */
+static int read_queues(struct sd_snapshot *s, json_t *o, struct sd_tokio_rt *rt, char *why,
+		       size_t whylen)
+{
+	json_t *qd = json_object_get(o, "queued"), *bl = json_object_get(o, "blocking");
+	if (json_is_array(qd) && rt->nworkers) {
+		if (json_array_size(qd) != rt->nworkers) {
+			snprintf(why, whylen, "queued: %zu depths for %zu workers",
+				 json_array_size(qd), rt->nworkers);
+			return -1;
+		}
+		rt->worker_queued = sd_xcalloc(rt->nworkers, sizeof(*rt->worker_queued));
+		for (size_t i = 0; i < rt->nworkers; i++) {
+			json_t *v = json_array_get(qd, i);
+			if (!json_is_null(v) && (!json_is_integer(v) || json_integer_value(v) < 0)) {
+				snprintf(why, whylen, "queued[%zu]", i);
+				return -1;
+			}
+			rt->worker_queued[i] = json_is_integer(v) ? json_integer_value(v) : -1;
+		}
+	}
+	size_t nb = json_is_array(bl) ? json_array_size(bl) : 0;
+	if (nb > TKS_MAX_WORKERS) {
+		snprintf(why, whylen, "%zu blocking pool threads", nb);
+		return -1;
+	}
+	rt->blocking = nb ? sd_xcalloc(nb, sizeof(*rt->blocking)) : NULL;
+	for (size_t i = 0; i < nb; i++) {
+		json_t *b = json_array_get(bl, i);
+		uint64_t tid = 0;
+		const char *st = NULL, *job = NULL;
+		if (!json_is_object(b) || u64m(b, "thread", &tid) < 0 || !tid || tid > INT32_MAX ||
+		    str(s, b, "state", &st) < 0 || !st ||
+		    (strcmp(st, "idle") && strcmp(st, "running")) || str(s, b, "job", &job) < 0) {
+			snprintf(why, whylen, "blocking[%zu]", i);
+			return -1;
+		}
+		struct sd_tokio_blocking *t = &rt->blocking[rt->nblocking++];
+		t->tid = (pid_t)tid;
+		t->idle = !strcmp(st, "idle");
+		t->job = t->idle ? NULL : job;
+	}
+	return 0;
+}
+
 static int read_runtime(struct sd_snapshot *s, json_t *o, struct sd_tokio_rt *rt, char *why,
 			size_t whylen)
 {
@@ -158,6 +205,8 @@ static int read_runtime(struct sd_snapshot *s, json_t *o, struct sd_tokio_rt *rt
 		rt->workers[rt->nworkers] = (pid_t)json_integer_value(v);
 		rt->worker_ticks[rt->nworkers++] = -1;
 	}
+	if (read_queues(s, o, rt, why, whylen) < 0)
+		return -1;
 	for (size_t i = 0; json_is_array(pl) && i < json_array_size(pl); i++) {
 		json_t *p = json_array_get(pl, i), *tk = json_object_get(p, "tick");
 		uint64_t tid = 0, task = 0;
@@ -249,6 +298,8 @@ void snapio_get_tokio(json_t *doc, struct sd_snapshot *s)
 			free(rt->workers);
 			free(rt->worker_tasks);
 			free(rt->worker_ticks);
+			free(rt->worker_queued);
+			free(rt->blocking);
 			memset(rt, 0, sizeof(*rt));
 		}
 		s->ntokio = 0;

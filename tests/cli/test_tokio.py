@@ -963,6 +963,72 @@ def blocking_pool(fx_name):
                      r"spawn_blocking job %s$" % (job_tid, esc), out, re.M), out[-3000:])
 
 
+def test_record_keeps_the_pool_and_queues():
+    for name, _ in VERSIONS:
+        record_pool(name)
+
+
+def record_pool(fx_name):
+    """A recording of the blocking-pool stall keeps what the dump showed
+    of the runtime's threads and queues: each saved snapshot has the
+    pool's threads (the job, the idle one) and the workers' local queue
+    depths; `load` shows them again as the live dump showed them (text and
+    JSON); `report` names the job the holder runs; a file whose depths do
+    not match its workers loads with a note, its threads intact."""
+    with Tokio(fx_name, mode="blocking") as tk:
+        m = mode_lines(tk.file)
+        live = sdtest.run("--format", "json", tk.fx.pid)
+        lt = sdtest.run(tk.fx.pid)
+        out = os.path.join(tk.tmp.name, "rec")
+        rec = sdtest.run("record", tk.fx.pid, "--out", out, "--every", "300ms", "--count", "2")
+        sdtest.assert_running(tk.fx.pid)
+        eq(rec.rc, 0, rec.err)
+        files = sorted(f for f in os.listdir(out) if f.startswith("snap-"))
+        eq(len(files), 2, files)
+        first = os.path.join(out, files[0])
+        with open(first) as fh:
+            saved = json.load(fh)
+        ld = shell("load " + first, "dump")
+        lj = shell("load " + first, "dump --format json")
+        r = sdtest.run("report", out)
+        bad = json.loads(json.dumps(saved))
+        bad["runtimes"][0]["queued"] = bad["runtimes"][0]["queued"][:1]
+        path = os.path.join(tk.tmp.name, "bad.json")
+        with open(path, "w") as fh:
+            json.dump(bad, fh)
+        lb = shell("load " + path, "dump")
+    job_tid, idle_tid = int(m["blocking-job"][0][0]), int(m["blocking-idle"][0][0])
+    want = live.json()["runtimes"][0]
+    job = {b["thread"]: b for b in want["blocking"]}[job_tid]["job"]
+    ok(job, want["blocking"])
+    rt = saved["runtimes"][0]
+    eq(sorted(rt["blocking"], key=lambda b: b["thread"]),
+       sorted(want["blocking"], key=lambda b: b["thread"]))
+    eq(rt["queued"], want["queued"])
+    eq(len(rt["queued"]), len(rt["workers"]), rt)
+    ok(lj.rc in (0, DEADLOCK), lj.err)
+    doc = json.loads(lj.out[lj.out.index("{"):])
+    back = doc["runtimes"][0]
+    eq((back["blocking"], back["queued"], back["injected"]),
+       (rt["blocking"], rt["queued"], rt["injected"]))
+    esc = re.escape(job)
+    for text in (lt.out, ld.out):
+        ok(re.search(r"^  blocking pool thread %d runs spawn_blocking job %s$" % (job_tid, esc),
+                     text, re.M), text[-4000:])
+        ok(re.search(r"^  blocking pool thread %d idle, waiting for a job$" % idle_tid, text,
+                     re.M), text[-4000:])
+    hdr = lambda text: re.findall(r"^PID \d+ \(\S+\) Tokio runtime 0x[0-9a-f]+ \(multi_thread\).*$",
+                                   text, re.M)
+    # The runtime's header line, its local queues with it, as live.
+    ok(hdr(lt.out) and ", local queues " in hdr(lt.out)[0], hdr(lt.out) or lt.out[:3000])
+    eq(hdr(ld.out), hdr(lt.out))
+    eq(r.rc, 0, r.err)
+    ok(re.search(r"running spawn_blocking job %s" % esc, r.out), r.out)
+    contains(lb.out, "note: the saved tasks could not be read (queued: 1 depths for %d "
+             "workers): not shown" % len(rt["workers"]))
+    contains(lb.out, "Thread ")
+
+
 def test_local_queue_depths():
     for name, _ in VERSIONS:
         local_queues(name)
