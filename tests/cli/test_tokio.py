@@ -14,12 +14,13 @@
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import sdtest  # noqa: E402
-from fixture import available, start  # noqa: E402
+from fixture import available, path_of, start  # noqa: E402
 from sdtest import contains, eq, ok  # noqa: E402
 
 TASKS = 9
@@ -893,6 +894,43 @@ def test_limited_debug_info_says_what_to_rebuild_with():
     ok(any("tokio::runtime" in f for f in fns), fns)
     eq(t.rc, 0, t.err)
     contains(t.out, "note: tasks not shown")
+
+
+def test_unknown_layout_is_named_and_threads_stay():
+    for name, _ in VERSIONS:
+        unknown_layout(name)
+
+
+def unknown_layout(fx_name):
+    """A Tokio whose layout the reader does not know (the task trailer's
+    field `owned` renamed in a copy's DWARF, as a version that renamed it
+    would be): a note names the field it looked for, no task is shown, the
+    threads are, and the dump succeeds."""
+    need(fx_name)
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = os.path.join(tmp, fx_name)
+        objcopy = sdtest.tool("objcopy", "binutils")
+        subprocess.run([objcopy, "--decompress-debug-sections", path_of(fx_name), copy],
+                       check=True)
+        with open(copy, "rb") as f:
+            data = f.read()
+        ok(data.count(b"\0owned\0") >= 1, "no field name owned in the DWARF")
+        with open(copy, "wb") as f:
+            f.write(data.replace(b"\0owned\0", b"\0ownex\0"))
+        os.chmod(copy, 0o755)
+        with start(copy, os.path.join(tmp, "awaits")) as fx:
+            r = sdtest.run("--format", "json", fx.pid)
+            t = sdtest.run(fx.pid)
+            sdtest.assert_running(fx.pid)
+    eq(r.rc, 0, r.err)
+    doc = r.json()
+    note = doc["tokio"]["note"]
+    ok(note and "a Tokio layout stackdump does not know" in note and "owned" in note, note)
+    eq(doc["runtimes"], [])
+    ok(len(doc["threads"]) >= 3 and all(th["frames"] for th in doc["threads"]), doc["threads"])
+    eq(t.rc, 0, t.err)
+    contains(t.out, "note: tasks not shown: a Tokio layout stackdump does not know")
+    sdtest.matches(t.out, r"^Thread \d+ \"")
 
 
 def test_other_programs_have_no_tasks():
