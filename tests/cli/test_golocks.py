@@ -17,7 +17,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import sdtest  # noqa: E402
-from fixture import available, path_of, start  # noqa: E402
+from fixture import available, copy_renamed, path_of, start  # noqa: E402
 from sdtest import contains, eq, ok  # noqa: E402
 
 WAITERS = 12
@@ -206,15 +206,7 @@ def test_unknown_sudog_layout_is_named_and_the_rest_stays():
     need("fx-golocks")
     tmp = tempfile.mkdtemp()
     try:
-        dst = os.path.join(tmp, "fx-golocks")
-        subprocess.run([sdtest.tool("objcopy", "binutils"), "--decompress-debug-sections",
-                        path_of("fx-golocks"), dst], check=True)
-        with open(dst, "rb") as f:
-            data = f.read()
-        ok(data.count(b"waitlink\0") >= 1, "no waitlink in the DWARF")
-        with open(dst, "wb") as f:
-            f.write(data.replace(b"waitlink\0", b"waitlin_\0"))
-        os.chmod(dst, 0o755)
+        dst = copy_renamed(tmp, "fx-golocks", b"waitlink\0", b"waitlin_\0")
         with start(dst, 3, stdin=True) as fx:
             known = facts(fx)
             r = sdtest.run("--format", "json", fx.pid)

@@ -17,7 +17,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import sdtest  # noqa: E402
-from fixture import available, path_of, start  # noqa: E402
+from fixture import available, copy_renamed, path_of, start  # noqa: E402
 from sdtest import contains, eq, ok  # noqa: E402
 
 POOL = 100
@@ -421,20 +421,6 @@ def test_text_folds_recursion_and_elides_type_arguments():
     ok(all("[...]" not in f for f in fns), fns)
 
 
-def copy_fixture(tmp, name, edit):
-    """A copy of fixture NAME in TMP, its debug sections decompressed and
-    EDIT (bytes -> bytes) applied to the file."""
-    dst = os.path.join(tmp, name)
-    objcopy = sdtest.tool("objcopy", "binutils")
-    subprocess.run([objcopy, "--decompress-debug-sections", path_of(name), dst], check=True)
-    with open(dst, "rb") as f:
-        data = f.read()
-    with open(dst, "wb") as f:
-        f.write(edit(data))
-    os.chmod(dst, 0o755)
-    return dst
-
-
 def dump_copy(path):
     with start(path, 4, stdin=True) as fx:
         text = sdtest.run(fx.pid)
@@ -451,10 +437,7 @@ def test_unknown_layout_is_named_and_threads_stay():
     try:
         # runtime.g's field waitsince renamed in the DWARF: a layout this
         # reader does not know. The name is a DW_FORM_string in the entry.
-        def rename(data):
-            ok(data.count(b"waitsince\0") >= 1, "no waitsince in the DWARF")
-            return data.replace(b"waitsince\0", b"waitsinc_\0")
-        path = copy_fixture(tmp, "fx-goroutines", rename)
+        path = copy_renamed(tmp, "fx-goroutines", b"waitsince\0", b"waitsinc_\0")
         text, doc = dump_copy(path)
     finally:
         shutil.rmtree(tmp)

@@ -14,13 +14,12 @@
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import sdtest  # noqa: E402
-from fixture import available, path_of, start  # noqa: E402
+from fixture import available, copy_renamed, start  # noqa: E402
 from sdtest import contains, eq, ok  # noqa: E402
 
 TASKS = 9
@@ -745,6 +744,18 @@ def shell(*lines):
     return sdtest.run(input="\n".join(lines) + "\n")
 
 
+def record(tk, count):
+    """COUNT snapshots of TK's fixture recorded 300 ms apart: the
+    recording's directory and its snapshot files, in order."""
+    out = os.path.join(tk.tmp.name, "rec")
+    rec = sdtest.run("record", tk.fx.pid, "--out", out, "--every", "300ms", "--count", str(count))
+    sdtest.assert_running(tk.fx.pid)
+    eq(rec.rc, 0, rec.err)
+    files = sorted(f for f in os.listdir(out) if f.startswith("snap-"))
+    eq(len(files), count, files)
+    return out, files
+
+
 def test_record_and_report_keep_the_tasks():
     for name, src in VERSIONS:
         record_report(name, src)
@@ -760,12 +771,7 @@ def record_report(fx_name, src):
     with Tokio(fx_name, mode="longpoll") as tk:
         want = expected(tk.file)
         tid, line = (int(x) for x in mode_lines(tk.file)["long-poll"][0])
-        out = os.path.join(tk.tmp.name, "rec")
-        rec = sdtest.run("record", tk.fx.pid, "--out", out, "--every", "300ms", "--count", "3")
-        sdtest.assert_running(tk.fx.pid)
-        eq(rec.rc, 0, rec.err)
-        files = sorted(f for f in os.listdir(out) if f.startswith("snap-"))
-        eq(len(files), 3, files)
+        out, files = record(tk, 3)
         for f in files:
             with open(os.path.join(out, f)) as fh:
                 doc = json.load(fh)
@@ -908,16 +914,7 @@ def unknown_layout(fx_name):
     threads are, and the dump succeeds."""
     need(fx_name)
     with tempfile.TemporaryDirectory() as tmp:
-        copy = os.path.join(tmp, fx_name)
-        objcopy = sdtest.tool("objcopy", "binutils")
-        subprocess.run([objcopy, "--decompress-debug-sections", path_of(fx_name), copy],
-                       check=True)
-        with open(copy, "rb") as f:
-            data = f.read()
-        ok(data.count(b"\0owned\0") >= 1, "no field name owned in the DWARF")
-        with open(copy, "wb") as f:
-            f.write(data.replace(b"\0owned\0", b"\0ownex\0"))
-        os.chmod(copy, 0o755)
+        copy = copy_renamed(tmp, fx_name, b"\0owned\0", b"\0ownex\0")
         with start(copy, os.path.join(tmp, "awaits")) as fx:
             r = sdtest.run("--format", "json", fx.pid)
             t = sdtest.run(fx.pid)
@@ -1017,12 +1014,7 @@ def record_pool(fx_name):
         m = mode_lines(tk.file)
         live = sdtest.run("--format", "json", tk.fx.pid)
         lt = sdtest.run(tk.fx.pid)
-        out = os.path.join(tk.tmp.name, "rec")
-        rec = sdtest.run("record", tk.fx.pid, "--out", out, "--every", "300ms", "--count", "2")
-        sdtest.assert_running(tk.fx.pid)
-        eq(rec.rc, 0, rec.err)
-        files = sorted(f for f in os.listdir(out) if f.startswith("snap-"))
-        eq(len(files), 2, files)
+        out, files = record(tk, 2)
         first = os.path.join(out, files[0])
         with open(first) as fh:
             saved = json.load(fh)

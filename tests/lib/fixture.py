@@ -167,6 +167,25 @@ def available(name):
     return os.access(path_of(name), os.X_OK)
 
 
+def copy_renamed(tmp, name, old, new):
+    """A copy of fixture NAME in the directory TMP, its debug sections
+    decompressed and the bytes OLD (a name in its DWARF, with its
+    terminator) replaced by NEW, of the same length: a layout the readers
+    do not know. Returns its path."""
+    assert len(old) == len(new)
+    dst = os.path.join(tmp, name)
+    import sdtest
+    subprocess.run([sdtest.tool("objcopy", "binutils"), "--decompress-debug-sections",
+                    path_of(name), dst], check=True)
+    with open(dst, "rb") as f:
+        data = f.read()
+    sdtest.ok(data.count(old) >= 1, "no %r in the DWARF of %s" % (old, name))
+    with open(dst, "wb") as f:
+        f.write(data.replace(old, new))
+    os.chmod(dst, 0o755)
+    return dst
+
+
 def _die_with_parent():
     # Runs in the child between fork and exec: if the test process dies
     # without cleaning up, the kernel kills the fixture. Note the death
