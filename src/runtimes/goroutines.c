@@ -748,6 +748,7 @@ void goroutines_read(struct sd_goruntime **rtp, struct sd_space *sp, struct sd_u
 		char msg[600];
 		snprintf(msg, sizeof(msg), "goroutines not shown: runtime.allgs: %s", err.msg);
 		s->go_note = strpool_intern(s->pool, msg);
+		rtmem_release(&r.mem);
 		return;
 	}
 	/* allglen is published after the slice grows: read up to the smaller. */
@@ -759,6 +760,7 @@ void goroutines_read(struct sd_goruntime **rtp, struct sd_space *sp, struct sd_u
 		snprintf(msg, sizeof(msg), "goroutines not shown: %s", err.msg);
 		s->go_note = strpool_intern(s->pool, msg);
 		free(gps);
+		rtmem_release(&r.mem);
 		return;
 	}
 	r.now_ns = sd_now_ns();
@@ -784,6 +786,7 @@ void goroutines_read(struct sd_goruntime **rtp, struct sd_space *sp, struct sd_u
 	}
 	batch_free(bt);
 	golocks_end(r.gw, sym, s);
+	rtmem_release(&r.mem);
 	if (s->golocks_note) {
 		char msg[900];
 		snprintf(msg, sizeof(msg), "%.800s (Go %s)", s->golocks_note,

@@ -79,7 +79,8 @@ int rtmem_mapped(const struct rtmem *m, uint64_t addr, size_t len)
 #define RTMEM_REREADS 8
 
 /* Is [ADDR, ADDR + LEN) readable: by M's maps, or, for a live process,
- * by its maps read again now (what was mapped since they were read). */
+ * by its maps read again now (what was mapped since they were read),
+ * which M keeps and checks from then on. */
 static int mapped_now(struct rtmem *m, uint64_t addr, size_t len)
 {
 	if (rtmem_mapped(m, addr, len))
@@ -88,14 +89,20 @@ static int mapped_now(struct rtmem *m, uint64_t addr, size_t len)
 		return 0;
 	m->rereads++;
 	struct sd_maps now = {0};
-	int ok = 0;
-	if (procfs_read_maps(m->pid, &now, NULL) == 0) {
-		struct rtmem fresh = *m;
-		fresh.maps = &now;
-		ok = rtmem_mapped(&fresh, addr, len);
+	if (procfs_read_maps(m->pid, &now, NULL) < 0) {
+		procfs_maps_release(&now);
+		return 0;
 	}
-	procfs_maps_release(&now);
-	return ok;
+	procfs_maps_release(&m->fresh);
+	m->fresh = now;
+	m->maps = &m->fresh;
+	return rtmem_mapped(m, addr, len);
+}
+
+void rtmem_release(struct rtmem *m)
+{
+	procfs_maps_release(&m->fresh);
+	m->maps = NULL;
 }
 
 int rtmem_read(struct rtmem *m, uint64_t addr, void *buf, size_t len, const char *what,

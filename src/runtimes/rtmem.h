@@ -30,7 +30,10 @@ struct rtmem {
 	const uint8_t *copy;
 	size_t copy_len;
 	pid_t pid;
-	unsigned rereads; /* of the live process's maps, on a miss */
+	/* The live process's maps read again on a miss (owned; MAPS then
+	 * points here), and how many times. */
+	struct sd_maps fresh;
+	unsigned rereads;
 };
 
 /* Read the live process PID (checked against MAPS, which may be NULL). */
@@ -41,6 +44,8 @@ struct sd_space;
 void rtmem_space_init(struct rtmem *m, const struct sd_space *sp);
 /* Read LEN bytes copied from address BASE (not owned). */
 void rtmem_buf_init(struct rtmem *m, uint64_t base, const void *copy, size_t len);
+/* Free what M read for itself (the maps read again); M is not used after. */
+void rtmem_release(struct rtmem *m);
 
 /* Is [ADDR, ADDR + LEN) readable by M's maps (always, without maps)? */
 int rtmem_mapped(const struct rtmem *m, uint64_t addr, size_t len);

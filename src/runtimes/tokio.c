@@ -957,6 +957,7 @@ void tokio_read(struct sd_tokioruntime **rtp, struct sd_space *sp, struct sd_sna
 			 r.unreadable, r.unreadable == 1 ? "" : "s");
 		s->tokio_note = strpool_intern(s->pool, msg);
 	}
+	rtmem_release(&r.mem);
 	free(r.thr);
 	free(r.buf);
 	s->tokio_us = (sd_now_ns() - t0) / 1000;

@@ -178,12 +178,17 @@ static void test_global_read_back(void **state)
 	assert_int_equal(rtmem_uint(&m, (uintptr_t)&fresh[3], 8, &v, "the new word", &err), 0);
 	assert_int_equal(v, 4242);
 	assert_int_equal(m.rereads, rereads + 1);
+	/* The maps read again are kept: the next read of it reads them no more
+	 * (a batch of descriptors in a new arena must not use up the re-reads). */
+	assert_int_equal(rtmem_uint(&m, (uintptr_t)&fresh[4], 8, &v, "the next word", &err), 0);
+	assert_int_equal(m.rereads, rereads + 1);
 	munmap(fresh, 4096);
 	assert_int_equal(rtmem_uint(&m, (uintptr_t)&fresh[3], 8, &v, "the new word", &err), -EFAULT);
 	/* Bounded: a pointer no mapping holds stops reading the maps again. */
 	for (int i = 0; i < 20; i++)
 		assert_int_equal(rtmem_uint(&m, 0x10, 8, &v, "the word", &err), -EFAULT);
 	assert_true(m.rereads <= 8);
+	rtmem_release(&m);
 	procfs_maps_release(&maps);
 	dwt_free(d);
 }
