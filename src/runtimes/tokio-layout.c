@@ -453,11 +453,14 @@ int tkl_generic2(struct tkl *l, const char *prefix, const struct dwt_type *t,
 const char *tkl_future_name(struct tkl *l, const struct dwt_type *t)
 {
 	const char *q = tkl_qualname(l, t->die);
-	size_t n = strlen(q);
-	char *buf = sd_xmalloc(n + 64);
-	const char *name = rust_future_name(q, n, buf, n + 64);
+	/* Asked at every level of every task's chain: a buffer on the stack,
+	 * the heap only for a name longer than it. */
+	size_t n = strlen(q), size = n + 64;
+	char small[512], *buf = size <= sizeof(small) ? small : sd_xmalloc(size);
+	const char *name = rust_future_name(q, n, buf, size);
 	const char *r = strcmp(name, q) ? strpool_intern(l->pool, name) : q;
-	free(buf);
+	if (buf != small)
+		free(buf);
 	return r;
 }
 
