@@ -24,6 +24,17 @@ ssize_t capture_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 	return n;
 }
 
+/* Forget T's stack copy (a thread read again: a retry, a late one),
+ * freeing it when it is T's own and not in a snapshot's arena. */
+static void drop_stack(struct sd_thread *t)
+{
+	if (!t->stack_in_arena)
+		free(t->stack);
+	t->stack = NULL;
+	t->stack_in_arena = 0;
+	t->stack_len = 0;
+}
+
 /* The window of memory around a futex word that lock analysis reads: a
  * mutex starts at the word, an rwlock up to 12 bytes below, a condvar up
  * to 44 bytes below. Owner fields are racy once the threads run again, so
@@ -74,8 +85,8 @@ void capture_regs_from_syscall(struct sd_thread *t, const struct sd_taskinfo *ti
 	t->regs.r9 = ti->syscall_args[5];
 	t->have_regs = 1;
 	t->regs_partial = 1;
-	t->stack = NULL;
-	t->stack_len = t->stack_want = 0;
+	drop_stack(t);
+	t->stack_want = 0;
 	t->lock_want_len = 0;
 }
 
@@ -171,6 +182,7 @@ static struct req *plan_reqs(struct sd_snapshot *snap, struct sd_thread **thread
 	for (size_t i = 0; i < n; i++) {
 		struct sd_thread *t = threads[i];
 		if (t->stack_want) {
+			drop_stack(t);
 			if (snap)
 				snapshot_stack_alloc(snap, t, t->stack_want);
 			else
