@@ -45,7 +45,24 @@ struct pthr {
 				    * clock then */
 	uint64_t sw_waits; /* the waits it had gone into then (voluntary
 			    * switches) */
-	int hot; /* switches too often for events: captured at each tick */
+	int hot; /* switches too often for a switch event: its task clock
+		  * only, and each tick reads it asleep without a stop
+		  * (perf-hot.c) */
+	int hot_use; /* HOT_* at this tick */
+	/* A hot thread's last proven sleep: read without a stop while its
+	 * task clock stood still (perf-hot.c). */
+	int slp_valid;
+	uint64_t slp_clock; /* its task clock then */
+	uint64_t slp_time;
+	struct user_regs_struct slp_regs;
+	uint8_t *slp_stack;
+	size_t slp_cap;
+	struct sd_frameset *slp_fs;
+	char *slp_stop;
+	uint64_t slp_token;
+	char slp_state;
+	long slp_nr;
+	uint64_t slp_args[6];
 	int io_worker; /* an io_uring worker: no user stack (sd_thread's) */
 	struct psample *pend; /* samples newer than the last tick, by time */
 	size_t npend;
@@ -133,6 +150,24 @@ void perf_promote(struct sd_perf *p, struct pthr *th, uint64_t at);
 void perf_read_switch(struct sd_perf *p, struct pthr *th);
 /* Close TH's events when it switches too often for them (see perf.c). */
 void perf_switch_mode(struct sd_perf *p, struct pthr *th, uint64_t now);
+/* The task-clock count of TH (its CPU time, ns). 0 or -1. */
+int perf_thr_clock(const struct sd_perf *p, const struct pthr *th, uint64_t *v);
+
+/* How a hot thread is shown at a tick (perf-hot.c). */
+enum { HOT_NONE = 0, HOT_ASLEEP, HOT_CLOCK, HOT_STOP };
+/* Read hot thread TH for the tick at NOW: HOT_ASLEEP (its sleep, read
+ * without a stop and proven by its task clock, is in its slp_* fields),
+ * HOT_CLOCK (on a CPU or waiting for one: its latest task-clock sample,
+ * recent enough, stands) or HOT_STOP (neither: the tick's capture stops
+ * it once). S is the tick's snapshot (its pool and unwinder). */
+int perf_hot_read(struct sd_perf *p, struct sd_snapshot *s, struct pthr *th,
+		  const struct sd_snap_opts *so, uint64_t now);
+/* Show hot thread TH's proven sleep as ST of the tick's snapshot S. */
+void perf_hot_compose(struct sd_perf *p, struct sd_snapshot *s, struct sd_thread *st,
+		      struct pthr *th);
+/* Free what perf_hot_read kept of TH. */
+void perf_hot_release(struct pthr *th);
+
 /* How many samples of TH's task-clock event the kernel dropped so far
  * (ring full): its event's lost count, or its LOST records. */
 uint64_t perf_thr_lost(const struct sd_perf *p, const struct pthr *th);

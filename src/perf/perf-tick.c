@@ -122,12 +122,15 @@ static int wanted(const struct sd_snap_opts *so, pid_t tid, const char *name)
 #define REST_NS 2000000000ull
 
 /* The threads to capture by ptrace at this tick: those with no sample
- * yet, and those without events that ran since their last capture (their
- * switch-record ring moved) or were never captured. */
+ * yet, those without events that ran since their last capture (their
+ * switch-record ring moved) or were never captured, and hot ones found
+ * with neither a sleep nor a recent sample (perf-hot.c). */
 static int unsampled(struct pthr *th)
 {
 	if (th->gone)
 		return 0;
+	if (th->hot && th->fd >= 0)
+		return th->hot_use == HOT_STOP;
 	/* The ring's head read before the capture: a run during or after
 	 * it moves the head again. */
 	int ran = th->fd < 0 && perf_thr_ran(th);
@@ -188,7 +191,7 @@ static int capture_unsampled(struct sd_perf *p, const struct sd_snap_opts *so, u
 			perf_thr_forget_run(th); /* asked again next tick */
 			continue;
 		}
-		if (th->kind != LATEST_NONE && th->fd >= 0)
+		if (th->kind != LATEST_NONE && th->fd >= 0 && !th->hot)
 			continue; /* events opened, a sample came meanwhile */
 		/* Found running, or stopped outside a system call: it runs,
 		 * its samples from now on. A sleeper stopped for registers
@@ -271,11 +274,22 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 	}
 	symbols_sync(p->t->sym);
 	rest_sleepers(p, t0);
-	uint64_t pause_us = 0;
-	if (capture_unsampled(p, so, &pause_us, err) < 0)
-		return NULL;
-
 	struct sd_snapshot *s = snapshot_new(p->t->pid);
+	/* Hot threads: read asleep without a stop, or shown by their latest
+	 * task-clock sample; the capture below stops only those with
+	 * neither. */
+	for (size_t i = 0; i < p->n; i++) {
+		struct pthr *th = &p->v[i];
+		th->hot_use = HOT_NONE;
+		if (th->hot && th->fd >= 0 && !th->gone)
+			th->hot_use = perf_hot_read(p, s, th, so, t0);
+	}
+	uint64_t pause_us = 0;
+	if (capture_unsampled(p, so, &pause_us, err) < 0) {
+		snapshot_free(s);
+		return NULL;
+	}
+
 	/* Room for every thread at once: grown one by one, a thousand
 	 * threads' array was copied ten times and its pages faulted in anew
 	 * at every tick. */
@@ -289,7 +303,7 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 	uint64_t t1 = sd_now_ns();
 	for (size_t i = 0; i < p->n; i++) {
 		struct pthr *th = &p->v[i];
-		if (th->kind == LATEST_NONE)
+		if (th->kind == LATEST_NONE && th->hot_use != HOT_ASLEEP)
 			continue; /* born after the seed (or after AT), no sample yet */
 		/* A new sample since the last tick: it ran. */
 		const char *name =
@@ -306,6 +320,10 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 			continue;
 		struct sd_thread *st = snapshot_add_thread(s, th->tid);
 		st->name = strpool_intern(s->pool, name);
+		if (th->hot_use == HOT_ASLEEP) {
+			perf_hot_compose(p, s, st, th);
+			continue;
+		}
 		/* On a CPU at its latest sample (not a switch out of it), not
 		 * one sample since the last
 		 * tick, and samples dropped meanwhile: this tick counts an
@@ -355,7 +373,8 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 		for (size_t i = 0; i < s->nthreads; i++) {
 			struct sd_thread *st = &s->threads[i];
 			struct pthr *th = perf_thr_find(p, st->tid);
-			if (!th || th->kind == LATEST_SEED || !th->stack_len)
+			if (!th || th->kind == LATEST_SEED || !th->stack_len ||
+			    th->hot_use == HOT_ASLEEP)
 				continue;
 			thr_unwind(p, s, st, th, so->max_frames);
 			if (th->fs)

@@ -320,13 +320,12 @@ static void thr_close(struct sd_perf *p, struct pthr *th)
 	frameset_unref(th->fs);
 	free(th->unwind_stop);
 	free(th->wchan);
+	perf_hot_release(th);
 	memset(th, 0, sizeof(*th));
 	th->fd = th->fd_sw = -1;
 	p->st.threads_closed++;
 }
 
-/* The task-clock count of TH (its CPU time, ns): read from the event,
- * which brings a running thread's count up to date. 0 or -1. */
 /* The waits TH's thread went into so far (voluntary switches), 0 when
  * unknown. */
 static uint64_t thr_waits(const struct sd_perf *p, const struct pthr *th)
@@ -337,7 +336,9 @@ static uint64_t thr_waits(const struct sd_perf *p, const struct pthr *th)
 	return v;
 }
 
-static int thr_clock(const struct sd_perf *p, const struct pthr *th, uint64_t *v)
+/* Read from the event, which brings a running thread's count up to
+ * date; a thread off CPU keeps the count it had when switched out. */
+int perf_thr_clock(const struct sd_perf *p, const struct pthr *th, uint64_t *v)
 {
 	uint64_t buf[2] = {0, 0}; /* value, and the lost count (PERF_FORMAT_LOST) */
 	ssize_t n = read(th->fd, buf, p->lost_records ? 8 : sizeof(buf));
@@ -371,7 +372,7 @@ static int sw_open(struct sd_perf *p, struct pthr *th)
 	th->sw_ring = r;
 	th->sw_ring_len = len;
 	th->sw_head = 0; /* a new ring: nothing read of it */
-	if (thr_clock(p, th, &th->sw_cpu) < 0)
+	if (perf_thr_clock(p, th, &th->sw_cpu) < 0)
 		th->sw_cpu = 0;
 	th->sw_waits = thr_waits(p, th);
 	th->sw_since = sd_now_ns();
@@ -379,15 +380,17 @@ static int sw_open(struct sd_perf *p, struct pthr *th)
 }
 
 /* A thread that switches often (a server's worker: thousands of times a
- * second, into its waits and out of them) pays for its events at every
- * switch, in its own time: the events switched out and in with it, a
- * sample written, its stack copied. More than a tick costs: while it is on
- * a CPU less than half the time, it has none (it is "hot"), and each tick
- * captures it as a sleeper is captured, read without a stop and proven by
- * schedstat (stopped only when found on a CPU). Decided each second from
- * its task clock and the waits it went into (voluntary switches, from
- * /proc): a thread that computes on a saturated host is preempted as
- * often, and runs as little, but goes into no wait; it keeps its events. */
+ * second, into its waits and out of them) pays for its switch event at
+ * every switch, in its own time: a sample written, its stack copied. More
+ * than a tick costs: while it is on a CPU less than half the time, its
+ * switch event is closed (it is "hot") and it keeps its task clock, which
+ * costs it a sample only every period of CPU time. Each tick then reads it
+ * asleep without a stop, proven by that clock standing still, or takes its
+ * latest task-clock sample when it is on a CPU (perf-hot.c). Decided each
+ * second from its task clock and the waits it went into (voluntary
+ * switches, from /proc): a thread that computes on a saturated host is
+ * preempted as often, and runs as little, but goes into no wait; it keeps
+ * both events. */
 #define HOT_SWITCHES_PER_S 1000
 
 static void drain_one(struct sd_perf *p, struct pthr *th);
@@ -397,7 +400,7 @@ void perf_switch_mode(struct sd_perf *p, struct pthr *th, uint64_t now)
 	if (th->fd_sw < 0 || now < th->sw_since + 1000000000ull)
 		return;
 	uint64_t cpu = 0;
-	if (thr_clock(p, th, &cpu) < 0)
+	if (perf_thr_clock(p, th, &cpu) < 0)
 		return;
 	uint64_t waits = thr_waits(p, th);
 	double secs = (double)(now - th->sw_since) / 1e9;
@@ -410,7 +413,12 @@ void perf_switch_mode(struct sd_perf *p, struct pthr *th, uint64_t now)
 		return;
 	perf_read_switch(p, th); /* what its rings hold first */
 	drain_one(p, th);
-	thr_disarm(p, th);
+	if (th->sw_ring)
+		munmap(th->sw_ring, th->sw_ring_len);
+	close(th->fd_sw);
+	th->sw_ring = NULL;
+	th->fd_sw = -1;
+	th->sw_head = 0;
 	thr_unwatch(p, th);
 	th->hot = 1;
 	p->st.hot++;
@@ -937,4 +945,8 @@ void perf_stats_add(const struct sd_perf *p, struct sd_perf_stats *st)
 	st->threads_closed += p->st.threads_closed;
 	st->drains += p->st.drains;
 	st->hot += p->st.hot;
+	st->hot_asleep += p->st.hot_asleep;
+	st->hot_kept += p->st.hot_kept;
+	st->hot_clock += p->st.hot_clock;
+	st->hot_stopped += p->st.hot_stopped;
 }

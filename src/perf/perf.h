@@ -51,8 +51,14 @@ struct sd_perf_stats {
 	uint64_t unwinds;        /* samples unwound (the rest reused a stack) */
 	uint64_t threads_opened, threads_closed;
 	uint64_t drains;         /* ring buffer reads */
-	uint64_t hot;            /* threads whose events were closed: they
-				  * switch too often (perf_switch_mode) */
+	uint64_t hot;            /* threads whose switch event was closed:
+				  * they switch too often (perf_switch_mode) */
+	uint64_t hot_asleep;	 /* ticks that read a hot thread asleep
+				  * without a stop (its task clock still) */
+	uint64_t hot_kept;	 /* ... that found it still in that sleep */
+	uint64_t hot_clock;	 /* ... that used its latest task-clock sample
+				  * (on a CPU, or woken while read) */
+	uint64_t hot_stopped;	 /* ... that had neither and stopped it */
 };
 
 /* Start sampling every thread of T (events on each thread, enabled at once).

@@ -78,8 +78,10 @@ void format_profile_costs(struct strbuf *sb, const struct sd_profile *p,
 			    "throttled %llu times; %llu unwound, %llu stacks captured by ptrace, "
 			    "%llu threads followed, %llu gone, events opened %llu times "
 			    "(%llu refused), closed at rest %llu times, %llu threads unwatched, "
-			    "%llu ring reads; %llu threads switching too often for events "
-			    "(captured at each tick)\n",
+			    "%llu ring reads; %llu threads switching too often for a switch "
+			    "event (hot: at a tick, %llu read asleep without a stop, %llu "
+			    "still in that sleep, %llu from their latest task-clock sample, "
+			    "%llu stopped)\n",
 			    (unsigned long long)ps->clock_samples,
 			    (unsigned long long)ps->switch_samples, (unsigned long long)ps->lost,
 			    (unsigned long long)ps->stale,
@@ -88,7 +90,9 @@ void format_profile_costs(struct strbuf *sb, const struct sd_profile *p,
 			    (unsigned long long)ps->threads_closed, (unsigned long long)ps->armed,
 			    (unsigned long long)ps->arm_failed, (unsigned long long)ps->rested,
 			    (unsigned long long)ps->watch_failed, (unsigned long long)ps->drains,
-			    (unsigned long long)ps->hot);
+			    (unsigned long long)ps->hot, (unsigned long long)ps->hot_asleep,
+			    (unsigned long long)ps->hot_kept, (unsigned long long)ps->hot_clock,
+			    (unsigned long long)ps->hot_stopped);
 	strbuf_addf(
 	    sb,
 	    "sampling: %llu samples in %.2f s (%.1f Hz), %llu thread stacks, %llu "

@@ -212,10 +212,11 @@ def test_sleepers_without_events():
     ok(samples >= 60, "only %d samples in 5.5 s" % samples)
 
 
-def pingpong(engine):
-    """A 4 s profile of fx-pingpong with ENGINE: (JSON, stderr of -v),
-    every ping and pong stack checked whole, each thread in every tick."""
-    with start("fx-pingpong", blocked=1) as fx:
+def pingpong(engine, fixture="fx-pingpong"):
+    """A 4 s profile of FIXTURE (fx-pingpong or its -O2 build) with ENGINE:
+    (JSON, stderr of -v), every ping and pong stack checked whole, each
+    thread in every tick."""
+    with start(fixture, blocked=1) as fx:
         r = sdtest.run("profile", fx.pid, "--engine", engine, "--format", "json", "-q", "-v",
                        "--duration", "4s", "--rate", "20")
         sdtest.assert_running(fx.pid)
@@ -247,23 +248,53 @@ def pingpong(engine):
     return doc, r.err
 
 
-def test_switching_threads_have_no_events():
-    # fx-pingpong: ping and pong block and wake tens of thousands of times
-    # a second, asleep most of the time. Events on such a thread cost it
-    # at every switch (switched with it, a sample written, its stack
-    # copied): the perf engine closes them and captures the two at every
-    # tick as sleepers are captured (read without a stop, proven by
-    # schedstat); the ptrace engine proves them by schedstat in place of
-    # their rings of switch records. The stacks must stay whole.
-    doc, err = pingpong("perf")
+def hot_counts(err):
+    """The -v perf line's hot-thread counts: (hot threads, read asleep,
+    still in that sleep, from the latest task-clock sample, stopped)."""
     m = [l for l in err.splitlines() if l.startswith("perf: ")]
     eq(len(m), 1, err)
-    mm = re.search(r"(\d+) threads switching too often for events", m[0])
+    mm = re.search(r"(\d+) threads switching too often for a switch event \(hot: at a tick, "
+                   r"(\d+) read asleep without a stop, (\d+) still in that sleep, (\d+) from "
+                   r"their latest task-clock sample, (\d+) stopped\)", m[0])
     ok(mm, m[0])
-    eq(int(mm.group(1)), 2, "ping's and pong's events were not closed: " + m[0])
+    return tuple(int(x) for x in mm.groups())
+
+
+def test_switching_threads_have_no_events():
+    # fx-pingpong: ping and pong block and wake tens of thousands of times
+    # a second, asleep most of the time. A switch event on such a thread
+    # costs it at every switch (a sample written, its stack copied): the
+    # perf engine closes it and keeps the task clock alone. Each tick reads
+    # the two asleep without a stop (their clock standing still is the
+    # proof), or shows the latest task-clock sample of one on a CPU; built
+    # with frame pointers (as here) their sleeps need registers only a
+    # stop gives, so the tick stops them for those. The ptrace engine
+    # proves them by schedstat in place of their rings of switch records.
+    # The stacks must stay whole.
+    doc, err = pingpong("perf")
+    hot = hot_counts(err)
+    eq(hot[0], 2, "ping's and pong's switch events were not closed: " + err)
+    ok(hot[4] >= 20, "frame-pointer code read without its registers: %r" % (hot,))
     doc, err = pingpong("ptrace")
     contains(err, "sleepers proven by context-switch records, and schedstat for threads "
              "that switch too often for them")
+
+
+def test_switching_threads_read_without_a_stop():
+    # The same two threads built as a server is (-O2, no frame pointers):
+    # their sleeps unwind from what /proc gives, so the perf engine's ticks
+    # read them asleep without stopping them, or take their latest
+    # task-clock sample while they are on a CPU. Nearly no stop is left
+    # (one where a woken thread has no recent sample), no pause is felt,
+    # and every stack is whole (pingpong checks them).
+    doc, err = pingpong("perf", "fx-pingpong-nofp")
+    hot = hot_counts(err)
+    eq(hot[0], 2, err)
+    ticks = doc["samples"] * 2
+    ok(hot[1] + hot[2] >= ticks // 4, "few sleeps read without a stop: %r of %d" % (hot, ticks))
+    ok(hot[4] <= ticks // 10, "hot threads stopped at many ticks: %r of %d" % (hot, ticks))
+    # Hot from their first second on (the switch rate is measured over it).
+    ok(hot[1] + hot[2] + hot[3] + hot[4] >= ticks // 2, "ticks without a hot reading: %r" % (hot,))
 
 
 def auto_engine(name, blocked=0):

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: MIT
+// The perf-events engine's hot threads: those that go in and out of their
+// waits thousands of times a second keep only their task clock (no switch
+// event, see perf_switch_mode). At each tick such a thread is read asleep
+// without a stop, its task clock standing still across the reading being
+// the proof that it did not run meanwhile, or, on a CPU, shown by its
+// latest task-clock sample. Only when it has neither (woken with no recent
+// sample), or when its unwind needs registers a stop alone gives (code
+// built with frame pointers), does the tick's capture stop it.
+#include "perf.h"
+
+#include "perf-impl.h" /* after perf.h: it embeds its types */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "capture.h"
+#include "procfs.h"
+#include "target.h"
+#include "unwind.h"
+
+/* A latest task-clock sample older than this many periods does not show
+ * a hot thread found on a CPU: with the period a quarter of the tick, four
+ * ticks. A thread on a CPU a fifth of the time earns one a little more
+ * often than every tick. */
+#define HOT_CLOCK_MAX_AGE_PERIODS 16
+/* Readings of a sleep before the tick gives up on it (the thread ran
+ * while read each time). */
+#define HOT_TRIES 2
+
+/* Copy TH's stack from SP up to the end of its mapping (at most MAX
+ * bytes) into its slp_stack: the bytes got, 0 when none. */
+static size_t copy_stack(struct sd_perf *p, struct pthr *th, uint64_t sp, size_t max)
+{
+	const struct sd_map *m = procfs_maps_find(&p->t->space.maps, sp);
+	uint64_t end = m ? m->end : sp + 65536; /* mapped after the maps were read */
+	size_t len = end > sp ? (size_t)(end - sp) : 0;
+	if (len > max)
+		len = max;
+	if (!len)
+		return 0;
+	if (th->slp_cap < len) {
+		free(th->slp_stack);
+		th->slp_stack = sd_xmalloc(len);
+		th->slp_cap = len;
+	}
+	struct iovec local = {th->slp_stack, len};
+	struct iovec remote = {(void *)(uintptr_t)sp, len};
+	ssize_t got = process_vm_readv(p->t->pid, &local, 1, &remote, 1, 0);
+	return got > 0 ? (size_t)got : 0;
+}
+
+/* Unwind the sleep just copied into TH's slp_* fields (registers from
+ * its syscall file TI) and keep its frames. 0, or -1 when the unwind
+ * needs registers the syscall file does not give (code built with frame
+ * pointers): then only a stop tells. */
+static int unwind_sleep(struct sd_perf *p, struct sd_snapshot *s, struct pthr *th,
+			 const struct sd_taskinfo *ti, size_t got, unsigned max_frames)
+{
+	struct sd_thread tmp;
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.tid = th->tid;
+	capture_regs_from_syscall(&tmp, ti);
+	tmp.stack = th->slp_stack;
+	tmp.stack_in_arena = 1; /* borrowed */
+	tmp.stack_base = ti->sp;
+	tmp.stack_len = got;
+	tmp.state = ti->state;
+	tmp.syscall_known = 1;
+	tmp.syscall_nr = ti->syscall_nr;
+	unwind_thread(p->t->unw, s, &tmp, max_frames);
+	p->st.unwinds++;
+	if (tmp.needs_regs) {
+		snapshot_thread_drop_frames(&tmp);
+		return -1;
+	}
+	frameset_unref(th->slp_fs);
+	th->slp_fs = frameset_new(tmp.frames, tmp.nframes);
+	free(th->slp_stop);
+	const char *stop = tmp.unwind_stop;
+	th->slp_stop = stop ? sd_xstrdup(stop) : NULL;
+	th->slp_token = ++p->t->token_seq;
+	th->slp_regs = tmp.regs;
+	th->slp_state = ti->state ? ti->state : 'S';
+	th->slp_nr = ti->syscall_nr;
+	memcpy(th->slp_args, ti->syscall_args, sizeof(th->slp_args));
+	snapshot_thread_drop_frames(&tmp);
+	return 0;
+}
+
+/* Is TH's latest sample one of its CPU recent enough to show it on a CPU
+ * at NOW? */
+static int clock_fresh(const struct sd_perf *p, const struct pthr *th, uint64_t now)
+{
+	if (th->kind != LATEST_CLOCK && th->kind != LATEST_SEED)
+		return 0;
+	uint64_t age = now > th->time ? now - th->time : 0;
+	return age <= HOT_CLOCK_MAX_AGE_PERIODS * p->o.period_ns;
+}
+
+int perf_hot_read(struct sd_perf *p, struct sd_snapshot *s, struct pthr *th,
+		  const struct sd_snap_opts *so, uint64_t now)
+{
+	uint64_t c0;
+	if (th->fd < 0 || perf_thr_clock(p, th, &c0) < 0)
+		return HOT_STOP;
+	if (th->slp_valid && c0 == th->slp_clock) {
+		/* Not on a CPU since its sleep was read: still in it. */
+		p->st.hot_kept++;
+		return HOT_ASLEEP;
+	}
+	th->slp_valid = 0;
+	if (!p->tc)
+		p->tc = procfs_taskcache_new();
+	size_t max = so->max_stack ? so->max_stack : (1u << 20);
+	for (int i = 0; i < HOT_TRIES; i++) {
+		/* Between the two clock readings only the syscall file and
+		 * the copy: the shorter that window, the likelier a thread
+		 * that sleeps a few microseconds at a time stays in it. */
+		struct sd_taskinfo ti;
+		memset(&ti, 0, sizeof(ti));
+		if (procfs_task_syscall(p->tc, AT_FDCWD, p->t->pid, th->tid, &ti) < 0 ||
+		    !ti.syscall_known || ti.running || !ti.sp || !ti.pc) {
+			break; /* on a CPU */
+		}
+		size_t got = copy_stack(p, th, ti.sp, max);
+		uint64_t c1;
+		if (perf_thr_clock(p, th, &c1) < 0)
+			break;
+		if (c1 != c0 || !got) {
+			c0 = c1; /* it ran while read: once more */
+			continue;
+		}
+		/* Proven: the state letter after (S, or D for a disk wait;
+		 * off CPU outside a system call, a page fault's, else
+		 * asleep: it may have woken since the proof). */
+		struct sd_taskinfo st;
+		ti.state = procfs_task_state(p->tc, AT_FDCWD, p->t->pid, th->tid, &st) == 0 &&
+				   st.state == 'D'
+			       ? 'D'
+			       : 'S';
+		if (unwind_sleep(p, s, th, &ti, got, so->max_frames) < 0) {
+			p->st.hot_stopped++;
+			return HOT_STOP; /* stopped for its registers */
+		}
+		th->slp_valid = 1;
+		th->slp_clock = c0;
+		th->slp_time = now;
+		p->st.hot_asleep++;
+		return HOT_ASLEEP;
+	}
+	if (clock_fresh(p, th, now)) {
+		p->st.hot_clock++;
+		return HOT_CLOCK;
+	}
+	p->st.hot_stopped++;
+	return HOT_STOP;
+}
+
+void perf_hot_compose(struct sd_perf *p, struct sd_snapshot *s, struct sd_thread *st,
+		      struct pthr *th)
+{
+	(void)p;
+	if (th->slp_fs)
+		snapshot_thread_share_frames(st, th->slp_fs);
+	else
+		snapshot_thread_drop_frames(st);
+	st->unwind_stop = th->slp_stop ? strpool_intern(s->pool, th->slp_stop) : NULL;
+	st->frames_token = th->slp_token;
+	st->io_worker = 0;
+	st->have_regs = 1;
+	st->regs_partial = 1;
+	st->regs = th->slp_regs;
+	st->kind = SD_CAPTURE_ASLEEP;
+	st->state = th->slp_state;
+	st->running = 0;
+	st->syscall_known = 1;
+	st->syscall_nr = th->slp_nr;
+	memcpy(st->syscall_args, th->slp_args, sizeof(st->syscall_args));
+	st->wchan = NULL;
+}
+
+void perf_hot_release(struct pthr *th)
+{
+	free(th->slp_stack);
+	frameset_unref(th->slp_fs);
+	free(th->slp_stop);
+	th->slp_stack = NULL;
+	th->slp_fs = NULL;
+	th->slp_stop = NULL;
+	th->slp_cap = 0;
+	th->slp_valid = 0;
+}
