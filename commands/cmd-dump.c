@@ -9,6 +9,7 @@
 #include "format-tokio.h"
 #include "format.h"
 #include "locks.h"
+#include "ptrace.h"
 #include "symbols.h"
 #include "terminal.h"
 #include "cmd.h"
@@ -222,7 +223,10 @@ static int dump_shell(struct cmd_ctx *ctx, int argc, char **argv, struct sd_snap
 		o->ntids = nsel;
 	}
 	struct sd_error err = {0};
+	struct sd_boost boost;
+	ptrace_boost_nice(&boost, DUMP_NICE);
 	struct sd_snapshot *s = target_snapshot(t, o, &err);
+	ptrace_boost_end(&boost);
 	free(sel);
 	if (!s) {
 		cmd_error(ctx, "%s", err.msg);
@@ -261,6 +265,8 @@ static int dump_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	/* Read from /proc only what the text shows (nothing is kept). */
 	o.text_only = !json;
 	int ok = 0, failed = (int)ctx->target.failed, partial = 0, deadlocks = 0;
+	struct sd_boost boost;
+	ptrace_boost_nice(&boost, DUMP_NICE);
 	for (size_t i = 0; i < ctx->target.nprocs && !cmd_interrupted; i++) {
 		struct cmd_proc *pr = &ctx->target.procs[i];
 		struct sd_error err = {0};
@@ -282,6 +288,7 @@ static int dump_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		target_free(pr->t);
 		pr->t = NULL;
 	}
+	ptrace_boost_end(&boost);
 	print_json(ctx, &dj);
 	free(tids);
 	if (cmd_interrupted) {

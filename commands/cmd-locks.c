@@ -12,6 +12,7 @@
 #include "format-go.h"
 #include "locks.h"
 #include "longpoll.h"
+#include "ptrace.h"
 #include "terminal.h"
 #include "cmd.h"
 
@@ -121,7 +122,10 @@ static int locks_live(struct cmd_ctx *ctx, struct sd_target *t, struct sd_snap_o
 		if (i && pause_between(interval_us) < 0)
 			break;
 		struct sd_error err = {0};
+		struct sd_boost boost;
+		ptrace_boost_nice(&boost, DUMP_NICE);
 		struct sd_snapshot *s = target_snapshot(t, o, &err);
+		ptrace_boost_end(&boost);
 		if (!s) {
 			cmd_error(ctx, "%s", err.msg);
 			if (!n) {

@@ -76,6 +76,17 @@ void ptrace_boost_begin(struct sd_boost *b)
 	}
 }
 
+void ptrace_boost_nice(struct sd_boost *b, int nice)
+{
+	memset(b, 0, sizeof(*b));
+	errno = 0;
+	int nice_now = getpriority(PRIO_PROCESS, 0);
+	if (errno == 0 && nice_now > nice && setpriority(PRIO_PROCESS, 0, nice) == 0) {
+		b->nice = nice_now;
+		b->how = 2;
+	}
+}
+
 void ptrace_boost_end(struct sd_boost *b)
 {
 	if (b->how == 1)

@@ -91,6 +91,13 @@ struct sd_boost {
 };
 void ptrace_boost_begin(struct sd_boost *b);
 void ptrace_boost_end(struct sd_boost *b);
+/* A one-shot snapshot's own priority: nice DUMP_NICE for the calling
+ * thread (and the threads it starts meanwhile) where permitted, undone by
+ * ptrace_boost_end. On a saturated host a dump otherwise waits behind the
+ * server's threads for the CPU it needs (MariaDB under sysbench: 60 ms of
+ * CPU took 0.2-0.3 s); its CPU is the same either way, taken sooner. */
+#define DUMP_NICE (-10)
+void ptrace_boost_nice(struct sd_boost *b, int nice);
 
 /* Describe why PTRACE_SEIZE failed for PID with errno E. */
 int ptrace_explain_seize(pid_t pid, int e, struct sd_error *err);
