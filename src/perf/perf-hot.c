@@ -22,10 +22,11 @@
 #include "target.h"
 #include "unwind.h"
 
-/* A latest task-clock sample older than this many periods does not show
- * a hot thread found on a CPU: with the period a quarter of the tick, four
- * ticks. A thread on a CPU a fifth of the time earns one a little more
- * often than every tick. */
+/* A latest task-clock sample older than this many periods of the
+ * thread's clock does not show a hot thread found on a CPU: its period
+ * is the engine's (a quarter of the tick) or, at high rates, 10 ms
+ * (perf_switch_mode). A thread on a CPU a fifth of the time earns one
+ * every five periods. */
 #define HOT_CLOCK_MAX_AGE_PERIODS 16
 /* Readings of a sleep before the tick gives up on it (the thread ran
  * while read each time). */
@@ -98,7 +99,8 @@ static int clock_fresh(const struct sd_perf *p, const struct pthr *th, uint64_t 
 	if (th->kind != LATEST_CLOCK && th->kind != LATEST_SEED)
 		return 0;
 	uint64_t age = now > th->time ? now - th->time : 0;
-	return age <= HOT_CLOCK_MAX_AGE_PERIODS * p->o.period_ns;
+	uint64_t period = th->period_ns ? th->period_ns : p->o.period_ns;
+	return age <= HOT_CLOCK_MAX_AGE_PERIODS * period;
 }
 
 int perf_hot_read(struct sd_perf *p, struct sd_snapshot *s, struct pthr *th,

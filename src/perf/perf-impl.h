@@ -49,6 +49,7 @@ struct pthr {
 		  * only, and each tick reads it asleep without a stop
 		  * (perf-hot.c) */
 	int hot_use; /* HOT_* at this tick */
+	uint64_t period_ns; /* its task clock's period once hot (0: the engine's) */
 	/* A hot thread's last proven sleep: read without a stop while its
 	 * task clock stood still (perf-hot.c). */
 	int slp_valid;

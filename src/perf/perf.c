@@ -392,6 +392,7 @@ static int sw_open(struct sd_perf *p, struct pthr *th)
  * preempted as often, and runs as little, but goes into no wait; it keeps
  * both events. */
 #define HOT_SWITCHES_PER_S 1000
+#define HOT_PERIOD_NS 10000000ull
 
 static void drain_one(struct sd_perf *p, struct pthr *th);
 
@@ -420,6 +421,13 @@ void perf_switch_mode(struct sd_perf *p, struct pthr *th, uint64_t now)
 	th->fd_sw = -1;
 	th->sw_head = 0;
 	thr_unwatch(p, th);
+	/* Its clock samples show it only while it is on a CPU at a tick:
+	 * one every HOT_PERIOD_NS of its CPU time at most, not four a tick
+	 * (at 99 Hz that was 400 a second of a busy server's worker, each
+	 * with its stack copied, in its own time). */
+	uint64_t period = p->o.period_ns < HOT_PERIOD_NS ? HOT_PERIOD_NS : p->o.period_ns;
+	if (ioctl(th->fd, PERF_EVENT_IOC_PERIOD, &period) == 0)
+		th->period_ns = period;
 	th->hot = 1;
 	p->st.hot++;
 }
