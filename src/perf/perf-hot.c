@@ -185,15 +185,3 @@ void perf_hot_compose(struct sd_perf *p, struct sd_snapshot *s, struct sd_thread
 	memcpy(st->syscall_args, th->slp_args, sizeof(st->syscall_args));
 	st->wchan = NULL;
 }
-
-void perf_hot_release(struct pthr *th)
-{
-	free(th->slp_stack);
-	frameset_unref(th->slp_fs);
-	free(th->slp_stop);
-	th->slp_stack = NULL;
-	th->slp_fs = NULL;
-	th->slp_stop = NULL;
-	th->slp_cap = 0;
-	th->slp_valid = 0;
-}

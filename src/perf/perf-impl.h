@@ -166,8 +166,6 @@ int perf_hot_read(struct sd_perf *p, struct sd_snapshot *s, struct pthr *th,
 /* Show hot thread TH's proven sleep as ST of the tick's snapshot S. */
 void perf_hot_compose(struct sd_perf *p, struct sd_snapshot *s, struct sd_thread *st,
 		      struct pthr *th);
-/* Free what perf_hot_read kept of TH. */
-void perf_hot_release(struct pthr *th);
 
 /* How many samples of TH's task-clock event the kernel dropped so far
  * (ring full): its event's lost count, or its LOST records. */

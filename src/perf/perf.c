@@ -320,7 +320,9 @@ static void thr_close(struct sd_perf *p, struct pthr *th)
 	frameset_unref(th->fs);
 	free(th->unwind_stop);
 	free(th->wchan);
-	perf_hot_release(th);
+	free(th->slp_stack); /* a hot thread's last sleep (perf-hot.c) */
+	frameset_unref(th->slp_fs);
+	free(th->slp_stop);
 	memset(th, 0, sizeof(*th));
 	th->fd = th->fd_sw = -1;
 	p->st.threads_closed++;
