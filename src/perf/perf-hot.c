@@ -15,7 +15,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
 #include "capture.h"
 #include "procfs.h"
@@ -32,15 +31,20 @@
  * while read each time). */
 #define HOT_TRIES 2
 
-/* Copy TH's stack from SP up to the end of its mapping (at most MAX
- * bytes) into its slp_stack: the bytes got, 0 when none. */
-static size_t copy_stack(struct sd_perf *p, struct pthr *th, uint64_t sp, size_t max)
+/* Read TMP asleep from its syscall file TI: registers from it, the
+ * stack window capture_plan gives (SP up to the end of its mapping, at
+ * most MAX bytes) copied into TH's slp_stack and lent to TMP. The bytes
+ * got, 0 when none. */
+static size_t read_sleep(struct sd_perf *p, struct pthr *th, struct sd_thread *tmp,
+			 const struct sd_taskinfo *ti, size_t max)
 {
-	const struct sd_map *m = procfs_maps_find(&p->t->space.maps, sp);
-	uint64_t end = m ? m->end : sp + 65536; /* mapped after the maps were read */
-	size_t len = end > sp ? (size_t)(end - sp) : 0;
-	if (len > max)
-		len = max;
+	memset(tmp, 0, sizeof(*tmp));
+	tmp->tid = th->tid;
+	capture_regs_from_syscall(tmp, ti);
+	tmp->syscall_known = 1;
+	tmp->syscall_nr = ti->syscall_nr;
+	capture_plan(tmp, &p->t->space.maps, max);
+	size_t len = tmp->stack_want;
 	if (!len)
 		return 0;
 	if (th->slp_cap < len) {
@@ -48,47 +52,38 @@ static size_t copy_stack(struct sd_perf *p, struct pthr *th, uint64_t sp, size_t
 		th->slp_stack = sd_xmalloc(len);
 		th->slp_cap = len;
 	}
-	struct iovec local = {th->slp_stack, len};
-	struct iovec remote = {(void *)(uintptr_t)sp, len};
-	ssize_t got = process_vm_readv(p->t->pid, &local, 1, &remote, 1, 0);
-	return got > 0 ? (size_t)got : 0;
+	ssize_t got = capture_read(p->t->pid, tmp->stack_base, th->slp_stack, len);
+	tmp->stack = th->slp_stack;
+	tmp->stack_in_arena = 1; /* borrowed */
+	tmp->stack_len = got > 0 ? (size_t)got : 0;
+	return tmp->stack_len;
 }
 
-/* Unwind the sleep just copied into TH's slp_* fields (registers from
- * its syscall file TI) and keep its frames. 0, or -1 when the unwind
- * needs registers the syscall file does not give (code built with frame
- * pointers): then only a stop tells. */
+/* Unwind TMP, the sleep read_sleep read of TH (TI its syscall file,
+ * STATE its state letter), and keep its frames in TH's slp_* fields. 0,
+ * or -1 when the unwind needs registers the syscall file does not give
+ * (code built with frame pointers): then only a stop tells. */
 static int unwind_sleep(struct sd_perf *p, struct sd_snapshot *s, struct pthr *th,
-			 const struct sd_taskinfo *ti, size_t got, unsigned max_frames)
+			struct sd_thread *tmp, const struct sd_taskinfo *ti, char state,
+			unsigned max_frames)
 {
-	struct sd_thread tmp;
-	memset(&tmp, 0, sizeof(tmp));
-	tmp.tid = th->tid;
-	capture_regs_from_syscall(&tmp, ti);
-	tmp.stack = th->slp_stack;
-	tmp.stack_in_arena = 1; /* borrowed */
-	tmp.stack_base = ti->sp;
-	tmp.stack_len = got;
-	tmp.state = ti->state;
-	tmp.syscall_known = 1;
-	tmp.syscall_nr = ti->syscall_nr;
-	unwind_thread(p->t->unw, s, &tmp, max_frames);
+	tmp->state = state;
+	unwind_thread(p->t->unw, s, tmp, max_frames);
 	p->st.unwinds++;
-	if (tmp.needs_regs) {
-		snapshot_thread_drop_frames(&tmp);
+	if (tmp->needs_regs) {
+		snapshot_thread_drop_frames(tmp);
 		return -1;
 	}
 	frameset_unref(th->slp_fs);
-	th->slp_fs = frameset_new(tmp.frames, tmp.nframes);
+	th->slp_fs = frameset_new(tmp->frames, tmp->nframes);
 	free(th->slp_stop);
-	const char *stop = tmp.unwind_stop;
-	th->slp_stop = stop ? sd_xstrdup(stop) : NULL;
+	th->slp_stop = tmp->unwind_stop ? sd_xstrdup(tmp->unwind_stop) : NULL;
 	th->slp_token = ++p->t->token_seq;
-	th->slp_regs = tmp.regs;
-	th->slp_state = ti->state ? ti->state : 'S';
+	th->slp_regs = tmp->regs;
+	th->slp_state = state;
 	th->slp_nr = ti->syscall_nr;
 	memcpy(th->slp_args, ti->syscall_args, sizeof(th->slp_args));
-	snapshot_thread_drop_frames(&tmp);
+	snapshot_thread_drop_frames(tmp);
 	return 0;
 }
 
@@ -129,7 +124,8 @@ int perf_hot_read(struct sd_perf *p, struct sd_snapshot *s, struct pthr *th,
 		    !ti.syscall_known || ti.running || !ti.sp || !ti.pc) {
 			break; /* on a CPU */
 		}
-		size_t got = copy_stack(p, th, ti.sp, max);
+		struct sd_thread tmp;
+		size_t got = read_sleep(p, th, &tmp, &ti, max);
 		uint64_t c1;
 		if (perf_thr_clock(p, th, &c1) < 0)
 			break;
@@ -137,21 +133,21 @@ int perf_hot_read(struct sd_perf *p, struct sd_snapshot *s, struct pthr *th,
 			c0 = c1; /* it ran while read: once more */
 			continue;
 		}
-		/* Proven: the state letter after (S, or D for a disk wait;
-		 * off CPU outside a system call, a page fault's, else
-		 * asleep: it may have woken since the proof). */
+		/* Proven: the state letter after, from stat alone (S, or D
+		 * for a disk wait; off CPU outside a system call, a page
+		 * fault's, else asleep: it may have woken since the proof). */
 		struct sd_taskinfo st;
-		ti.state = procfs_task_state(p->tc, AT_FDCWD, p->t->pid, th->tid, &st) == 0 &&
-				   st.state == 'D'
-			       ? 'D'
-			       : 'S';
-		if (unwind_sleep(p, s, th, &ti, got, so->max_frames) < 0) {
+		char state = procfs_taskinfo_cached(p->tc, AT_FDCWD, p->t->pid, th->tid, &st,
+						    PROCFS_LIGHT | PROCFS_REGS_FOLLOW) == 0 &&
+				     st.state == 'D'
+				 ? 'D'
+				 : 'S';
+		if (unwind_sleep(p, s, th, &tmp, &ti, state, so->max_frames) < 0) {
 			p->st.hot_stopped++;
 			return HOT_STOP; /* stopped for its registers */
 		}
 		th->slp_valid = 1;
 		th->slp_clock = c0;
-		th->slp_time = now;
 		p->st.hot_asleep++;
 		return HOT_ASLEEP;
 	}
@@ -163,10 +159,8 @@ int perf_hot_read(struct sd_perf *p, struct sd_snapshot *s, struct pthr *th,
 	return HOT_STOP;
 }
 
-void perf_hot_compose(struct sd_perf *p, struct sd_snapshot *s, struct sd_thread *st,
-		      struct pthr *th)
+void perf_hot_compose(struct sd_snapshot *s, struct sd_thread *st, const struct pthr *th)
 {
-	(void)p;
 	if (th->slp_fs)
 		snapshot_thread_share_frames(st, th->slp_fs);
 	else

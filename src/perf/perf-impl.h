@@ -54,7 +54,6 @@ struct pthr {
 	 * task clock stood still (perf-hot.c). */
 	int slp_valid;
 	uint64_t slp_clock; /* its task clock then */
-	uint64_t slp_time;
 	struct user_regs_struct slp_regs;
 	uint8_t *slp_stack;
 	size_t slp_cap;
@@ -164,8 +163,7 @@ enum { HOT_NONE = 0, HOT_ASLEEP, HOT_CLOCK, HOT_STOP };
 int perf_hot_read(struct sd_perf *p, struct sd_snapshot *s, struct pthr *th,
 		  const struct sd_snap_opts *so, uint64_t now);
 /* Show hot thread TH's proven sleep as ST of the tick's snapshot S. */
-void perf_hot_compose(struct sd_perf *p, struct sd_snapshot *s, struct sd_thread *st,
-		      struct pthr *th);
+void perf_hot_compose(struct sd_snapshot *s, struct sd_thread *st, const struct pthr *th);
 
 /* How many samples of TH's task-clock event the kernel dropped so far
  * (ring full): its event's lost count, or its LOST records. */

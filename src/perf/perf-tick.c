@@ -321,7 +321,7 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 		struct sd_thread *st = snapshot_add_thread(s, th->tid);
 		st->name = strpool_intern(s->pool, name);
 		if (th->hot_use == HOT_ASLEEP) {
-			perf_hot_compose(p, s, st, th);
+			perf_hot_compose(s, st, th);
 			continue;
 		}
 		/* On a CPU at its latest sample (not a switch out of it), not

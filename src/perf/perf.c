@@ -288,6 +288,18 @@ void perf_thr_forget_run(struct pthr *th)
 	th->watch_head = UINT64_MAX;
 }
 
+/* Close TH's switch event and unmap its ring. */
+static void sw_close(struct pthr *th)
+{
+	if (th->sw_ring)
+		munmap(th->sw_ring, th->sw_ring_len);
+	if (th->fd_sw >= 0)
+		close(th->fd_sw);
+	th->sw_ring = NULL;
+	th->fd_sw = -1;
+	th->sw_head = 0;
+}
+
 /* Close TH's events and unmap their rings; its latest sample and frames
  * stay (a thread at rest is captured like a sleeper from then on). */
 static void thr_disarm(struct sd_perf *p, struct pthr *th)
@@ -298,15 +310,11 @@ static void thr_disarm(struct sd_perf *p, struct pthr *th)
 	p->st.lost += thr_lost(p, th);
 	if (th->ring)
 		munmap(th->ring, th->ring_len);
-	if (th->sw_ring)
-		munmap(th->sw_ring, th->sw_ring_len);
-	if (th->fd_sw >= 0)
-		close(th->fd_sw);
 	if (th->fd >= 0)
 		close(th->fd);
-	th->ring = th->sw_ring = NULL;
-	th->fd = th->fd_sw = -1;
-	th->sw_head = 0;
+	th->ring = NULL;
+	th->fd = -1;
+	sw_close(th);
 }
 
 static void thr_close(struct sd_perf *p, struct pthr *th)
@@ -416,12 +424,7 @@ void perf_switch_mode(struct sd_perf *p, struct pthr *th, uint64_t now)
 		return;
 	perf_read_switch(p, th); /* what its rings hold first */
 	drain_one(p, th);
-	if (th->sw_ring)
-		munmap(th->sw_ring, th->sw_ring_len);
-	close(th->fd_sw);
-	th->sw_ring = NULL;
-	th->fd_sw = -1;
-	th->sw_head = 0;
+	sw_close(th);
 	thr_unwatch(p, th);
 	/* Its clock samples show it only while it is on a CPU at a tick:
 	 * one every HOT_PERIOD_NS of its CPU time at most, not four a tick
