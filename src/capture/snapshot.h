@@ -171,6 +171,9 @@ struct sd_thread {
 	int regs_partial;     /* only SP, PC and the syscall registers are
 			       * known (read from /proc without a stop) */
 	int needs_regs;       /* the unwind asked for a register not known */
+	int rbp_inferred;     /* read without a stop, unwound through
+			       * frame-pointer code with rbp from the offset
+			       * learned at its call site (fpsite.h) */
 	int retried;          /* it ran between the counter readings */
 	int io_worker;        /* an io_uring worker: a kernel thread of the
 			       * process, never stopped, with no user stack */
@@ -387,6 +390,8 @@ struct sd_snapshot {
 	 * counter readings, and stopped afterwards for the registers /proc
 	 * does not give. */
 	size_t nfrozen, nasleep, nreused, nretried, nregstops;
+	/* Sleepers unwound with rbp from their call site, not stopped. */
+	size_t nrbp_inferred;
 	const char *capture_note; /* why capture fell back to freezing, or NULL */
 	const char *proof;        /* what proved the sleepers off CPU ("the task
 				   * clock", "schedstat", "context switches"; a

@@ -801,6 +801,7 @@ void profile_add_snapshot(struct sd_profile *p, struct sd_target *t, struct sd_s
 	p->nreused += s->nreused;
 	p->nretried += s->nretried;
 	p->nregstops += s->nregstops;
+	p->nrbp_inferred += s->nrbp_inferred;
 	if (s->proof)
 		p->proof = s->proof;
 	ssize_t *g = groups ? groups : sd_xmalloc((s->nthreads ? s->nthreads : 1) * sizeof(*g));

@@ -160,7 +160,7 @@ struct sd_profile {
 	uint64_t max_pause_us;
 	uint64_t pause_us; /* summed over the samples */
 	/* Threads by capture kind, summed over samples (see sd_snapshot). */
-	uint64_t nfrozen, nasleep, nreused, nretried, nregstops;
+	uint64_t nfrozen, nasleep, nreused, nretried, nregstops, nrbp_inferred;
 	const char *proof; /* the last snapshot's proof of its sleepers (static) */
 	uint64_t total_a;       /* diff: samples of the first profile */
 

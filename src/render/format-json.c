@@ -114,6 +114,8 @@ void format_json_thread_members(struct jsonw *w, const struct sd_snapshot *s,
 	if (th->io_worker) /* only on one: a kernel thread of the process */
 		jsonw_kbool(w, "io_worker", 1);
 	jsonw_kstr(w, "capture", snapshot_capture_kind_name(th->kind));
+	if (th->rbp_inferred) /* only on those: read without a stop (fpsite.h) */
+		jsonw_kbool(w, "rbp_from_call_site", 1);
 	/* state, syscall and wchan are /proc's, read before the freeze; the
 	 * stack is the freeze's. When they disagree: */
 	char at[2] = {th->stack_state ? th->stack_state : th->state ? th->state : '?', 0};
@@ -150,6 +152,7 @@ void format_json_snapshot_members(struct jsonw *w, const struct sd_snapshot *s)
 	jsonw_ku64(w, "reused", s->nreused);
 	jsonw_ku64(w, "retried", s->nretried);
 	jsonw_ku64(w, "regstops", s->nregstops);
+	jsonw_ku64(w, "rbp_inferred", s->nrbp_inferred);
 	if (s->capture_note)
 		jsonw_kstr(w, "capture_note", s->capture_note);
 	jsonw_object_end(w);

@@ -115,11 +115,12 @@ void format_profile_costs(struct strbuf *sb, const struct sd_profile *p,
 	if (p->nfrozen + p->nasleep + p->nreused)
 		strbuf_addf(sb,
 			    "threads per snapshot: %.1f frozen, %.1f read without stopping, "
-			    "%.1f reused, %.2f retried, %.2f stopped for registers%s%s\n",
+			    "%.1f reused, %.2f retried, %.2f stopped for registers, %.2f with rbp "
+			    "from the call site%s%s\n",
 			    (double)p->nfrozen * per, (double)p->nasleep * per,
 			    (double)p->nreused * per, (double)p->nretried * per,
-			    (double)p->nregstops * per, p->proof ? "; sleepers proven by " : "",
-			    p->proof ? p->proof : "");
+			    (double)p->nregstops * per, (double)p->nrbp_inferred * per,
+			    p->proof ? "; sleepers proven by " : "", p->proof ? p->proof : "");
 }
 
 static int ends_with(const char *s, const char *suffix)

@@ -549,10 +549,12 @@ static void process_header(struct strbuf *out, const struct sd_snapshot *s,
 		strbuf_adds(out, "\n");
 	}
 	if (o && o->verbose && !s->per_thread) {
-		strbuf_addf(out,
-			    "  threads: %zu frozen, %zu read without stopping, %zu reused, %zu retried, "
-			    "%zu stopped for registers\n",
-			    s->nfrozen, s->nasleep, s->nreused, s->nretried, s->nregstops);
+		strbuf_addf(
+		    out,
+		    "  threads: %zu frozen, %zu read without stopping, %zu reused, %zu retried, "
+		    "%zu stopped for registers, %zu with rbp from the call site\n",
+		    s->nfrozen, s->nasleep, s->nreused, s->nretried, s->nregstops,
+		    s->nrbp_inferred);
 		if (s->capture_note)
 			strbuf_addf(out, "  note: %s\n", s->capture_note);
 		if (s->proof)

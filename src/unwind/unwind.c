@@ -16,7 +16,9 @@
 
 #include "capture.h"
 #include "dwcfi.h"
+#include "fpsite.h"
 #include "space.h"
+#include "unwind-code.h"
 #include "unwind-mask.h"
 
 /* Not in libunwind's public headers, but exported by libunwind-generic:
@@ -32,6 +34,9 @@ struct sd_unwinder {
 	 * unwind_pushed_return): [lo, hi) pairs. */
 	uint64_t (*pushed)[2];
 	size_t npushed;
+	/* Frame-pointer offsets at call sites, learned from unwinds with
+	 * real registers (fpsite.h). */
+	struct fpsites fp;
 };
 
 /* Is PC (a frame's pc, as looked up) in a function the code enters by
@@ -65,6 +70,13 @@ struct uctx {
 	int copy_only;       /* reads outside the copy fail (no live reads) */
 	uint64_t bad_ra;     /* a return address refused: not after a call */
 	int bad_ra_cfi;      /* ... given by .debug_frame (else by rbp) */
+	/* The frame being stepped, for an rbp inferred from its call site
+	 * (fp_n -1: none, as while the cursor starts). */
+	long fp_n;
+	uint64_t fp_ip, fp_sp;
+	int fp_step_inferred; /* this step took rbp from the call site */
+	uint64_t fp_rbp;      /* ... this value */
+	int fp_inferred;      /* some step of this walk did */
 };
 
 /* The registers /proc/TID/syscall gives: rsp, rip, the syscall arguments
@@ -240,6 +252,17 @@ static int acc_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val
 	if (write)
 		return -UNW_EREADONLYREG;
 	if (reg >= 0 && reg < 64 && (c->unknown & (1ul << reg))) {
+		/* rbp of a caller frame that keeps its frame pointer: its sp
+		 * plus the offset learned at that call (fpsite.c). Checked
+		 * after the step (fp_check). */
+		int64_t d;
+		if (reg == UNW_X86_64_RBP && !c->probing && c->fp_n >= 1 &&
+		    fpsite_lookup(&c->u->fp, c->fp_ip, &d)) {
+			*val = c->fp_sp + (uint64_t)d;
+			c->fp_step_inferred = 1;
+			c->fp_rbp = *val;
+			return 0;
+		}
 		/* Not in what /proc gave: this unwind cannot go on from the
 		 * copy alone; the thread is stopped once for its registers. */
 		if (!c->probing)
@@ -310,19 +333,6 @@ static unw_accessors_t accessors = {
 	.resume = acc_resume,
 	.get_proc_name = acc_get_proc_name,
 };
-
-/* Is PC the kernel's signal return trampoline (__restore_rt: mov $15,%rax;
- * syscall)? The return address into it is its first byte, so neither it
- * nor the frame the signal interrupted may be looked up at pc - 1. */
-static int is_sigreturn(struct sd_space *t, uint64_t pc)
-{
-	static const uint8_t code[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
-	uint8_t buf[9];
-	struct sd_tmod *m = space_module_at(t, pc);
-	if (!m || !m->elf || elfcache_read(m->elf, pc - m->bias, buf, sizeof(buf)) < 0)
-		return 0;
-	return !memcmp(buf, code, sizeof(buf));
-}
 
 static uint64_t read_uleb(const uint8_t **p, const uint8_t *end)
 {
@@ -456,70 +466,6 @@ static int has_cfi(struct sd_space *t, uint64_t ip, int exact)
 	return vpc >= begin && vpc < begin + range;
 }
 
-/* Does RA follow a call instruction in executable code? A frame pointer
- * of code that uses rbp as data (hand-written assembly such as Go's
- * crypto) points at anything, and what it gives as a return address then
- * names a function that is not a caller. With CHECK_CALL, code of a module
- * is checked for the call (E8 rel32, or FF /2 with its ModRM forms, with
- * or without REX); otherwise, and in anonymous memory (JIT code), RA need
- * only be executable. */
-static int after_call(struct sd_space *t, uint64_t ra, int check_call)
-{
-	struct sd_tmod *m = space_module_at(t, ra - 1);
-	if (!m || !m->elf) {
-		const struct sd_map *mp = procfs_maps_find(&t->maps, ra - 1);
-		return mp && mp->perms[2] == 'x';
-	}
-	const struct sd_load *l = elfcache_load_at(m->elf, ra - 1 - m->bias);
-	if (!l || !(l->flags & PF_X))
-		return 0;
-	if (!check_call)
-		return 1;
-	uint8_t b[7];
-	if (ra - m->bias < 7 || elfcache_read(m->elf, ra - m->bias - 7, b, sizeof(b)) < 0)
-		return 0;
-	if (b[2] == 0xe8)
-		return 1;
-	for (int len = 2; len <= 7; len++) {
-		const uint8_t *p = b + 7 - len;
-		int n = (p[0] & 0xf0) == 0x40 && len >= 3 ? 1 : 0;
-		if (p[n] != 0xff)
-			continue;
-		uint8_t modrm = p[n + 1];
-		if (((modrm >> 3) & 7) != 2)
-			continue;
-		int mod = modrm >> 6, rm = modrm & 7;
-		n += 2;
-		if (mod != 3 && rm == 4) {
-			if (n >= len)
-				continue;
-			if (mod == 0 && (p[n] & 7) == 5)
-				n += 4;
-			n++;
-		} else if (mod == 0 && rm == 5) {
-			n += 4;
-		}
-		if (mod == 1)
-			n += 1;
-		else if (mod == 2)
-			n += 4;
-		if (n == len)
-			return 1;
-	}
-	return 0;
-}
-
-/* A return address a runtime plants at the top of a stack it starts: a
- * call to its exit routine, right after a one-byte nop, so that the
- * planted address minus one is still inside the stub (Go's goexit). */
-static int planted_return(struct sd_space *t, uint64_t ra)
-{
-	struct sd_tmod *m = space_module_at(t, ra);
-	uint8_t b[2];
-	return m && m->elf && elfcache_read(m->elf, ra - 1 - m->bias, b, 2) == 0 && b[0] == 0x90 &&
-	       b[1] == 0xe8;
-}
-
 /* Cursor registers by DWARF register number (x86-64). */
 static const int dw_regs[16] = {
     UNW_X86_64_RAX, UNW_X86_64_RDX, UNW_X86_64_RCX, UNW_X86_64_RBX, UNW_X86_64_RSI, UNW_X86_64_RDI,
@@ -594,9 +540,9 @@ static int debug_frame_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t 
 	 * point into code. A signal handler (Go's sigtramp) returns into the
 	 * signal return trampoline, which no call precedes; Go's
 	 * runtime.asyncPreempt returns to the pc its signal interrupted. */
-	if (!in_pushed(c->u, pc) && !after_call(c->u->space, nv[DWCFI_RA], 1) &&
-	    !planted_return(c->u->space, nv[DWCFI_RA]) &&
-	    !is_sigreturn(c->u->space, nv[DWCFI_RA])) {
+	if (!in_pushed(c->u, pc) && !unwind_after_call(c->u->space, nv[DWCFI_RA], 1) &&
+	    !unwind_planted_return(c->u->space, nv[DWCFI_RA]) &&
+	    !unwind_is_sigreturn(c->u->space, nv[DWCFI_RA])) {
 		c->bad_ra = nv[DWCFI_RA];
 		c->bad_ra_cfi = 1;
 		return -UNW_EBADFRAME;
@@ -640,7 +586,7 @@ static int fp_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t as)
 	 * call precedes; a pushed return address follows none either. */
 	unw_word_t ip = 0;
 	unw_get_reg(cur, UNW_REG_IP, &ip);
-	if (!after_call(c->u->space, nrip, 1) && !is_sigreturn(c->u->space, nrip) &&
+	if (!unwind_after_call(c->u->space, nrip, 1) && !unwind_is_sigreturn(c->u->space, nrip) &&
 	    !(ip && (in_pushed(c->u, ip) || in_pushed(c->u, ip - 1)))) {
 		c->bad_ra = nrip;
 		return -UNW_EBADFRAME;
@@ -680,18 +626,6 @@ static int fp_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t as)
 	return e;
 }
 
-/* Is PC right after (or, for a system call the kernel will restart, at) a
- * `syscall` instruction in a module's code? */
-static int at_syscall(struct sd_space *t, uint64_t pc)
-{
-	struct sd_tmod *m = space_module_at(t, pc - 2);
-	uint8_t b[4];
-	if (!m || !m->elf || pc - m->bias < 2 ||
-	    elfcache_read(m->elf, pc - 2 - m->bias, b, sizeof(b)) < 0)
-		return 0;
-	return (b[0] == 0x0f && b[1] == 0x05) || (b[2] == 0x0f && b[3] == 0x05);
-}
-
 /* One step out of a frameless leaf that has no unwind information at all:
  * hand-written assembly that ends its CFI before a system call, as glibc's
  * clone3 does for the parent's return. Nothing has been pushed, so the
@@ -704,7 +638,7 @@ static int leaf_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t as)
 		return -UNW_EBADREG;
 	if (read_word(c, sp, &ra) < 0)
 		return -UNW_EINVAL;
-	if (ra == 0 || !after_call(c->u->space, ra, 1)) {
+	if (ra == 0 || !unwind_after_call(c->u->space, ra, 1)) {
 		c->bad_ra = ra;
 		return -UNW_EBADFRAME;
 	}
@@ -722,7 +656,7 @@ static int nocfi_step(unw_cursor_t *cur, struct uctx *c, unw_addr_space_t as, ui
 		      unsigned n)
 {
 	int r;
-	if (n == 0 && at_syscall(c->u->space, ip)) {
+	if (n == 0 && unwind_at_syscall(c->u->space, ip)) {
 		r = leaf_step(cur, c, as);
 		if (r > 0)
 			return r;
@@ -744,6 +678,7 @@ struct sd_unwinder *unwind_new(struct sd_space *sp)
 	struct sd_unwinder *u = sd_xcalloc(1, sizeof(*u));
 	u->space = sp;
 	unwind_mask_install();
+	fpsite_init(&u->fp);
 	u->as = unw_create_addr_space(&accessors, 0);
 	if (u->as)
 		unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
@@ -757,6 +692,7 @@ void unwind_free(struct sd_unwinder *u)
 	if (u->as)
 		unw_destroy_addr_space(u->as);
 	free(u->pushed);
+	fpsite_release(&u->fp);
 	free(u);
 }
 
@@ -777,6 +713,8 @@ void unwind_flush(struct sd_unwinder *u)
 {
 	if (u && u->as)
 		unw_flush_cache(u->as, 0, 0);
+	if (u)
+		fpsite_clear(&u->fp);
 }
 
 static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_thread *th,
@@ -848,13 +786,48 @@ static void record_csr(unw_cursor_t *cur, struct uctx *c, struct sd_frame *f)
 	c->probing = 0;
 }
 
+/* After a step from frame F (the Nth) to the cursor's: learn its call
+ * site's frame-pointer offset when the step was made from real registers
+ * and F keeps its frame pointer (the caller's sp is F's rbp + 16); check
+ * a step that took rbp from the call site: the new frame must be one (its
+ * return address after a call, F's saved rbp slot in the copy), else the
+ * guess is dropped and the thread is stopped for its registers. Returns
+ * 1, or -UNW_EBADREG. */
+static int fp_after_step(unw_cursor_t *cur, struct uctx *c, const struct sd_frame *f, unsigned n)
+{
+	unw_word_t nsp = 0, nip = 0;
+	unw_get_reg(cur, UNW_REG_SP, &nsp);
+	unw_get_reg(cur, UNW_REG_IP, &nip);
+	if (c->fp_step_inferred) {
+		c->fp_step_inferred = 0;
+		struct sd_thread *th = c->th;
+		uint64_t rbp = c->fp_rbp;
+		int ok = !(rbp & 7) && rbp >= f->sp && th->stack_len && rbp >= th->stack_base &&
+			 rbp + 16 <= th->stack_base + th->stack_len && nsp == rbp + 16 &&
+			 (nip == 0 || unwind_after_call(c->u->space, nip, 1));
+		if (!ok) {
+			th->needs_regs = 1;
+			return -UNW_EBADREG;
+		}
+		c->fp_inferred = 1;
+		return 1;
+	}
+	/* The frame's rbp as record_csr read it: 0 when not known. Nothing
+	 * is learned from a walk that guessed (what follows rests on it). */
+	uint64_t rbp = f->csr[1];
+	if (n >= 1 && !c->fp_inferred && rbp && rbp >= f->sp && nsp == rbp + 16)
+		fpsite_learn(&c->u->fp, f->pc, (int64_t)(rbp - f->sp));
+	return 1;
+}
+
 static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct sd_thread *th,
 			unsigned max_frames)
 {
-	struct uctx c = {.u = u, .th = th, .regs = th->regs, .live_budget = 65536};
+	struct uctx c = {.u = u, .th = th, .regs = th->regs, .live_budget = 65536, .fp_n = -1};
 	if (th->regs_partial)
 		c.unknown = partial_unknown();
 	th->needs_regs = 0;
+	th->rbp_inferred = 0;
 	unw_cursor_t cur;
 	int r = unw_init_remote(&cur, u->as, &c);
 	if (r < 0) {
@@ -891,7 +864,7 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 			f->flags |= SD_FRAME_EXACT;
 		if (from_fp)
 			f->flags |= SD_FRAME_FP;
-		int sig = is_sigreturn(u->space, ip);
+		int sig = unwind_is_sigreturn(u->space, ip);
 		if (sig)
 			f->flags |= SD_FRAME_SIGNAL | SD_FRAME_EXACT;
 		/* A stack we copied was mapped when we copied it, whatever
@@ -921,6 +894,10 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 		}
 		prev_sp = sp;
 		prev_pc = ip;
+		c.fp_n = (long)n;
+		c.fp_ip = ip;
+		c.fp_sp = sp;
+		c.fp_step_inferred = 0;
 		c.noinfo = 0;
 		c.stack_exhausted = 0;
 		c.bad_ra = 0;
@@ -940,6 +917,9 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 			c.noinfo = 0;
 			r = unw_step(&cur);
 		}
+		c.fp_n = -1;
+		if (r > 0)
+			r = fp_after_step(&cur, &c, f, n);
 		if (r == 0)
 			break;
 		if (r < 0) {
@@ -979,5 +959,9 @@ static void unwind_walk(struct sd_unwinder *u, struct sd_snapshot *snap, struct 
 		 * the return address of a function entered without a call. */
 		exact = sig || in_pushed(u, f->flags & SD_FRAME_EXACT ? ip : ip - 1);
 		from_fp = c.noinfo;
+	}
+	if (c.fp_inferred && !th->needs_regs) {
+		th->rbp_inferred = 1;
+		snap->nrbp_inferred++;
 	}
 }

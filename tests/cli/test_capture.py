@@ -101,7 +101,46 @@ def test_frame_pointer_unwind_stops_once_for_registers():
         r = sdtest.run("-v", fx.pid)
         eq(r.rc, 0, r.err)
         sdtest.matches(r.out, r"^  threads: \d+ frozen, \d+ read without stopping, 0 reused, "
-                       r"\d+ retried, \d+ stopped for registers$")
+                       r"\d+ retried, \d+ stopped for registers, 0 with rbp from the call "
+                       r"site$")
+
+
+def test_frame_pointer_sleepers_from_the_call_site_match_gdb():
+    # In the shell the target's unwinder lives on between dumps: the first
+    # dump stops each frame-pointer sleeper once for its rbp and learns the
+    # offset at every call site of its chain; the second reads them all
+    # without a stop, rbp from the call site (fpsite.c). gdb is the oracle:
+    # each such sleeper's frames in the fixture's source, function and
+    # line, must be gdb's, with the chain whole.
+    import test_frames
+    nsleep = 8
+    with start("fx-idlepool", nsleep, 1, parked=nsleep) as fx:
+        r = sdtest.run(input="attach %d\ndump -v\ndump -v --format json\n" % fx.pid)
+        eq(r.rc, 0, r.err)
+        sdtest.assert_running(fx.pid)
+        sdtest.matches(r.out, r"^  threads: \d+ frozen, \d+ read without stopping, 0 reused, "
+                       r"\d+ retried, [1-9]\d* stopped for registers, 0 with rbp from the call "
+                       r"site$")
+        doc, _ = json.JSONDecoder().raw_decode(r.out[r.out.index("\n{") + 1:])
+        theirs = test_frames.gdb_frames(fx.pid)
+        sdtest.assert_running(fx.pid)
+    # main (in pause) alone is stopped again: its call site was seen once,
+    # and a site is used from its second sighting on.
+    eq(doc["timings"]["regstops"], 1, "second dump: %r" % doc["timings"])
+    inferred = [t for t in doc["threads"] if t.get("rbp_from_call_site")]
+    eq(sorted(t["name"] for t in inferred), sorted("sleeper-%d" % i for i in range(nsleep)),
+       "read with rbp from the call site")
+    eq(doc["timings"]["rbp_inferred"], nsleep)
+    for t in inferred:
+        eq(t["capture"], "asleep", t["name"])
+        eq(t["unwind_stop"], None, t["name"])
+        mine = [(f["function"], os.path.basename(f["file"] or ""), f["line"])
+                for f in t["frames"] if (f["file"] or "").endswith("fx-idlepool.c")]
+        gdb = [(fn, base, line) for fn, base, line, _ in theirs[t["tid"]]
+               if base == "fx-idlepool.c"]
+        # pool_leaf, 21 pool_chain (depth 20), sleeper_main
+        eq(len(mine), 23, "%s: %r" % (t["name"], mine))
+        eq(mine, gdb, "%s: ours and gdb's differ" % t["name"])
 
 
 def test_context_switch_counts_without_schedstat():
@@ -224,7 +263,9 @@ def test_profile_frame_pointer_sleepers_stopped_once():
     # switch records (taken as it went to sleep): a sleeper is stopped at
     # most once (asleep since before the ring was opened), then reused,
     # its whole chain at every tick. Under the task clock there is no such
-    # sample, and each one is stopped again and again: the control.
+    # sample: the first stops teach the unwinder each frame-pointer call
+    # site's rbp offset (fpsite.c), and the sleepers are read again without
+    # a stop, their chains still whole.
     nsleep, n = 20, 30
     with start("fx-idlepool", nsleep, 1, parked=nsleep) as fx:
         per = {}
@@ -232,18 +273,20 @@ def test_profile_frame_pointer_sleepers_stopped_once():
             counts, err = profile(fx.pid, n, env)
             m = re.search(r"threads per snapshot: ([\d.]+) frozen, ([\d.]+) read without "
                           r"stopping, ([\d.]+) reused, ([\d.]+) retried, ([\d.]+) stopped "
-                          r"for registers", err)
+                          r"for registers, ([\d.]+) with rbp from the call site", err)
             ok(m, err)
-            per[mode] = (float(m.group(3)), float(m.group(5)))
+            per[mode] = (float(m.group(3)), float(m.group(5)), float(m.group(6)))
             sleepers = {s: c for s, c in counts.items() if "pool_leaf" in s}
             eq(sum(sleepers.values()), nsleep * n, "%s: sleepers at every tick" % mode)
             for s in sleepers:
                 eq(s.split(";").count("pool_chain"), 21, "%s: chain cut short: %s" % (mode, s))
-        reused, regstops = per["ring"]
+        reused, regstops, _ = per["ring"]
         ok(regstops * n <= 2 * nsleep, "sleepers stopped again and again: %r" % per)
         ok(reused > nsleep / 2, "sleepers not reused: %r" % per)
-        ok(per["clock"][1] * n > 4 * nsleep, "control: the task clock stopped them "
-           "only %r times a snapshot" % per["clock"][1])
+        reused, regstops, inferred = per["clock"]
+        ok(regstops * n <= 2 * nsleep, "task clock: sleepers stopped again and again: %r" % per)
+        ok(inferred * n >= nsleep, "task clock: sleepers not read from their call sites: %r"
+           % per)
 
 
 def test_profile_sees_a_sleeper_move():
