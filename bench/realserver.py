@@ -21,7 +21,6 @@ import urllib.request
 
 TCK = os.sysconf("SC_CLK_TCK")
 CHILDREN = []  # Popen objects to stop at the end
-ENGINE = "auto"  # stackdump's --engine
 DATA_ON_TMPFS = True  # MariaDB's datadir under /dev/shm (--disk: where it is)
 
 
@@ -252,13 +251,13 @@ def run_tool(cmd):
     return err, ru.ru_utime + ru.ru_stime, time.monotonic() - t0
 
 
-def window(srv, secs, tool, args, rate=None):
+def window(srv, secs, tool, args, rate=None, engine=None):
     """One window: throughput, the tool's CPU and rate, the host's load."""
     lg = [p.pid for p in srv.loadgen if p.poll() is None]
     c0, t0, h0 = srv.counter(), time.monotonic(), host_busy()
     s0, l0 = proc_cpu(srv.pid), sum(proc_cpu(p) for p in lg)
     load = os.getloadavg()[0]
-    res = {"tool": tool, "rate_asked": rate}
+    res = {"tool": tool, "rate_asked": rate, "engine": engine}
     if tool == "baseline":
         time.sleep(secs)
         cpu, took, rate_got = 0.0, secs, None
@@ -266,7 +265,7 @@ def window(srv, secs, tool, args, rate=None):
         out = os.path.join(args.dir, "stackdump.txt")
         err, cpu, took = run_tool([args.stackdump, "profile", str(srv.pid), "--rate", str(rate),
                                    "--duration", "%gs" % secs, "-o", out, "-v", "-q",
-                                   "--engine", args.engine])
+                                   "--engine", engine])
         m = re.search(r"wrote \S+ \(\w+\): (\d+) samples in ([\d.]+) s \(([\d.]+) Hz", err)
         rate_got = float(m.group(3)) if m else None
         res["samples"] = int(m.group(1)) if m else None
@@ -303,22 +302,23 @@ def bench_server(srv, args, rates):
     log("%s: pid %d, %d threads; warming up %d s" % (
         srv.name, srv.pid, len(os.listdir("/proc/%d/task" % srv.pid)), args.warmup))
     time.sleep(args.warmup)
-    tools = [("stackdump", r) for r in rates] + [("perf", 20)]
+    tools = [("stackdump", r, e) for e in args.engines for r in rates] + [("perf", 20, None)]
     rows = []
     for k in range(args.pairs):
         rows.append(window(srv, args.window, "baseline", args))
         log("%s: baseline %.0f %s (load %.2f)" % (srv.name, rows[-1]["throughput"], srv.unit,
                                                   rows[-1]["load1"]))
         order = tools[k % len(tools):] + tools[:k % len(tools)]
-        for j, (tool, rate) in enumerate(order):
+        for j, (tool, rate, engine) in enumerate(order):
             if args.sandwich and j:
                 # A baseline of its own before each profiled window.
                 rows.append(window(srv, args.window, "baseline", args))
-            r = window(srv, args.window, tool, args, rate)
+            r = window(srv, args.window, tool, args, rate, engine)
             r["round"] = k
             rows.append(r)
-            log("%s: %s %d Hz: %.0f %s, %.1f Hz got, CPU %.2f%% of a core, took %.2f s" % (
-                srv.name, tool, rate, r["throughput"], srv.unit, r["rate_got"] or 0,
+            log("%s: %s%s %d Hz: %.0f %s, %.1f Hz got, CPU %.2f%% of a core, took %.2f s" % (
+                srv.name, tool, " --engine " + engine if engine else "", rate, r["throughput"],
+                srv.unit, r["rate_got"] or 0,
                 r["tool_cpu_percent"], r["took"]))
     rows.append(window(srv, args.window, "baseline", args))
     threads = len(os.listdir("/proc/%d/task" % srv.pid))
@@ -373,23 +373,23 @@ def summarize(res):
         after = min(j for j, _ in base if j > i)
         ref = (rows[before]["throughput"] + rows[after]["throughput"]) / 2
         r["loss_percent"] = 100 * (1 - r["throughput"] / ref)
-        groups.setdefault((r["tool"], r["rate_asked"]), []).append(r)
-    out.append("| tool | loss, mean (range over pairs) | per pair | rate got | tool CPU, %% of a "
-               "core | took (asked %gs) |" % rows[0]["wall"].__round__())
+        groups.setdefault((r["tool"], r["rate_asked"], r.get("engine")), []).append(r)
+    out.append("| tool | loss, mean (median; range over pairs) | per pair | rate got | tool CPU, "
+               "%% of a core | took (asked %gs) |" % rows[0]["wall"].__round__())
     out.append("| --- | --- | --- | --- | --- | --- |")
-    for (tool, rate), rs in groups.items():
+    for (tool, rate, engine), rs in groups.items():
         losses = [r["loss_percent"] for r in rs]
         got = [r["rate_got"] or 0 for r in rs]
         # The engine the profiles used (auto's choice), from their -v.
         used = sorted({l.split(" (")[0][len("engine: "):] for r in rs
                        for l in r.get("engine_counters", []) if l.startswith("engine: ")})
         label = "stackdump profile --rate %d (%s engine%s)" % (
-            rate, ENGINE, ": " + "+".join(used) if ENGINE == "auto" and used else "") \
+            rate, engine, ": " + "+".join(used) if engine == "auto" and used else "") \
             if tool == "stackdump" else \
             "perf record -F %d --call-graph dwarf" % rate
         unit = "Hz" if tool == "stackdump" else "samples/s (on-CPU only)"
-        out.append("| %s | %.1f%% (%.1f to %.1f) | %s | %.1f-%.1f %s | %.2f-%.2f | %.2f-%.2f s |" % (
-            label, statistics.mean(losses), min(losses), max(losses),
+        out.append("| %s | %.1f%% (%.1f; %.1f to %.1f) | %s | %.1f-%.1f %s | %.2f-%.2f | %.2f-%.2f s |" % (
+            label, statistics.mean(losses), statistics.median(losses), min(losses), max(losses),
             ", ".join("%.1f" % x for x in losses), min(got), max(got), unit,
             min(r["tool_cpu_percent"] for r in rs), max(r["tool_cpu_percent"] for r in rs),
             min(r["took"] for r in rs), max(r["took"] for r in rs)))
@@ -417,7 +417,8 @@ def main():
     ap.add_argument("--servers", default="mariadb,redis,node")
     ap.add_argument("--rates", default="20,99")
     ap.add_argument("--dumps", type=int, default=15)
-    ap.add_argument("--engine", default="auto", choices=("auto", "perf", "ptrace"))
+    # One engine, or several (auto,perf) side by side in every round.
+    ap.add_argument("--engine", default="auto")
     # Each profiled window between two baselines of its own (a server whose
     # throughput drifts, as MariaDB's does with its disk, is compared over
     # 16 s, not over the 40 s of a round).
@@ -425,15 +426,18 @@ def main():
     # MariaDB's tables on disk with every commit flushed, as installed.
     ap.add_argument("--disk", action="store_true")
     args = ap.parse_args()
-    global ENGINE, DATA_ON_TMPFS
-    ENGINE = args.engine
+    global DATA_ON_TMPFS
+    args.engines = args.engine.split(",")
+    for e in args.engines:
+        if e not in ("auto", "perf", "ptrace"):
+            ap.error("--engine: auto, perf or ptrace, or several of them with commas")
     DATA_ON_TMPFS = not args.disk
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))
     os.environ["DEBUGINFOD_URLS"] = ""
     rates = [int(x) for x in args.rates.split(",")]
     servers = args.servers.split(",")
     # A bound on everything started: windows, warm-up, setup and dumps.
-    per = (args.pairs * (len(rates) + 2) * (2 if args.sandwich else 1) + 1) * (args.window + 2) \
+    per = (args.pairs * (len(rates) * len(args.engines) + 2) * (2 if args.sandwich else 1) + 1) * (args.window + 2) \
         + args.warmup + 240
     results = []
     try:

@@ -9,7 +9,7 @@
 #
 #   bench/realserver.sh [--install] [--pairs N] [--window SECONDS]
 #                       [--servers mariadb,redis,node] [--rates 20,99]
-#                       [--engine auto|perf|ptrace] [--dumps N] [--warmup SECONDS]
+#                       [--engine auto|perf|ptrace[,...]] [--dumps N] [--warmup SECONDS]
 #                       [--sandwich] [--disk]
 #
 # Windows alternate: a baseline, then stackdump at each rate, then perf
