@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PF_KTHREAD 0x00200000
@@ -381,6 +382,7 @@ struct procfs_taskcache {
 		void *ring;   /* the switch records' ring (NULL: a task clock) */
 		uint64_t ring_ns, ring_head; /* the ring's head at a time */
 		int hot;      /* switches too often for events: schedstat only */
+		int judged;   /* its switch rate over its life was looked at */
 	} *v;
 	size_t n, cap, max;
 	size_t hint;	   /* where tc_find() looks first */
@@ -464,6 +466,7 @@ static struct tcent *tc_entry(struct procfs_taskcache *c, pid_t tid)
 	e->ring = NULL;
 	e->ring_ns = e->ring_head = 0;
 	e->hot = 0;
+	e->judged = 0;
 	c->n++;
 	return e;
 }
@@ -711,6 +714,34 @@ int procfs_task_switch_regs(struct procfs_taskcache *c, pid_t tid, uint64_t head
 	return switchring_regs(e->ring, c->page, head, regs);
 }
 
+/* Has E's thread been scheduled more than PROCFS_HOT_SWITCHES times a
+ * second over its life (a second of it at least)? Its times scheduled
+ * from schedstat, its start from stat. Then a ring would cost it a record
+ * at every switch for the second ring_hot needs to find that out: it
+ * never gets one. */
+static int switched_often(struct tcent *e, int taskdir, const char *dirpath)
+{
+	char buf[1024];
+	struct sd_counters sc;
+	ssize_t n = task_read(e, taskdir, dirpath, TF_SCHEDSTAT, buf, sizeof(buf));
+	if (n <= 0 || procfs_parse_schedstat(buf, &sc) < 0)
+		return 0;
+	n = task_read(e, taskdir, dirpath, TF_STAT, buf, sizeof(buf));
+	const char *p = n > 0 ? strrchr(buf, ')') : NULL;
+	unsigned long long start;
+	if (!p || sscanf(p + 1,
+			 " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d "
+			 "%llu",
+			 &start) != 1)
+		return 0;
+	struct timespec ts;
+	long hz = sysconf(_SC_CLK_TCK);
+	if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
+		return 0;
+	double life = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 - (double)start / (double)hz;
+	return life >= 1.0 && (double)sc.switches / life >= PROCFS_HOT_SWITCHES;
+}
+
 int procfs_task_counters(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,
 			 enum procfs_counter_src src, struct sd_counters *out)
 {
@@ -718,6 +749,14 @@ int procfs_task_counters(struct procfs_taskcache *c, int taskdir, pid_t pid, pid
 	task_dirpath(dirpath, sizeof(dirpath), taskdir, pid, tid);
 	struct tcent *e = tc_entry(c, tid);
 	memset(out, 0, sizeof(*out));
+	if (src == PROCFS_CNT_CLOCK && e && !e->judged && !e->ring && e->clock < 0 &&
+	    !c->ring_refused) {
+		e->judged = 1;
+		if (!e->hot && switched_often(e, taskdir, dirpath)) {
+			e->hot = 1;
+			c->hot++;
+		}
+	}
 	if ((src == PROCFS_CNT_CLOCK || src == PROCFS_CNT_TASKCLOCK) && e &&
 	    (!c->clock_refused || e->ring)) {
 		int r = task_clock(c, e, out, src == PROCFS_CNT_CLOCK);

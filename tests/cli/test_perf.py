@@ -14,6 +14,7 @@
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -287,6 +288,40 @@ def test_switching_threads_have_no_events():
     ok(m, err)
     ok(float(m.group(2)) > 0, "no sleep unwound with rbp from its call site: " + err)
     ok(float(m.group(1)) < float(m.group(2)), "frame-pointer sleepers stopped: " + err)
+
+
+def test_busy_switchers_never_get_a_ring():
+    # A ring of switch records costs its thread a record at every switch,
+    # and ping and pong switch tens of thousands of times a second: a
+    # thread scheduled over 1000 times a second over its life (a second of
+    # it at least: schedstat's count, stat's start) gets no ring at all,
+    # where it used to pay for one until a second of it had been measured.
+    # main, asleep in pthread_join, still gets its ring (the control).
+    # Seen by strace from outside: the rings' perf_event_open calls.
+    if not shutil.which("strace"):
+        raise AssertionError("strace is needed (apt-get install strace)")
+    env = dict(os.environ)
+    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+    with start("fx-pingpong", blocked=1) as fx:
+        byname = fx.tids_by_name()
+        busy = byname["ping"] + byname["pong"]
+        time.sleep(1.5)  # a life of over a second
+        p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=perf_event_open",
+                            sdtest.binary(), "profile", str(fx.pid), "--engine", "ptrace",
+                            "--count", "10", "--rate", "20", "-f", "folded", "-q", "-v"],
+                           capture_output=True, text=True, timeout=120, env=env)
+        sdtest.assert_running(fx.pid)
+    eq(p.returncode, 0, p.stderr[-2000:])
+    rings = [int(m.group(1)) for m in re.finditer(
+        r"perf_event_open\(\{[^\n]*PERF_COUNT_SW_CONTEXT_SWITCHES[^\n]*\}, (\d+), -1, -1, "
+        r"[^\n]*\) = \d+", p.stderr)]
+    eq([t for t in rings if t in busy], [], "rings opened for ping and pong (%r)" % busy)
+    ok(fx.pid in rings, "no ring for main either: %r\n%s" % (rings, p.stderr[-2000:]))
+    contains(p.stderr, "and schedstat for threads that switch too often for them")
+    # Both still at every tick, whole (the folded stacks).
+    for who in ("ping_main", "pong_main"):
+        n = sum(int(l.rsplit(" ", 1)[1]) for l in p.stdout.splitlines() if who in l)
+        eq(n, 10, "%s in %s" % (who, p.stdout))
 
 
 def test_switching_threads_read_without_a_stop():
