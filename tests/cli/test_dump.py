@@ -371,16 +371,8 @@ def test_dump_runs_at_a_raised_priority():
     # symbols read, the one-shot dump runs at nice -10, and gives back the
     # priority it was started with afterwards. Seen by strace from
     # outside: the calls and their order.
-    if not shutil.which("strace"):
-        raise AssertionError("strace is needed (apt-get install strace)")
-    # LeakSanitizer cannot work under strace (a sanitized build): its
-    # leak check is left to the other tests.
-    env = dict(os.environ)
-    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
     with start("fx-stacks", blocked=6) as fx:
-        p = subprocess.run(["nice", "-n", "3", "strace", "-f", "-qq", "-e",
-                            "trace=setpriority,ptrace", sdtest.binary(), str(fx.pid)],
-                           capture_output=True, text=True, timeout=120, env=env)
+        p = sdtest.strace(["nice", "-n", "3"], "setpriority,ptrace", fx.pid)
         sdtest.assert_running(fx.pid)
     eq(p.returncode, 0, p.stderr[-2000:])
     contains(p.stdout, "Thread %d" % fx.pid)

@@ -197,6 +197,21 @@ def perf_fds(pid):
     return n
 
 
+def strace(args, trace, *stackdump_args, timeout=120):
+    """Run ARGS (a prefix such as ["nice", "-n", "3"], or []) then
+    stackdump with STACKDUMP_ARGS under `strace -f -qq -e trace=TRACE`:
+    the CompletedProcess, strace's lines in its stderr. LeakSanitizer
+    cannot work under ptrace (a sanitized build): its leak check is left
+    to the other tests."""
+    if not shutil.which("strace"):
+        raise AssertionError("strace is needed (apt-get install strace)")
+    env = dict(os.environ)
+    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+    return subprocess.run(list(args) + ["strace", "-f", "-qq", "-e", "trace=" + trace, binary()] +
+                          [str(a) for a in stackdump_args],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
 def main(ns, needs_ptrace=True, tools=()):
     """Runs the test_* functions of NS (those whose names contain one of
     the command-line arguments, if any) and exits: 0 when all passed, 1 on
