@@ -88,11 +88,13 @@ static int unwind_sleep(struct sd_perf *p, struct sd_snapshot *s, struct pthr *t
 }
 
 /* Is TH's latest sample one of its CPU recent enough to show it on a CPU
- * at NOW? A stack its last stop gave (LATEST_SEED) is not: that stop may
- * have found it asleep. */
+ * at NOW? A stack its last stop gave (LATEST_SEED) is, when that stop
+ * found it on a CPU too (outside a system call): ticks composed late, one
+ * after the other, stopped it again at each. */
 static int clock_fresh(const struct sd_perf *p, const struct pthr *th, uint64_t now)
 {
-	if (th->kind != LATEST_CLOCK)
+	if (th->kind != LATEST_CLOCK && !(th->kind == LATEST_SEED && th->state_gen == th->gen &&
+					  (th->running || th->state == 'R')))
 		return 0;
 	uint64_t age = now > th->time ? now - th->time : 0;
 	uint64_t period = th->period_ns ? th->period_ns : p->o.period_ns;

@@ -6,7 +6,9 @@
 #ifndef SD_PERF_IMPL_H
 #define SD_PERF_IMPL_H
 
+#include <linux/perf_event.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <sys/user.h>
 
 #include "perf-regs.h"
@@ -48,6 +50,8 @@ struct pthr {
 	int hot; /* switches too often for a switch event: its task clock
 		  * only, and each tick reads it asleep without a stop
 		  * (perf-hot.c) */
+	int cpu_clock; /* a hot thread whose task clock only counts: its
+			* clock samples come from the per-CPU clock */
 	int hot_use; /* HOT_* at this tick */
 	uint64_t period_ns; /* its task clock's period once hot (0: the engine's) */
 	/* A hot thread's last proven sleep: read without a stop while its
@@ -99,6 +103,15 @@ struct pthr {
 	char *wchan;
 };
 
+/* One CPU's clock event and its ring (perf-ring.c). */
+struct cpuring {
+	int cpu, fd;
+	uint8_t *ring;
+	size_t ring_len;
+};
+/* An epoll tag of a CPU's ring (a thread's is its tid). */
+#define PERF_EP_CPU (1ull << 32)
+
 struct sd_perf {
 	struct sd_target *t;
 	struct sd_perf_opts o;
@@ -112,6 +125,11 @@ struct sd_perf {
 	struct pthr *v;	   /* sorted by tid */
 	size_t n, cap;
 	int epfd; /* every task-clock event, for "a ring is filling" */
+	struct cpuring *cpus; /* the per-CPU clock (none: refused, or
+			       * --engine-cpu-clock off) */
+	size_t ncpus;
+	uint64_t cpu_period_ns;
+	int cpu_refused; /* errno of the per-CPU clock refused, 0 if not */
 	uint8_t **pool; /* spare sample stack buffers (o.stack_copy bytes) */
 	size_t npool, poolcap;
 	uint8_t *scratch; /* a record that wraps around the ring's end */
@@ -124,6 +142,29 @@ struct sd_perf {
 	struct procfs_taskcache *tc;
 	struct sd_perf_stats st;
 };
+
+/* perf.c: the perf_event_open system call, and an event's attributes
+ * (software event SW_CONFIG sampled every PERIOD, STACK bytes of user
+ * stack, MONOTONIC time stamps; a PERIOD of 0 only counts). */
+int perf_event_open_sys(struct perf_event_attr *a, pid_t pid, int cpu, int group,
+			unsigned long flags);
+void perf_attr_init(struct perf_event_attr *a, int sw_config, uint64_t period, size_t stack);
+/* A spare stack buffer (o.stack_copy bytes), and one given back. */
+uint8_t *perf_buf_get(struct sd_perf *p);
+void perf_buf_put(struct sd_perf *p, uint8_t *b);
+
+/* perf-ring.c: drain TH's task-clock ring into its queue. */
+void perf_drain_one(struct sd_perf *p, struct pthr *th);
+/* Open a cpu-clock event on every CPU, sampling whatever runs there every
+ * period of the engine (at least a millisecond), with one ring each: the
+ * clock samples of the hot threads, whose own task clock then only counts
+ * (a sampling task clock is a timer started and stopped at each of their
+ * thousands of switches a second, in their time). 0 or a negative errno
+ * (EACCES: system-wide events need root or CAP_PERFMON). */
+int perf_cpu_open(struct sd_perf *p);
+void perf_cpu_close(struct sd_perf *p);
+/* Drain CPU ring I: the target's hot threads queue their samples. */
+void perf_cpu_drain(struct sd_perf *p, size_t i);
 
 /* The thread of P with TID, or NULL. */
 struct pthr *perf_thr_find(struct sd_perf *p, pid_t tid);
@@ -157,8 +198,8 @@ int perf_thr_clock(const struct sd_perf *p, const struct pthr *th, uint64_t *v);
 enum { HOT_NONE = 0, HOT_ASLEEP, HOT_CLOCK, HOT_STOP };
 /* Read hot thread TH for the tick at NOW: HOT_ASLEEP (its sleep, read
  * without a stop and proven by its task clock, is in its slp_* fields),
- * HOT_CLOCK (on a CPU or waiting for one: its latest task-clock sample,
- * recent enough, stands) or HOT_STOP (neither: the tick's capture stops
+ * HOT_CLOCK (on a CPU or waiting for one: its latest clock sample,
+ * recent enough at NOW, the tick's time, stands) or HOT_STOP (neither: the tick's capture stops
  * it once). S is the tick's snapshot (its pool and unwinder). */
 int perf_hot_read(struct sd_perf *p, struct sd_snapshot *s, struct pthr *th,
 		  const struct sd_snap_opts *so, uint64_t now);

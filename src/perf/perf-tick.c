@@ -282,7 +282,7 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 		struct pthr *th = &p->v[i];
 		th->hot_use = HOT_NONE;
 		if (th->hot && th->fd >= 0 && !th->gone)
-			th->hot_use = perf_hot_read(p, s, th, so, t0);
+			th->hot_use = perf_hot_read(p, s, th, so, at_ns < t0 ? at_ns : t0);
 	}
 	uint64_t pause_us = 0;
 	if (capture_unsampled(p, so, &pause_us, err) < 0) {

@@ -31,13 +31,13 @@
 #include "target.h"
 #include "unwind.h"
 
-static int sys_perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu, int group,
-			       unsigned long flags)
+int perf_event_open_sys(struct perf_event_attr *a, pid_t pid, int cpu, int group,
+			unsigned long flags)
 {
 	return (int)syscall(SYS_perf_event_open, a, pid, cpu, group, flags);
 }
 
-static void attr_init(struct perf_event_attr *a, int sw_config, uint64_t period, size_t stack)
+void perf_attr_init(struct perf_event_attr *a, int sw_config, uint64_t period, size_t stack)
 {
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
@@ -151,12 +151,12 @@ uint64_t perf_thr_lost(const struct sd_perf *p, const struct pthr *th)
 /* A buffer for a sample's stack copy: from the spares, else new. Every
  * sample of a busy thread is one: a malloc and free each, at 16 KiB,
  * made the heap grow and shrink (page faults, zeroed pages). */
-static uint8_t *buf_get(struct sd_perf *p)
+uint8_t *perf_buf_get(struct sd_perf *p)
 {
 	return p->npool ? p->pool[--p->npool] : sd_xmalloc(p->o.stack_copy ? p->o.stack_copy : 1);
 }
 
-static void buf_put(struct sd_perf *p, uint8_t *b)
+void perf_buf_put(struct sd_perf *p, uint8_t *b)
 {
 	if (!b)
 		return;
@@ -206,9 +206,9 @@ static int probe_target(struct sd_perf *p, struct sd_error *err)
 	struct perf_event_attr a;
 	const int cfg[2] = {PERF_COUNT_SW_TASK_CLOCK, PERF_COUNT_SW_CONTEXT_SWITCHES};
 	for (int i = 0; i < 2; i++) {
-		attr_init(&a, cfg[i], i ? 1 : p->o.period_ns, i ? 0 : p->o.stack_copy);
+		perf_attr_init(&a, cfg[i], i ? 1 : p->o.period_ns, i ? 0 : p->o.stack_copy);
 		a.disabled = 1;
-		int fd = sys_perf_event_open(&a, p->t->pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+		int fd = perf_event_open_sys(&a, p->t->pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 		if (fd < 0)
 			return target_refused(p, err, errno);
 		if (!i) {
@@ -321,9 +321,9 @@ static void thr_close(struct sd_perf *p, struct pthr *th)
 {
 	thr_disarm(p, th);
 	thr_unwatch(p, th);
-	buf_put(p, th->stack);
+	perf_buf_put(p, th->stack);
 	for (size_t i = 0; i < th->npend; i++)
-		buf_put(p, th->pend[i].stack);
+		perf_buf_put(p, th->pend[i].stack);
 	free(th->pend);
 	frameset_unref(th->fs);
 	free(th->unwind_stop);
@@ -363,11 +363,11 @@ int perf_thr_clock(const struct sd_perf *p, const struct pthr *th, uint64_t *v)
 static int sw_open(struct sd_perf *p, struct pthr *th)
 {
 	struct perf_event_attr a;
-	attr_init(&a, PERF_COUNT_SW_CONTEXT_SWITCHES, 1, p->o.stack_copy);
+	perf_attr_init(&a, PERF_COUNT_SW_CONTEXT_SWITCHES, 1, p->o.stack_copy);
 	a.write_backward = 1;
 	a.watermark = 0;
 	a.wakeup_events = 0;
-	int fd = sys_perf_event_open(&a, th->tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	int fd = perf_event_open_sys(&a, th->tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	size_t len = p->page + p->sw_ring_kb * 1024;
@@ -404,7 +404,36 @@ static int sw_open(struct sd_perf *p, struct pthr *th)
 #define HOT_SWITCHES_PER_S 1000
 #define HOT_PERIOD_NS 10000000ull
 
-static void drain_one(struct sd_perf *p, struct pthr *th);
+/* Give hot thread TH a task clock that only counts, in place of its
+ * sampling one (drained first): a sampling task clock is a timer the
+ * kernel starts and cancels at each of the thread's switches, thousands a
+ * second, in its own time; a counting one adds its time at the switch.
+ * Its clock samples come from the per-CPU clock instead (perf-ring.c),
+ * whose timers run whatever switches. 0 or a negative errno (TH is left
+ * as it was). */
+static int thr_count(struct sd_perf *p, struct pthr *th)
+{
+	struct perf_event_attr a;
+	perf_attr_init(&a, PERF_COUNT_SW_TASK_CLOCK, 0, 0);
+	a.sample_type = 0;
+	a.sample_regs_user = 0;
+	a.watermark = 0;
+	int fd = perf_event_open_sys(&a, th->tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (th->fd >= 0) {
+		perf_drain_one(p, th);
+		p->st.lost += thr_lost(p, th);
+		if (th->ring)
+			munmap(th->ring, th->ring_len);
+		close(th->fd); /* leaves the epoll set with it */
+	}
+	th->ring = NULL;
+	th->fd = fd;
+	th->cpu_clock = 1;
+	th->period_ns = p->o.period_ns; /* a sample's age is told in these */
+	return 0;
+}
 
 void perf_switch_mode(struct sd_perf *p, struct pthr *th, uint64_t now)
 {
@@ -423,9 +452,14 @@ void perf_switch_mode(struct sd_perf *p, struct pthr *th, uint64_t now)
 	if (rate < HOT_SWITCHES_PER_S || busy >= 0.5)
 		return;
 	perf_read_switch(p, th); /* what its rings hold first */
-	drain_one(p, th);
+	perf_drain_one(p, th);
 	sw_close(th);
 	thr_unwatch(p, th);
+	th->hot = 1;
+	p->st.hot++;
+	/* With the per-CPU clock its own clock only counts (thr_count). */
+	if (p->ncpus && thr_count(p, th) == 0)
+		return;
 	/* Its clock samples show it only while it is on a CPU at a tick:
 	 * one every HOT_PERIOD_NS of its CPU time at most, not four a tick
 	 * (at 99 Hz that was 400 a second of a busy server's worker, each
@@ -433,8 +467,22 @@ void perf_switch_mode(struct sd_perf *p, struct pthr *th, uint64_t now)
 	uint64_t period = p->o.period_ns < HOT_PERIOD_NS ? HOT_PERIOD_NS : p->o.period_ns;
 	if (ioctl(th->fd, PERF_EVENT_IOC_PERIOD, &period) == 0)
 		th->period_ns = period;
-	th->hot = 1;
-	p->st.hot++;
+}
+
+/* Has TH's thread gone into and out of its waits that often all its life
+ * (a second of it at least), on a CPU less than half the time? Then it is
+ * hot from its first events: a second of switch samples, its stack
+ * copied at each of its thousands of switches, is what finding it out
+ * from them cost it. Only with the per-CPU clock, which samples it. */
+static int thr_hot_from_start(struct sd_perf *p, const struct pthr *th)
+{
+	if (!p->ncpus)
+		return 0;
+	if (!p->tc)
+		p->tc = procfs_taskcache_new();
+	struct procfs_life l;
+	return procfs_task_life(p->tc, AT_FDCWD, p->t->pid, th->tid, &l) == 0 && l.secs >= 1.0 &&
+	       l.switches_per_s >= HOT_SWITCHES_PER_S && l.cpu_share < 0.5;
 }
 
 /* Open the two events of TH's thread and map their rings. 0 or a
@@ -448,7 +496,20 @@ static int thr_arm(struct sd_perf *p, struct pthr *th)
 {
 	struct perf_event_attr a;
 	pid_t tid = th->tid;
-	attr_init(&a, PERF_COUNT_SW_TASK_CLOCK, p->o.period_ns, p->o.stack_copy);
+	if (thr_hot_from_start(p, th)) {
+		int r = thr_count(p, th);
+		if (r < 0)
+			return r;
+		th->hot = 1;
+		p->st.hot++;
+		p->st.hot_at_start++;
+		th->opened_ns = sd_now_ns();
+		p->st.armed++;
+		p->narmed++;
+		thr_unwatch(p, th); /* its counting clock says when it runs */
+		return 0;
+	}
+	perf_attr_init(&a, PERF_COUNT_SW_TASK_CLOCK, p->o.period_ns, p->o.stack_copy);
 	size_t ring = ring_size(p);
 	th->ring_len = p->page + ring;
 	/* Every tick drains: stackdump is woken (a busy thread preempted)
@@ -464,11 +525,11 @@ static int thr_arm(struct sd_perf *p, struct pthr *th)
 	 * sample the kernel never gets to write a PERF_RECORD_LOST. */
 	if (!p->lost_records)
 		a.read_format = PERF_FORMAT_LOST;
-	th->fd = sys_perf_event_open(&a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	th->fd = perf_event_open_sys(&a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (th->fd < 0 && errno == EINVAL && !p->lost_records) {
 		p->lost_records = 1;
 		a.read_format = 0;
-		th->fd = sys_perf_event_open(&a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+		th->fd = perf_event_open_sys(&a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	}
 	if (th->fd < 0)
 		return -errno;
@@ -556,7 +617,7 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 		if (k == ntids || (i < p->n && p->v[i].tid < tids[k])) {
 			struct pthr *th = &p->v[i++];
 			if (!th->gone) {
-				drain_one(p, th);
+				perf_drain_one(p, th);
 				perf_read_switch(p, th);
 				th->gone = 1;
 			}
@@ -582,7 +643,7 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 		 * capture reads each one and arms those it finds running (a
 		 * stat read of each here first cost as much again). Threads
 		 * born later get their events at once. */
-		int r = first ? 0 : perf_thr_arm(p, th);
+		int r = first && !thr_hot_from_start(p, th) ? 0 : perf_thr_arm(p, th);
 		if (r == -ESRCH) { /* gone between the scan and the open */
 			k++;
 			continue;
@@ -591,7 +652,7 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 		p->st.threads_opened++;
 		if (r < 0 && !firsterr)
 			firsterr = -r;
-		if (first || r < 0) { /* refused: captured as a sleeper is */
+		if ((first && !th->hot) || r < 0) { /* refused: captured as a sleeper is */
 			int w = thr_watch(p, th);
 			if (w < 0 && w != -ESRCH && !firsterr)
 				firsterr = -w;
@@ -611,255 +672,6 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 	if (first && firsterr)
 		return target_refused(p, err, firsterr);
 	return 0;
-}
-
-/* ---- draining ---- */
-
-/* Make sample E (taken from the queue) TH's latest, when it is newer. */
-static void make_latest(struct sd_perf *p, struct pthr *th, struct psample *e)
-{
-	if (e->time < th->time) {
-		buf_put(p, e->stack);
-		return;
-	}
-	buf_put(p, th->stack);
-	th->stack = e->stack;
-	th->stack_len = th->stack_cap = e->stack_len;
-	th->regs = e->regs;
-	th->kind = e->kind;
-	th->time = e->time;
-	th->gen++;
-}
-
-/* Move TH's queued samples up to time AT into its latest. A thread that
- * had its events at AT but no sample yet then (asleep since before they
- * were opened) takes its earliest. */
-void perf_promote(struct sd_perf *p, struct pthr *th, uint64_t at)
-{
-	size_t k = 0;
-	while (k < th->npend && th->pend[k].time <= at)
-		make_latest(p, th, &th->pend[k++]);
-	if (!k && th->kind == LATEST_NONE && th->npend && th->opened_ns <= at)
-		make_latest(p, th, &th->pend[k++]);
-	if (!k)
-		return;
-	memmove(th->pend, th->pend + k, (th->npend - k) * sizeof(*th->pend));
-	th->npend -= k;
-}
-
-/* Queue a sample of TH in time order; a full queue gives its oldest up. */
-static void queue_sample(struct sd_perf *p, struct pthr *th, int kind, uint64_t tm,
-			 const uint64_t *regs, const uint8_t *stack, size_t len)
-{
-	if (!th->pend)
-		th->pend = sd_xcalloc(PENDING_MAX, sizeof(*th->pend));
-	if (th->npend == PENDING_MAX) {
-		make_latest(p, th, &th->pend[0]);
-		memmove(th->pend, th->pend + 1, (PENDING_MAX - 1) * sizeof(*th->pend));
-		th->npend--;
-	}
-	size_t at = th->npend;
-	while (at > 0 && th->pend[at - 1].time > tm)
-		at--;
-	memmove(th->pend + at + 1, th->pend + at, (th->npend - at) * sizeof(*th->pend));
-	th->npend++;
-	struct psample *e = &th->pend[at];
-	uint64_t reg[PERF_NREGS];
-	memcpy(reg, regs, sizeof(reg));
-	perf_regs_set(&e->regs, reg);
-	e->kind = kind;
-	e->time = tm;
-	if (len > p->o.stack_copy)
-		len = p->o.stack_copy; /* the kernel copies no more than asked */
-	e->stack = buf_get(p);
-	if (len)
-		memcpy(e->stack, stack, len);
-	e->stack_len = len;
-}
-
-/* A sample record of TH: queue it for the ticks; returns its time (0 when
- * it is not a usable sample). */
-static uint64_t take_sample(struct sd_perf *p, struct pthr *th, const uint8_t *rec, size_t len,
-			    int kind)
-{
-	const uint8_t *c = rec + sizeof(struct perf_event_header), *end = rec + len;
-	uint64_t id, tm, abi, size, dyn = 0;
-	uint32_t pidtid[2];
-	const uint64_t *regs = NULL;
-	const uint8_t *stack = NULL;
-	if ((size_t)(end - c) < 8 + 8 + 8 + 8)
-		return 0;
-	memcpy(&id, c, 8);
-	memcpy(pidtid, c + 8, 8);
-	memcpy(&tm, c + 16, 8);
-	memcpy(&abi, c + 24, 8);
-	c += 32;
-	if (abi != PERF_SAMPLE_REGS_ABI_NONE) {
-		if ((size_t)(end - c) < PERF_NREGS * 8)
-			return 0;
-		regs = (const uint64_t *)(const void *)c;
-		c += PERF_NREGS * 8;
-	}
-	if ((size_t)(end - c) < 8)
-		return 0;
-	memcpy(&size, c, 8);
-	c += 8;
-	if (size) {
-		if ((size_t)(end - c) < size + 8)
-			return 0;
-		stack = c;
-		memcpy(&dyn, c + size, 8);
-		if (dyn > size)
-			dyn = size;
-	}
-	(void)id;
-	if (kind == LATEST_SWITCH)
-		p->st.switch_samples++;
-	else
-		p->st.clock_samples++;
-	/* No user registers: the sample landed in a kernel-only context
-	 * (exit); it says nothing of the user stack. */
-	if (!regs || tm < th->time)
-		return 0;
-	queue_sample(p, th, kind, tm, regs, stack, (size_t)dyn);
-	return tm;
-}
-
-static void drain_one(struct sd_perf *p, struct pthr *th)
-{
-	if (!th->ring)
-		return;
-	struct perf_event_mmap_page *mp = (struct perf_event_mmap_page *)(void *)th->ring;
-	uint8_t *data = th->ring + p->page;
-	uint64_t size = th->ring_len - p->page;
-	uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = mp->data_tail;
-	p->st.drains++;
-	while (tail < head) {
-		struct perf_event_header h;
-		uint64_t off = tail % size;
-		memcpy(&h, data + off, sizeof(h)); /* records are 8-aligned: no wrap */
-		if (h.size < sizeof(h) || h.size > head - tail)
-			break;
-		const uint8_t *rec = data + off;
-		if (off + h.size > size) {
-			/* The record wraps around the end of the ring. */
-			if (h.size > p->scratch_cap) {
-				free(p->scratch);
-				p->scratch = sd_xmalloc(h.size);
-				p->scratch_cap = h.size;
-			}
-			size_t first = (size_t)(size - off);
-			memcpy(p->scratch, data + off, first);
-			memcpy(p->scratch + first, data, h.size - first);
-			rec = p->scratch;
-		}
-		if (h.type == PERF_RECORD_SAMPLE) {
-			take_sample(p, th, rec, h.size, LATEST_CLOCK);
-		} else if (h.type == PERF_RECORD_LOST && h.size >= sizeof(h) + 16 &&
-			   p->lost_records) {
-			uint64_t lost;
-			memcpy(&lost, rec + sizeof(h) + 8, 8);
-			p->st.lost += lost;
-			th->lost_recs += lost;
-		} else if (h.type == PERF_RECORD_THROTTLE) {
-			p->st.throttled++;
-		}
-		tail += h.size;
-	}
-	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
-}
-
-/* The switch samples of TH that arrived since the last look, as many as
- * the ring still holds. The kernel writes backwards from data_head: the
- * newest record starts there, older ones follow it. The ring is read
- * without pausing it: records written meanwhile land below data_head,
- * and a record counts only when it was not overwritten while copying
- * (fewer bytes written since than the room behind it). */
-void perf_read_switch(struct sd_perf *p, struct pthr *th)
-{
-	if (!th->sw_ring)
-		return;
-	struct perf_event_mmap_page *mp = (struct perf_event_mmap_page *)(void *)th->sw_ring;
-	const uint8_t *data = th->sw_ring + p->page;
-	uint64_t size = th->sw_ring_len - p->page;
-	uint64_t h1 = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
-	if (h1 == th->sw_head)
-		return; /* nothing new (0: nothing ever) */
-	uint64_t off = 0, newest = 0, last = th->sw_time;
-	while (off < size) {
-		struct perf_event_header h;
-		perf_ring_copy((uint8_t *)&h, data, size, h1 + off, sizeof(h));
-		if (h.size < sizeof(h) || off + h.size > size)
-			break;
-		if (h.type == PERF_RECORD_SAMPLE) {
-			/* Its time first: the record older than the last
-			 * look ends the walk without its stack being copied. */
-			uint64_t tm;
-			if (h.size < sizeof(h) + 24)
-				break;
-			perf_ring_copy((uint8_t *)&tm, data, size, h1 + off + sizeof(h) + 16, 8);
-			__atomic_thread_fence(__ATOMIC_ACQUIRE);
-			uint64_t h2 = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
-			if (h1 - h2 + off + h.size > size || tm <= last)
-				break;
-		}
-		if (h.size > p->scratch_cap) {
-			free(p->scratch);
-			p->scratch = sd_xmalloc(h.size);
-			p->scratch_cap = h.size;
-		}
-		perf_ring_copy(p->scratch, data, size, h1 + off, h.size);
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		uint64_t h2 = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
-		if (h1 - h2 + off + h.size > size)
-			break; /* overwritten while copying, and all older ones */
-		if (h.type == PERF_RECORD_SAMPLE) {
-			uint64_t tm;
-			if (h.size < sizeof(h) + 24)
-				break;
-			memcpy(&tm, p->scratch + sizeof(h) + 16, 8);
-			if (tm <= last)
-				break; /* taken at an earlier look */
-			take_sample(p, th, p->scratch, h.size, LATEST_SWITCH);
-			if (tm > newest)
-				newest = tm;
-		}
-		off += h.size;
-	}
-	th->sw_head = h1;
-	if (newest > th->sw_time)
-		th->sw_time = newest;
-}
-
-void perf_drain(struct sd_perf *p)
-{
-	for (size_t i = 0; i < p->n; i++)
-		drain_one(p, &p->v[i]);
-}
-
-int perf_poll_fd(const struct sd_perf *p)
-{
-	return p->n && p->epfd >= 0 ? p->epfd : -1;
-}
-
-void perf_drain_ready(struct sd_perf *p)
-{
-	struct epoll_event ev[64];
-	int r;
-	do {
-		r = epoll_wait(p->epfd, ev, 64, 0);
-		for (int i = 0; i < r; i++) {
-			struct pthr *th = perf_thr_find(p, (pid_t)ev[i].data.u64);
-			if (!th)
-				continue;
-			drain_one(p, th);
-			/* The thread exited: its event stays readable (and
-			 * hung up) until the next tick closes it. */
-			if (ev[i].events & (EPOLLHUP | EPOLLERR))
-				epoll_ctl(p->epfd, EPOLL_CTL_DEL, th->fd, NULL);
-		}
-	} while (r == 64);
 }
 
 /* ---- session ---- */
@@ -903,7 +715,16 @@ struct sd_perf *perf_new(struct sd_target *t, const struct sd_perf_opts *o, stru
 	raise_fd_limit(ntids * 2 + ntids / 2 + 256);
 	/* Whether this process may sample that one: asked of its leader, as
 	 * the first scan opens no sampling event. */
-	if (probe_target(p, err) < 0 || perf_thr_sync(p, 1, UINT64_MAX, err) < 0) {
+	if (probe_target(p, err) < 0) {
+		perf_free(p);
+		return NULL;
+	}
+	/* The per-CPU clock is the hot threads' sampler; without it (not
+	 * root nor CAP_PERFMON), their own task clock samples them. */
+	int r = p->o.no_cpu_clock ? -ECANCELED : perf_cpu_open(p);
+	if (r < 0)
+		p->cpu_refused = -r;
+	if (perf_thr_sync(p, 1, UINT64_MAX, err) < 0) {
 		perf_free(p);
 		return NULL;
 	}
@@ -919,6 +740,7 @@ void perf_stop(struct sd_perf *p)
 		thr_close(p, &p->v[i]); /* counts its lost samples */
 	p->n = 0;
 	p->st.threads_closed = closed; /* stopping is no thread gone */
+	perf_cpu_close(p);
 	if (p->epfd >= 0)
 		close(p->epfd);
 	p->epfd = -1;
@@ -937,6 +759,11 @@ void perf_free(struct sd_perf *p)
 	free(p->pool);
 	free(p->scratch);
 	free(p);
+}
+
+size_t perf_cpu_clock(const struct sd_perf *p)
+{
+	return p->ncpus;
 }
 
 void perf_stats_add(const struct sd_perf *p, struct sd_perf_stats *st)
@@ -962,4 +789,9 @@ void perf_stats_add(const struct sd_perf *p, struct sd_perf_stats *st)
 	st->hot_kept += p->st.hot_kept;
 	st->hot_clock += p->st.hot_clock;
 	st->hot_stopped += p->st.hot_stopped;
+	st->cpus += p->st.cpus;
+	st->cpu_samples += p->st.cpu_samples;
+	st->cpu_passed += p->st.cpu_passed;
+	st->cpu_lost += p->st.cpu_lost;
+	st->hot_at_start += p->st.hot_at_start;
 }

@@ -26,6 +26,8 @@ struct sd_perf_opts {
 			      * have theirs, 64 KiB after), rounded up to a
 			      * power of two pages; switch samples have a ring
 			      * of three samples each */
+	int no_cpu_clock;    /* no per-CPU clock: hot threads keep a sampling
+			      * task clock each (STACKDUMP_PERF_CPU_CLOCK=off) */
 };
 
 /* Counters of one session (or summed over several). */
@@ -59,6 +61,13 @@ struct sd_perf_stats {
 	uint64_t hot_clock;	 /* ... that used its latest task-clock sample
 				  * (on a CPU, or woken while read) */
 	uint64_t hot_stopped;	 /* ... that had neither and stopped it */
+	uint64_t cpus;		 /* CPUs with a clock event of their own
+				  * (hot threads' samples; 0: none) */
+	uint64_t cpu_samples;	 /* ... samples of a hot thread taken */
+	uint64_t cpu_passed;	 /* ... samples of anything else, not read */
+	uint64_t cpu_lost;	 /* ... samples the kernel dropped */
+	uint64_t hot_at_start;	 /* threads hot from their first events: they
+				  * had switched that often all their life */
 };
 
 /* Start sampling every thread of T (events on each thread, enabled at once).
@@ -96,6 +105,11 @@ void perf_drain_ready(struct sd_perf *p);
  * of the ptrace seed, if any. */
 struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, uint64_t at_ns,
 			      struct sd_error *err);
+
+/* The CPUs the per-CPU clock samples (0: none, refused or turned off):
+ * hot threads are then sampled without a timer at each of their
+ * switches. */
+size_t perf_cpu_clock(const struct sd_perf *p);
 
 /* Add P's counters to *ST. */
 void perf_stats_add(const struct sd_perf *p, struct sd_perf_stats *st);

@@ -583,30 +583,56 @@ int procfs_task_switch_regs(struct procfs_taskcache *c, pid_t tid, uint64_t head
 	return switchring_regs(e->ring, c->page, head, regs);
 }
 
-/* Has E's thread been scheduled more than PROCFS_HOT_SWITCHES times a
- * second over its life (a second of it at least)? Its times scheduled
- * from schedstat, its start from stat. Then a ring would cost it a record
- * at every switch for the second ring_hot needs to find that out: it
- * never gets one. */
-static int switched_often(struct tcent *e, int taskdir, const char *dirpath)
+/* E's thread over its life so far (see procfs_task_life): its times
+ * scheduled and run time from schedstat, its start from stat. */
+static int life_of(struct tcent *e, int taskdir, const char *dirpath, struct procfs_life *out)
 {
 	char buf[1024];
 	struct sd_counters sc;
 	ssize_t n = task_read(e, taskdir, dirpath, TF_SCHEDSTAT, buf, sizeof(buf));
-	if (n <= 0 || procfs_parse_schedstat(buf, &sc) < 0)
-		return 0;
+	if (n < 0)
+		return (int)n;
+	if (procfs_parse_schedstat(buf, &sc) < 0)
+		return -ENODATA;
 	n = task_read(e, taskdir, dirpath, TF_STAT, buf, sizeof(buf));
-	const char *p = n > 0 ? stat_field(buf, 22) : NULL; /* starttime */
+	if (n < 0)
+		return (int)n;
+	const char *p = stat_field(buf, 22); /* starttime */
 	char *end;
 	unsigned long long start = p ? strtoull(p, &end, 10) : 0;
 	if (!p || end == p)
-		return 0;
+		return -ENODATA;
 	struct timespec ts;
 	long hz = sysconf(_SC_CLK_TCK);
 	if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
-		return 0;
+		return -ENODATA;
 	double life = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 - (double)start / (double)hz;
-	return life >= 1.0 && (double)sc.switches / life >= PROCFS_HOT_SWITCHES;
+	memset(out, 0, sizeof(*out));
+	out->secs = life;
+	if (life > 0) {
+		out->switches_per_s = (double)sc.switches / life;
+		out->cpu_share = (double)sc.ran_ns / 1e9 / life;
+	}
+	return 0;
+}
+
+int procfs_task_life(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,
+		     struct procfs_life *out)
+{
+	char dirpath[96];
+	task_dirpath(dirpath, sizeof(dirpath), taskdir, pid, tid);
+	return life_of(c ? tc_entry(c, tid) : NULL, taskdir, dirpath, out);
+}
+
+/* Has E's thread been scheduled more than PROCFS_HOT_SWITCHES times a
+ * second over its life (a second of it at least)? Then a ring would cost
+ * it a record at every switch for the second ring_hot needs to find that
+ * out: it never gets one. */
+static int switched_often(struct tcent *e, int taskdir, const char *dirpath)
+{
+	struct procfs_life l;
+	return life_of(e, taskdir, dirpath, &l) == 0 && l.secs >= 1.0 &&
+	       l.switches_per_s >= PROCFS_HOT_SWITCHES;
 }
 
 int procfs_task_counters(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,

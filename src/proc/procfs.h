@@ -156,6 +156,16 @@ int procfs_task_switch_regs(struct procfs_taskcache *c, pid_t tid, uint64_t head
  * and pc fields; the rest untouched). Returns 0 or a negative errno. */
 int procfs_task_syscall(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,
 			struct sd_taskinfo *ti);
+/* A thread over its life so far: seconds since it started, times it was
+ * scheduled in a second (schedstat's count over that time) and the share
+ * of a CPU it ran. */
+struct procfs_life {
+	double secs, switches_per_s, cpu_share;
+};
+/* TID's life so far (through cache C, which may be NULL). 0 or a
+ * negative errno (-ENODATA: no schedstat). */
+int procfs_task_life(struct procfs_taskcache *c, int taskdir, pid_t pid, pid_t tid,
+		     struct procfs_life *out);
 /* The waits TID went into so far (its voluntary context switches, from
  * task/TID/status; a preemption is not one). 0 or a negative errno. */
 int procfs_task_waits(pid_t pid, pid_t tid, uint64_t *out);

@@ -24,11 +24,13 @@ struct sd_sampler {
 };
 
 /* Waits a second (voluntary context switches, summed over a process's
- * threads) above which auto samples with ptrace: perf events are switched
- * out and in with their thread, so a server whose threads go in and out of
- * their waits pays for them at every switch, in its own time, while
- * ptrace's cost follows the threads that run at a tick (bench/realserver.sh:
- * MariaDB under sysbench switches about 25,000 times a second). */
+ * threads) above which auto samples with perf only when the per-CPU clock
+ * is open, else with ptrace: per-thread perf events are switched out and
+ * in with their thread, so a server whose threads go in and out of their
+ * waits pays for them at every switch, in its own time, while ptrace's
+ * cost follows the threads that run at a tick (bench/realserver.sh:
+ * MariaDB under sysbench switches about 25,000 times a second). With the
+ * per-CPU clock its busiest switchers keep a counting clock alone. */
 #define AUTO_SWITCHES_PER_S 2000
 /* How long auto watches the switches before it chooses. */
 #define AUTO_WATCH_NS 100000000ull
@@ -103,13 +105,17 @@ struct sd_sampler *sampler_new(struct sd_target *t, const struct sd_snap_opts *s
 	s->t = t;
 	s->so = *so;
 	s->engine = o->engine == SD_ENGINE_AUTO ? SD_ENGINE_PERF : o->engine;
+	double rate = -1;
 	if (o->engine == SD_ENGINE_AUTO && t->pid > 0) {
-		double rate = switch_rate(t->pid);
+		rate = switch_rate(t->pid);
 		if (rate >= AUTO_SWITCHES_PER_S) {
+			/* Unless the per-CPU clock samples them (decided
+			 * below, once the perf engine is open). */
 			s->engine = SD_ENGINE_PTRACE;
 			snprintf(s->choice, sizeof(s->choice),
 				 "the threads go into a wait %.0f times a second; over %d, perf "
-				 "events would cost them at every switch",
+				 "events would cost them at every switch, and no per-CPU clock "
+				 "samples them",
 				 rate, AUTO_SWITCHES_PER_S);
 		} else if (rate >= 0) {
 			snprintf(s->choice, sizeof(s->choice),
@@ -117,7 +123,10 @@ struct sd_sampler *sampler_new(struct sd_target *t, const struct sd_snap_opts *s
 				 AUTO_SWITCHES_PER_S);
 		}
 	}
-	if (s->engine == SD_ENGINE_PERF) {
+	/* A server busy switching: perf only with the per-CPU clock, which
+	 * samples its busiest switchers with no cost at their switches. */
+	int busy = o->engine == SD_ENGINE_AUTO && rate >= AUTO_SWITCHES_PER_S;
+	if (s->engine == SD_ENGINE_PERF || busy) {
 		struct sd_perf_opts po = {
 		    /* A quarter of the tick: a thread that wakes and runs
 		     * shows its new stack within a quarter of an interval
@@ -127,9 +136,24 @@ struct sd_sampler *sampler_new(struct sd_target *t, const struct sd_snap_opts *s
 		    .stack_copy = o->stack_copy,
 		    .ring_kb = o->ring_kb,
 		};
+		/* For benchmarks: the hot threads sampled by their own task
+		 * clock, as before the per-CPU clock. */
+		const char *cc = getenv("STACKDUMP_PERF_CPU_CLOCK");
+		po.no_cpu_clock = cc && !strcmp(cc, "off");
 		struct sd_error e = {0};
 		s->perf = perf_new(t, &po, &e);
-		if (!s->perf) {
+		if (s->perf && busy && !perf_cpu_clock(s->perf)) {
+			perf_free(s->perf);
+			s->perf = NULL;
+		} else if (s->perf && busy) {
+			s->engine = SD_ENGINE_PERF;
+			snprintf(s->choice, sizeof(s->choice),
+				 "the threads go into a wait %.0f times a second; over %d, the "
+				 "per-CPU clock samples them without a timer at each switch",
+				 rate, AUTO_SWITCHES_PER_S);
+		} else if (!s->perf && busy) {
+			/* Refused: ptrace, as chosen (the reason is the choice). */
+		} else if (!s->perf) {
 			/* A process that is gone is gone for either engine. */
 			if (o->engine == SD_ENGINE_PERF || e.code == ESRCH) {
 				sd_error_set(err, e.code, "%s", e.msg);

@@ -81,7 +81,9 @@ void format_profile_costs(struct strbuf *sb, const struct sd_profile *p,
 			    "%llu ring reads; %llu threads switching too often for a switch "
 			    "event (hot: at a tick, %llu read asleep without a stop, %llu "
 			    "still in that sleep, %llu from their latest task-clock sample, "
-			    "%llu stopped)\n",
+			    "%llu stopped; %llu hot from their first events); per-CPU clock on "
+			    "%llu CPUs: %llu samples of hot threads, %llu of anything else "
+			    "passed over, %llu lost\n",
 			    (unsigned long long)ps->clock_samples,
 			    (unsigned long long)ps->switch_samples, (unsigned long long)ps->lost,
 			    (unsigned long long)ps->stale,
@@ -92,7 +94,9 @@ void format_profile_costs(struct strbuf *sb, const struct sd_profile *p,
 			    (unsigned long long)ps->watch_failed, (unsigned long long)ps->drains,
 			    (unsigned long long)ps->hot, (unsigned long long)ps->hot_asleep,
 			    (unsigned long long)ps->hot_kept, (unsigned long long)ps->hot_clock,
-			    (unsigned long long)ps->hot_stopped);
+			    (unsigned long long)ps->hot_stopped, (unsigned long long)ps->hot_at_start,
+			    (unsigned long long)ps->cpus, (unsigned long long)ps->cpu_samples,
+			    (unsigned long long)ps->cpu_passed, (unsigned long long)ps->cpu_lost);
 	strbuf_addf(
 	    sb,
 	    "sampling: %llu samples in %.2f s (%.1f Hz), %llu thread stacks, %llu "

@@ -257,7 +257,7 @@ def hot_counts(err):
     eq(len(m), 1, err)
     mm = re.search(r"(\d+) threads switching too often for a switch event \(hot: at a tick, "
                    r"(\d+) read asleep without a stop, (\d+) still in that sleep, (\d+) from "
-                   r"their latest task-clock sample, (\d+) stopped\)", m[0])
+                   r"their latest task-clock sample, (\d+) stopped;", m[0])
     ok(mm, m[0])
     return tuple(int(x) for x in mm.groups())
 
@@ -322,6 +322,81 @@ def test_busy_switchers_never_get_a_ring():
         eq(n, 10, "%s in %s" % (who, p.stdout))
 
 
+def cpu_clock_counts(err):
+    """The -v perf line's per-CPU clock: (hot from their first events,
+    CPUs, samples of hot threads, others passed over, lost)."""
+    m = re.search(r"; (\d+) hot from their first events\); per-CPU clock on (\d+) CPUs: "
+                  r"(\d+) samples of hot threads, (\d+) of anything else passed over, "
+                  r"(\d+) lost$", err, re.M)
+    ok(m, err)
+    return tuple(int(x) for x in m.groups())
+
+
+def test_hot_threads_sampled_by_the_cpu_clock():
+    # A task clock that samples is a timer the kernel starts and cancels
+    # at each switch of its thread: ping and pong switch tens of thousands
+    # of times a second, and on a loaded server that timer was the perf
+    # engine's cost (bench/README.md, run 12). Threads that switched that
+    # often all their life (over a second of it) get a task clock that only
+    # counts (the proof of their sleeps) and no switch event at all; their
+    # samples on a CPU come from one clock per CPU, whose timer runs
+    # whatever switches. Seen from outside by strace: the events opened.
+    # The control, STACKDUMP_PERF_CPU_CLOCK=off (as without root): no clock
+    # per CPU, and the two sampled by their own task clocks again.
+    sdtest.need_root("a clock event per CPU")
+    with start("fx-pingpong", blocked=1) as fx:
+        byname = fx.tids_by_name()
+        busy = byname["ping"] + byname["pong"]
+        time.sleep(1.5)  # a life of over a second
+        args = ("profile", fx.pid, "--engine", "perf", "--count", "40", "--rate", "20",
+                "-f", "folded", "-q", "-v")
+        p = sdtest.strace([], "perf_event_open", *args)
+        sdtest.assert_running(fx.pid)
+        os.environ["STACKDUMP_PERF_CPU_CLOCK"] = "off"
+        try:
+            off = sdtest.strace([], "perf_event_open", *args)
+        finally:
+            del os.environ["STACKDUMP_PERF_CPU_CLOCK"]
+        sdtest.assert_running(fx.pid)
+    eq(off.returncode, 0, off.stderr[-2000:])
+    notcpu = re.findall(r"perf_event_open\(\{([^\n]*)\}, (-?\d+), (-?\d+), -1, [^\n]*\) = \d+",
+                        off.stderr)
+    eq([a for a, pid, _ in notcpu if "PERF_COUNT_SW_CPU_CLOCK" in a], [], off.stderr[-2000:])
+    ok(any("PERF_COUNT_SW_TASK_CLOCK" in a and "sample_period=0" not in a
+           for a, pid, _ in notcpu if int(pid) in busy), off.stderr[-2000:])
+    eq(cpu_clock_counts(off.stderr)[:3], (0, 0, 0), off.stderr[-2000:])
+    eq(p.returncode, 0, p.stderr[-2000:])
+    opened = re.findall(r"perf_event_open\(\{([^\n]*)\}, (-?\d+), (-?\d+), -1, [^\n]*\) = \d+",
+                        p.stderr)
+    cpus = [int(c) for attr, pid, c in opened
+            if "PERF_COUNT_SW_CPU_CLOCK" in attr and pid == "-1"]
+    eq(sorted(cpus), list(range(os.cpu_count())), "one clock per CPU: " + p.stderr[-2000:])
+    for attr, pid, _ in opened:
+        if int(pid) not in busy:
+            continue
+        ok("PERF_COUNT_SW_CONTEXT_SWITCHES" not in attr, "a switch event for %s: %s" % (pid, attr))
+        ok("PERF_COUNT_SW_TASK_CLOCK" not in attr or "sample_period=0" in attr,
+           "a sampling task clock for %s: %s" % (pid, attr))
+    counting = {int(pid) for attr, pid, _ in opened
+                if "PERF_COUNT_SW_TASK_CLOCK" in attr and "sample_period=0" in attr}
+    eq(sorted(counting & set(busy)), sorted(busy), "no counting clock: " + p.stderr[-2000:])
+    at_start, ncpu, samples, _, _ = cpu_clock_counts(p.stderr)
+    eq(at_start, 2, p.stderr[-2000:])
+    eq(ncpu, os.cpu_count(), p.stderr[-2000:])
+    ok(samples > 0, "no sample of ping or pong from the CPUs' clocks: " + p.stderr[-2000:])
+    hot = hot_counts(p.stderr)
+    ok(hot[3] > 0, "no tick showed a clock sample: %r" % (hot,))
+    # Both at every tick, whole: the fixture's loop under its thread's
+    # start, and nothing of the other thread (the samples are told apart
+    # by their thread, on whichever CPU they ran).
+    for out in (p.stdout, off.stdout):
+        for who, other in (("ping_main", "pong_"), ("pong_main", "ping_")):
+            lines = [l for l in out.splitlines() if who in l]
+            eq(sum(int(l.rsplit(" ", 1)[1]) for l in lines), 40, "%s in %s" % (who, out))
+            for l in lines:
+                ok(other not in l and "start_thread;" + who in l, "a torn stack: " + l)
+
+
 def test_switching_threads_read_without_a_stop():
     # The same two threads built as a server is (-O2, no frame pointers):
     # their sleeps unwind from what /proc gives, so the perf engine's ticks
@@ -339,11 +414,11 @@ def test_switching_threads_read_without_a_stop():
     ok(hot[1] + hot[2] + hot[3] + hot[4] >= ticks // 2, "ticks without a hot reading: %r" % (hot,))
 
 
-def auto_engine(name, blocked=0):
+def auto_engine(name, blocked=0, env=None):
     """The engine auto picks for fixture NAME, and its -v line."""
     with start(name, blocked=blocked) as fx:
         r = sdtest.run("profile", fx.pid, "--format", "json", "-q", "-v", "--count", "5",
-                       "--rate", "20")
+                       "--rate", "20", env=env)
         sdtest.assert_running(fx.pid)
     eq(r.rc, 0, r)
     lines = [l for l in r.err.splitlines() if l.startswith("engine: ")]
@@ -352,17 +427,27 @@ def auto_engine(name, blocked=0):
 
 
 def test_auto_takes_ptrace_for_busy_switchers():
-    # A server's threads in and out of their waits pay for perf events at
-    # every switch: auto counts their waits (voluntary switches) for 0.1 s
-    # and takes ptrace over 2000 a second (fx-pingpong's threads wait tens
-    # of thousands of times a second, as MariaDB's under sysbench do), perf
-    # for a target that computes (fx-busy: one thread spins, preempted
-    # however often the host's load makes it, the other sleeps). -v says
-    # why.
-    engine, line = auto_engine("fx-pingpong", blocked=1)
+    # A server's threads in and out of their waits pay for per-thread perf
+    # events at every switch: auto counts their waits (voluntary switches)
+    # for 0.1 s, and over 2000 a second (fx-pingpong's threads wait tens
+    # of thousands of times a second, as MariaDB's under sysbench do) it
+    # takes perf only when the per-CPU clock samples them (root), ptrace
+    # otherwise (here with the per-CPU clock turned off); perf for a target
+    # that computes (fx-busy: one thread spins, preempted however often
+    # the host's load makes it, the other sleeps). -v says why.
+    if not sdtest.UNPRIVILEGED:
+        engine, line = auto_engine("fx-pingpong", blocked=1)
+        eq(engine, "perf", line)
+        m = re.fullmatch(r"engine: perf \(auto: the threads go into a wait (\d+) times a "
+                         r"second; over 2000, the per-CPU clock samples them without a timer "
+                         r"at each switch\)", line)
+        ok(m, line)
+        ok(int(m.group(1)) >= 2000, line)
+    engine, line = auto_engine("fx-pingpong", blocked=1, env={"STACKDUMP_PERF_CPU_CLOCK": "off"})
     eq(engine, "ptrace", line)
     m = re.fullmatch(r"engine: ptrace \(auto: the threads go into a wait (\d+) times a second; "
-                     r"over 2000, perf events would cost them at every switch\)", line)
+                     r"over 2000, perf events would cost them at every switch, and no per-CPU "
+                     r"clock samples them\)", line)
     ok(m, line)
     ok(int(m.group(1)) >= 2000, line)
     engine, line = auto_engine("fx-busy", blocked=1)
