@@ -105,7 +105,7 @@ int perf_hot_read(struct sd_perf *p, struct sd_snapshot *s, struct pthr *th,
 		  const struct sd_snap_opts *so, uint64_t now)
 {
 	uint64_t c0;
-	if (th->fd < 0 || perf_thr_clock(p, th, &c0) < 0)
+	if (!perf_thr_clocked(th) || perf_thr_clock(p, th, &c0) < 0)
 		return HOT_STOP;
 	if (th->slp_valid && c0 == th->slp_clock) {
 		/* Not on a CPU since its sleep was read: still in it. */

@@ -50,8 +50,9 @@ struct pthr {
 	int hot; /* switches too often for a switch event: its task clock
 		  * only, and each tick reads it asleep without a stop
 		  * (perf-hot.c) */
-	int cpu_clock; /* a hot thread whose task clock only counts: its
-			* clock samples come from the per-CPU clock */
+	int cpu_clock; /* a hot thread without events: its clock samples
+			* come from the per-CPU clock, its schedstat is its
+			* clock (perf_thr_clock) */
 	int hot_use; /* HOT_* at this tick */
 	uint64_t period_ns; /* its task clock's period once hot (0: the engine's) */
 	/* A hot thread's last proven sleep: read without a stop while its
@@ -156,15 +157,22 @@ void perf_buf_put(struct sd_perf *p, uint8_t *b);
 /* perf-ring.c: drain TH's task-clock ring into its queue. */
 void perf_drain_one(struct sd_perf *p, struct pthr *th);
 /* Open a cpu-clock event on every CPU, sampling whatever runs there every
- * period of the engine (at least a millisecond), with one ring each: the
- * clock samples of the hot threads, whose own task clock then only counts
- * (a sampling task clock is a timer started and stopped at each of their
- * thousands of switches a second, in their time). 0 or a negative errno
+ * quarter tick (1 to 4 ms), with one ring each: the clock samples of the
+ * hot threads, which then keep no event of their own (a sampling task
+ * clock is a timer started and stopped at each of their thousands of
+ * switches a second, in their time). 0 or a negative errno
  * (EACCES: system-wide events need root or CAP_PERFMON). */
 int perf_cpu_open(struct sd_perf *p);
 void perf_cpu_close(struct sd_perf *p);
 /* Drain CPU ring I: the target's hot threads queue their samples. */
 void perf_cpu_drain(struct sd_perf *p, size_t i);
+
+/* Has TH a clock: its task-clock event, or schedstat with the per-CPU
+ * clock's samples? */
+static inline int perf_thr_clocked(const struct pthr *th)
+{
+	return th->fd >= 0 || th->cpu_clock;
+}
 
 /* The thread of P with TID, or NULL. */
 struct pthr *perf_thr_find(struct sd_perf *p, pid_t tid);

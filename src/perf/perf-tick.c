@@ -129,11 +129,11 @@ static int unsampled(struct pthr *th)
 {
 	if (th->gone)
 		return 0;
-	if (th->hot && th->fd >= 0)
+	if (th->hot && perf_thr_clocked(th))
 		return th->hot_use == HOT_STOP;
 	/* The ring's head read before the capture: a run during or after
 	 * it moves the head again. */
-	int ran = th->fd < 0 && perf_thr_ran(th);
+	int ran = !perf_thr_clocked(th) && perf_thr_ran(th);
 	return ran || th->kind == LATEST_NONE;
 }
 
@@ -177,7 +177,7 @@ static int capture_unsampled(struct sd_perf *p, const struct sd_snap_opts *so, u
 		/* The threads went away (the next scan drops them): the ones
 		 * left are asked again next tick. */
 		for (size_t i = 0; i < p->n; i++)
-			if (p->v[i].fd < 0)
+			if (!perf_thr_clocked(&p->v[i]))
 				perf_thr_forget_run(&p->v[i]);
 		return 0;
 	}
@@ -191,14 +191,14 @@ static int capture_unsampled(struct sd_perf *p, const struct sd_snap_opts *so, u
 			perf_thr_forget_run(th); /* asked again next tick */
 			continue;
 		}
-		if (th->kind != LATEST_NONE && th->fd >= 0 && !th->hot)
+		if (th->kind != LATEST_NONE && perf_thr_clocked(th) && !th->hot)
 			continue; /* events opened, a sample came meanwhile */
 		/* Found running, or stopped outside a system call: it runs,
 		 * its samples from now on. A sleeper stopped for registers
 		 * and preempted on its way into the stop is frozen too (the
 		 * extra switch reads as a run), but the stop finds it still
 		 * inside its wait: its ring tells when it really runs. */
-		if (st->kind == SD_CAPTURE_FROZEN && th->fd < 0 && !th->hot &&
+		if (st->kind == SD_CAPTURE_FROZEN && !perf_thr_clocked(th) && !th->hot &&
 		    (st->running || !analyze_in_syscall(st)))
 			perf_thr_arm(p, th);
 		th->kind = LATEST_SEED;
@@ -281,7 +281,7 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 	for (size_t i = 0; i < p->n; i++) {
 		struct pthr *th = &p->v[i];
 		th->hot_use = HOT_NONE;
-		if (th->hot && th->fd >= 0 && !th->gone)
+		if (th->hot && perf_thr_clocked(th) && !th->gone)
 			th->hot_use = perf_hot_read(p, s, th, so, at_ns < t0 ? at_ns : t0);
 	}
 	uint64_t pause_us = 0;

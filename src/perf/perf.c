@@ -347,9 +347,21 @@ static uint64_t thr_waits(const struct sd_perf *p, const struct pthr *th)
 }
 
 /* Read from the event, which brings a running thread's count up to
- * date; a thread off CPU keeps the count it had when switched out. */
+ * date; a thread off CPU keeps the count it had when switched out. A
+ * thread sampled by the per-CPU clock: its schedstat's run time plus its
+ * times scheduled in, which both only grow, and the second at each run
+ * begun. */
 int perf_thr_clock(const struct sd_perf *p, const struct pthr *th, uint64_t *v)
 {
+	if (th->cpu_clock) {
+		struct sd_counters c;
+		if (procfs_task_counters(p->tc, AT_FDCWD, p->t->pid, th->tid, PROCFS_CNT_SCHEDSTAT,
+					 &c) < 0 ||
+		    c.from_status)
+			return -1;
+		*v = c.ran_ns + c.switches;
+		return 0;
+	}
 	uint64_t buf[2] = {0, 0}; /* value, and the lost count (PERF_FORMAT_LOST) */
 	ssize_t n = read(th->fd, buf, p->lost_records ? 8 : sizeof(buf));
 	if (n < 8)
@@ -404,23 +416,24 @@ static int sw_open(struct sd_perf *p, struct pthr *th)
 #define HOT_SWITCHES_PER_S 1000
 #define HOT_PERIOD_NS 10000000ull
 
-/* Give hot thread TH a task clock that only counts, in place of its
- * sampling one (drained first): a sampling task clock is a timer the
- * kernel starts and cancels at each of the thread's switches, thousands a
- * second, in its own time; a counting one adds its time at the switch.
- * Its clock samples come from the per-CPU clock instead (perf-ring.c),
- * whose timers run whatever switches. 0 or a negative errno (TH is left
- * as it was). */
+/* Sample hot thread TH with the per-CPU clock alone: its sampling task
+ * clock (a timer the kernel starts and cancels at each of its switches,
+ * thousands a second, in its own time) is drained and closed, and no
+ * event of its own is left to switch in and out with it. Its schedstat
+ * (times scheduled in, run time) proves its sleeps in place of the task
+ * clock's count (perf_thr_clock). 0 or a negative errno (TH is left as it
+ * was; -ENODATA: the kernel has no schedstat, whose switch count is the
+ * proof). */
 static int thr_count(struct sd_perf *p, struct pthr *th)
 {
-	struct perf_event_attr a;
-	perf_attr_init(&a, PERF_COUNT_SW_TASK_CLOCK, 0, 0);
-	a.sample_type = 0;
-	a.sample_regs_user = 0;
-	a.watermark = 0;
-	int fd = perf_event_open_sys(&a, th->tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	if (!p->tc)
+		p->tc = procfs_taskcache_new();
+	struct sd_counters c;
+	int r = procfs_task_counters(p->tc, AT_FDCWD, p->t->pid, th->tid, PROCFS_CNT_SCHEDSTAT, &c);
+	if (r < 0)
+		return r;
+	if (c.from_status)
+		return -ENODATA; /* status counts a switch out, not a run begun */
 	if (th->fd >= 0) {
 		perf_drain_one(p, th);
 		p->st.lost += thr_lost(p, th);
@@ -429,7 +442,7 @@ static int thr_count(struct sd_perf *p, struct pthr *th)
 		close(th->fd); /* leaves the epoll set with it */
 	}
 	th->ring = NULL;
-	th->fd = fd;
+	th->fd = -1;
 	th->cpu_clock = 1;
 	th->period_ns = p->o.period_ns; /* a sample's age is told in these */
 	return 0;
@@ -457,7 +470,7 @@ void perf_switch_mode(struct sd_perf *p, struct pthr *th, uint64_t now)
 	thr_unwatch(p, th);
 	th->hot = 1;
 	p->st.hot++;
-	/* With the per-CPU clock its own clock only counts (thr_count). */
+	/* With the per-CPU clock it keeps no event (thr_count). */
 	if (p->ncpus && thr_count(p, th) == 0)
 		return;
 	/* Its clock samples show it only while it is on a CPU at a tick:
@@ -506,7 +519,7 @@ static int thr_arm(struct sd_perf *p, struct pthr *th)
 		th->opened_ns = sd_now_ns();
 		p->st.armed++;
 		p->narmed++;
-		thr_unwatch(p, th); /* its counting clock says when it runs */
+		thr_unwatch(p, th); /* its schedstat says when it runs */
 		return 0;
 	}
 	perf_attr_init(&a, PERF_COUNT_SW_TASK_CLOCK, p->o.period_ns, p->o.stack_copy);

@@ -337,10 +337,10 @@ def test_hot_threads_sampled_by_the_cpu_clock():
     # at each switch of its thread: ping and pong switch tens of thousands
     # of times a second, and on a loaded server that timer was the perf
     # engine's cost (bench/README.md, run 12). Threads that switched that
-    # often all their life (over a second of it) get a task clock that only
-    # counts (the proof of their sleeps) and no switch event at all; their
-    # samples on a CPU come from one clock per CPU, whose timer runs
-    # whatever switches. Seen from outside by strace: the events opened.
+    # often all their life (over a second of it) get no event of their own
+    # (schedstat proves their sleeps); their samples on a CPU come from one
+    # clock per CPU, whose timer runs whatever switches. Seen from outside
+    # by strace: the events opened.
     # The control, STACKDUMP_PERF_CPU_CLOCK=off (as without root): no clock
     # per CPU, and the two sampled by their own task clocks again.
     sdtest.need_root("a clock event per CPU")
@@ -371,15 +371,9 @@ def test_hot_threads_sampled_by_the_cpu_clock():
     cpus = [int(c) for attr, pid, c in opened
             if "PERF_COUNT_SW_CPU_CLOCK" in attr and pid == "-1"]
     eq(sorted(cpus), list(range(os.cpu_count())), "one clock per CPU: " + p.stderr[-2000:])
-    for attr, pid, _ in opened:
-        if int(pid) not in busy:
-            continue
-        ok("PERF_COUNT_SW_CONTEXT_SWITCHES" not in attr, "a switch event for %s: %s" % (pid, attr))
-        ok("PERF_COUNT_SW_TASK_CLOCK" not in attr or "sample_period=0" in attr,
-           "a sampling task clock for %s: %s" % (pid, attr))
-    counting = {int(pid) for attr, pid, _ in opened
-                if "PERF_COUNT_SW_TASK_CLOCK" in attr and "sample_period=0" in attr}
-    eq(sorted(counting & set(busy)), sorted(busy), "no counting clock: " + p.stderr[-2000:])
+    eq([(pid, attr) for attr, pid, _ in opened if int(pid) in busy], [],
+       "events of ping's or pong's own")
+    ok(any(int(pid) == fx.pid for attr, pid, _ in opened), "no event for main either")
     at_start, ncpu, samples, _, _ = cpu_clock_counts(p.stderr)
     eq(at_start, 2, p.stderr[-2000:])
     eq(ncpu, os.cpu_count(), p.stderr[-2000:])
