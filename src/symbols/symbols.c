@@ -97,6 +97,7 @@ struct sd_symbols {
 		size_t nq, cap, next;
 		int closed;
 		void *last; /* the module queued last, checked without the lock */
+		uint64_t cpu_ns; /* the prefetch thread's CPU so far (atomic) */
 	} pf;
 };
 
@@ -548,10 +549,22 @@ static void prefetch_drain(struct sd_symbols *s, int wait)
 		pthread_mutex_unlock(&s->pf.mu);
 		struct modindex x;
 		modindex_build(s, dm, &x);
+		if (wait) { /* the prefetch thread: its CPU, work done once */
+			struct timespec ts;
+			clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+			__atomic_store_n(&s->pf.cpu_ns,
+					 (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
+					 __ATOMIC_RELAXED);
+		}
 		pthread_mutex_lock(&s->pf.mu);
 		modindex_append(s, &x);
 	}
 	pthread_mutex_unlock(&s->pf.mu);
+}
+
+uint64_t symbols_prefetch_cpu_ns(const struct sd_symbols *s)
+{
+	return s ? __atomic_load_n(&s->pf.cpu_ns, __ATOMIC_RELAXED) : 0;
 }
 
 static void *prefetch_main(void *arg)
