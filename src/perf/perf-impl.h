@@ -53,6 +53,7 @@ struct pthr {
 	int cpu_clock; /* a hot thread without events: its clock samples
 			* come from the per-CPU clock, its schedstat is its
 			* clock (perf_thr_clock) */
+	uint64_t cpu_read; /* the CPU ring read that took its newest sample */
 	int hot_use; /* HOT_* at this tick */
 	uint64_t period_ns; /* its task clock's period once hot (0: the engine's) */
 	/* A hot thread's last proven sleep: read without a stop while its
@@ -107,11 +108,11 @@ struct pthr {
 /* One CPU's clock event and its ring (perf-ring.c). */
 struct cpuring {
 	int cpu, fd;
-	uint8_t *ring;
+	uint8_t *ring; /* overwritten backwards, read-only */
 	size_t ring_len;
+	uint64_t head, time; /* data_head and the newest sample's time at
+			      * the last read */
 };
-/* An epoll tag of a CPU's ring (a thread's is its tid). */
-#define PERF_EP_CPU (1ull << 32)
 
 struct sd_perf {
 	struct sd_target *t;
@@ -131,6 +132,7 @@ struct sd_perf {
 	size_t ncpus;
 	uint64_t cpu_period_ns;
 	int cpu_refused; /* errno of the per-CPU clock refused, 0 if not */
+	uint64_t cpu_read_seq; /* reads of a CPU ring so far (pthr.cpu_read) */
 	uint8_t **pool; /* spare sample stack buffers (o.stack_copy bytes) */
 	size_t npool, poolcap;
 	uint8_t *scratch; /* a record that wraps around the ring's end */
@@ -164,7 +166,8 @@ void perf_drain_one(struct sd_perf *p, struct pthr *th);
  * (EACCES: system-wide events need root or CAP_PERFMON). */
 int perf_cpu_open(struct sd_perf *p);
 void perf_cpu_close(struct sd_perf *p);
-/* Drain CPU ring I: the target's hot threads queue their samples. */
+/* Read CPU ring I: each hot thread of the target queues its newest
+ * sample there. */
 void perf_cpu_drain(struct sd_perf *p, size_t i);
 
 /* Has TH a clock: its task-clock event, or schedstat with the per-CPU

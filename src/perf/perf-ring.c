@@ -198,36 +198,80 @@ void perf_drain_one(struct sd_perf *p, struct pthr *th)
 
 /* ---- the per-CPU clock ---- */
 
-/* A sample of one CPU's clock: the target's threads that take their clock
- * samples from it (hot ones, see perf_thr_count) queue it; any other
- * thread's, and other processes', are passed over, their registers and
- * stack not read. */
-static void cpu_record(struct sd_perf *p, void *arg, const struct perf_event_header *h,
-		       const uint8_t *rec)
-{
-	(void)arg;
-	if (h->type != PERF_RECORD_SAMPLE) {
-		p->st.cpu_lost += lost_of(h, rec);
-		return;
-	}
-	uint32_t pidtid[2];
-	if (h->size < sizeof(*h) + 16)
-		return;
-	memcpy(pidtid, rec + sizeof(*h) + 8, 8); /* after the identifier */
-	struct pthr *th =
-	    (pid_t)pidtid[0] == p->t->pid ? perf_thr_find(p, (pid_t)pidtid[1]) : NULL;
-	if (!th || !th->cpu_clock || th->gone) {
-		p->st.cpu_passed++;
-		return;
-	}
-	if (take_sample(p, th, rec, h->size, LATEST_CLOCK))
-		p->st.cpu_samples++;
-}
-
+/* Read CPU ring I, which the kernel overwrites backwards (the newest
+ * record at data_head, older ones after it), from the newest record down
+ * to the first one seen at the last read: a hot thread of the target
+ * takes its newest sample there (older ones of the same thread are not
+ * copied: a tick shows the latest), anything else is passed over by its
+ * pid and tid, its registers and stack not read. Read without pausing the
+ * ring, as perf_read_switch does: a record counts only when the kernel
+ * did not write over it while it was copied. No wakeup: the ticks read
+ * it, and what a late tick did not read in time is overwritten, never
+ * the newest. */
 void perf_cpu_drain(struct sd_perf *p, size_t i)
 {
-	if (i < p->ncpus)
-		ring_walk(p, p->cpus[i].ring, p->cpus[i].ring_len, cpu_record, NULL);
+	if (i >= p->ncpus)
+		return;
+	struct cpuring *cr = &p->cpus[i];
+	struct perf_event_mmap_page *mp = (struct perf_event_mmap_page *)(void *)cr->ring;
+	const uint8_t *data = cr->ring + p->page;
+	uint64_t size = cr->ring_len - p->page;
+	uint64_t h1 = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+	if (h1 == cr->head)
+		return; /* nothing new */
+	p->st.drains++;
+	uint64_t seq = ++p->cpu_read_seq, newest = cr->time, off = 0;
+	while (off < size) {
+		uint8_t head[sizeof(struct perf_event_header) + 24];
+		struct perf_event_header h;
+		perf_ring_copy((uint8_t *)&h, data, size, h1 + off, sizeof(h));
+		if (h.size < sizeof(h) || off + h.size > size)
+			break;
+		if (h.type != PERF_RECORD_SAMPLE || h.size < sizeof(head)) {
+			off += h.size;
+			continue;
+		}
+		/* Identifier, pid and tid, time. */
+		perf_ring_copy(head, data, size, h1 + off, sizeof(head));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		uint64_t h2 = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+		if (h1 - h2 + off + h.size > size)
+			break; /* overwritten while read, and all older ones */
+		uint32_t pidtid[2];
+		uint64_t tm;
+		memcpy(pidtid, head + sizeof(h) + 8, 8);
+		memcpy(&tm, head + sizeof(h) + 16, 8);
+		if (tm <= cr->time)
+			break; /* read at the last look */
+		if (tm > newest)
+			newest = tm;
+		off += h.size;
+		struct pthr *th =
+		    (pid_t)pidtid[0] == p->t->pid ? perf_thr_find(p, (pid_t)pidtid[1]) : NULL;
+		if (!th || !th->cpu_clock || th->gone) {
+			p->st.cpu_passed++;
+			continue;
+		}
+		if (th->cpu_read == seq) {
+			p->st.cpu_older++;
+			continue;
+		}
+		if (h.size > p->scratch_cap) {
+			free(p->scratch);
+			p->scratch = sd_xmalloc(h.size);
+			p->scratch_cap = h.size;
+		}
+		perf_ring_copy(p->scratch, data, size, h1 + off - h.size, h.size);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		h2 = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+		if (h1 - h2 + off > size)
+			break;
+		th->cpu_read = seq;
+		if (take_sample(p, th, p->scratch, h.size, LATEST_CLOCK))
+			p->st.cpu_samples++;
+	}
+	cr->head = h1;
+	cr->time = newest;
 }
 
 /* The switch samples of TH that arrived since the last look, as many as
@@ -312,10 +356,6 @@ void perf_drain_ready(struct sd_perf *p)
 	do {
 		r = epoll_wait(p->epfd, ev, 64, 0);
 		for (int i = 0; i < r; i++) {
-			if (ev[i].data.u64 & PERF_EP_CPU) {
-				perf_cpu_drain(p, (size_t)(ev[i].data.u64 & ~PERF_EP_CPU));
-				continue;
-			}
 			struct pthr *th = perf_thr_find(p, (pid_t)ev[i].data.u64);
 			if (!th)
 				continue;
@@ -348,7 +388,7 @@ int perf_cpu_open(struct sd_perf *p)
 			   : p->o.period_ns > CPU_PERIOD_MAX_NS ? CPU_PERIOD_MAX_NS
 								: p->o.period_ns;
 	/* Room for sixteen samples with their stacks (about 512 KiB of
-	 * locked memory per CPU): the ring wakes stackdump at half. */
+	 * locked memory per CPU): more than a tick's at 20 Hz. */
 	size_t sample = p->o.stack_copy + 512, ring = p->page;
 	while (ring < 16 * sample)
 		ring <<= 1;
@@ -357,7 +397,9 @@ int perf_cpu_open(struct sd_perf *p)
 		struct perf_event_attr a;
 		perf_attr_init(&a, PERF_COUNT_SW_CPU_CLOCK, p->cpu_period_ns, p->o.stack_copy);
 		a.exclude_idle = 1;
-		a.wakeup_watermark = (uint32_t)(ring / 2);
+		a.write_backward = 1; /* overwritten: the newest samples stay */
+		a.watermark = 0;
+		a.wakeup_events = 0; /* never wakes stackdump: the ticks read it */
 		int fd = perf_event_open_sys(&a, -1, (int)c, -1, PERF_FLAG_FD_CLOEXEC);
 		if (fd < 0 && errno == ENODEV)
 			continue; /* offline */
@@ -366,7 +408,7 @@ int perf_cpu_open(struct sd_perf *p)
 			perf_cpu_close(p);
 			return -e;
 		}
-		void *r = mmap(NULL, p->page + ring, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		void *r = mmap(NULL, p->page + ring, PROT_READ, MAP_SHARED, fd, 0);
 		if (r == MAP_FAILED) {
 			int e = errno;
 			close(fd);
@@ -378,9 +420,6 @@ int perf_cpu_open(struct sd_perf *p)
 		cr->fd = fd;
 		cr->ring = r;
 		cr->ring_len = p->page + ring;
-		struct epoll_event ev = {.events = EPOLLIN, .data.u64 = PERF_EP_CPU | (p->ncpus - 1)};
-		if (p->epfd >= 0)
-			epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev);
 	}
 	if (!p->ncpus) {
 		perf_cpu_close(p);

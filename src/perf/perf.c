@@ -805,6 +805,6 @@ void perf_stats_add(const struct sd_perf *p, struct sd_perf_stats *st)
 	st->cpus += p->st.cpus;
 	st->cpu_samples += p->st.cpu_samples;
 	st->cpu_passed += p->st.cpu_passed;
-	st->cpu_lost += p->st.cpu_lost;
+	st->cpu_older += p->st.cpu_older;
 	st->hot_at_start += p->st.hot_at_start;
 }

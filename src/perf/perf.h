@@ -63,9 +63,11 @@ struct sd_perf_stats {
 	uint64_t hot_stopped;	 /* ... that had neither and stopped it */
 	uint64_t cpus;		 /* CPUs with a clock event of their own
 				  * (hot threads' samples; 0: none) */
-	uint64_t cpu_samples;	 /* ... samples of a hot thread taken */
+	uint64_t cpu_samples;	 /* ... samples of a hot thread taken (its
+				  * newest at a read of the ring) */
+	uint64_t cpu_older;	 /* ... older ones of the same thread, not
+				  * copied */
 	uint64_t cpu_passed;	 /* ... samples of anything else, not read */
-	uint64_t cpu_lost;	 /* ... samples the kernel dropped */
 	uint64_t hot_at_start;	 /* threads hot from their first events: they
 				  * had switched that often all their life */
 };

@@ -82,8 +82,8 @@ void format_profile_costs(struct strbuf *sb, const struct sd_profile *p,
 			    "event (hot: at a tick, %llu read asleep without a stop, %llu "
 			    "still in that sleep, %llu from their latest task-clock sample, "
 			    "%llu stopped; %llu hot from their first events); per-CPU clock on "
-			    "%llu CPUs: %llu samples of hot threads, %llu of anything else "
-			    "passed over, %llu lost\n",
+			    "%llu CPUs: %llu samples of hot threads taken, %llu older ones of "
+			    "theirs and %llu of anything else passed over\n",
 			    (unsigned long long)ps->clock_samples,
 			    (unsigned long long)ps->switch_samples, (unsigned long long)ps->lost,
 			    (unsigned long long)ps->stale,
@@ -96,7 +96,7 @@ void format_profile_costs(struct strbuf *sb, const struct sd_profile *p,
 			    (unsigned long long)ps->hot_kept, (unsigned long long)ps->hot_clock,
 			    (unsigned long long)ps->hot_stopped, (unsigned long long)ps->hot_at_start,
 			    (unsigned long long)ps->cpus, (unsigned long long)ps->cpu_samples,
-			    (unsigned long long)ps->cpu_passed, (unsigned long long)ps->cpu_lost);
+			    (unsigned long long)ps->cpu_older, (unsigned long long)ps->cpu_passed);
 	strbuf_addf(
 	    sb,
 	    "sampling: %llu samples in %.2f s (%.1f Hz), %llu thread stacks, %llu "

@@ -324,10 +324,11 @@ def test_busy_switchers_never_get_a_ring():
 
 def cpu_clock_counts(err):
     """The -v perf line's per-CPU clock: (hot from their first events,
-    CPUs, samples of hot threads, others passed over, lost)."""
+    CPUs, samples of hot threads taken, older ones of theirs, others
+    passed over)."""
     m = re.search(r"; (\d+) hot from their first events\); per-CPU clock on (\d+) CPUs: "
-                  r"(\d+) samples of hot threads, (\d+) of anything else passed over, "
-                  r"(\d+) lost$", err, re.M)
+                  r"(\d+) samples of hot threads taken, (\d+) older ones of theirs and "
+                  r"(\d+) of anything else passed over$", err, re.M)
     ok(m, err)
     return tuple(int(x) for x in m.groups())
 
