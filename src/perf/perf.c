@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // The perf-events engine: per-thread task-clock and context-switch samples
 // (user registers plus a copy of the top of the user stack) drained from one
-// ring buffer per thread, and a wall-clock snapshot per tick composed from
-// each thread's latest sample (perf-tick.c), unwound by the same unwinder
-// as ptrace.
+// ring buffer per thread, or, for threads that switch too often for events
+// of their own, taken from a clock per CPU (perf-ring.c), and a wall-clock
+// snapshot per tick composed from each thread's latest sample
+// (perf-tick.c), unwound by the same unwinder as ptrace. This file: the
+// events of each thread and the session.
 #include "perf.h"
 
 #include "perf-impl.h" /* after perf.h: it embeds its types */
