@@ -157,6 +157,7 @@ static int capture_unsampled(struct sd_perf *p, const struct sd_snap_opts *so, u
 	o.tids = want;
 	o.ntids = nw;
 	o.tids_listed = 1; /* p->v is the task list, read a second ago at most */
+	o.tids_internal = 1; /* the tick composes and analyzes its own snapshot */
 	o.name_glob = NULL;
 	o.no_symbols = 1;
 	o.keep_capture = 0;

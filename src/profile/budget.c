@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The CPU budget of a sampling run (budget.h): judged over windows of a
 // second or more, the interval stretched by how far the cost went over
-// and brought back (by halves at most) when the cost at the faster rate
-// would still fit.
+// (two windows in a row, or one by half as much again) and brought back
+// (by halves at most) when the cost at the faster rate would still fit.
 #include "budget.h"
 
 #include <string.h>
@@ -45,7 +45,13 @@ int budget_tick(struct sd_budget *b, uint64_t now_ns, double cpu_s)
 	b->win_cpu = cpu_s;
 	if (b->percent <= 0)
 		return BUDGET_SAME;
-	if (b->last_percent > b->percent && b->interval_ns < b->max_interval_ns) {
+	/* One window a little over (up to half as much again: a few new
+	 * stacks unwound, a busy second) is let pass once; a second in a
+	 * row, or one far over, is cut. */
+	b->over = b->last_percent > b->percent ? b->over + 1 : 0;
+	if (b->over && (b->over >= 2 || b->last_percent > b->percent * 1.5) &&
+	    b->interval_ns < b->max_interval_ns) {
+		b->over = 0;
 		/* The cost per sample is what it is: fewer samples, by the
 		 * ratio it went over, to a twentieth under the budget (at
 		 * least 1.25, at most 4 times). */

@@ -23,6 +23,7 @@ struct sd_budget {
 	double steady_cpu;
 	uint64_t steady_ns;
 	unsigned slowed, restored; /* times the interval grew, came back */
+	unsigned over;		   /* windows in a row over the budget */
 };
 
 /* A budget of PERCENT of one core for sampling every INTERVAL_NS from

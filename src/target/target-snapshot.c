@@ -510,7 +510,7 @@ static void finish_stage(struct snapctx *cx)
 	struct sd_snapshot *s = cx->s;
 	if (cx->auto_mode && cx->o->reuse)
 		reuse_save(cx);
-	if (s->threads_total && !t->core) {
+	if (s->threads_total && !t->core && !cx->o->tids_internal) {
 		name_outside(s);
 		holds_outside(s, t);
 	}

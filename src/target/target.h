@@ -102,6 +102,9 @@ struct sd_snap_opts {
 	int tids_listed;       /* tids are threads of the process, listed by
 				* the caller in rising order: the task list
 				* is not read again (one gone is skipped) */
+	int tids_internal;     /* tids are an engine's own pick, not the
+				* user's selection: what the threads left out
+				* wait on and who holds it is not looked for */
 	const char *name_glob; /* only threads whose name matches */
 	int keep_capture;      /* keep registers and stacks in the snapshot */
 	int keep_files;        /* keep each thread's /proc files open for the

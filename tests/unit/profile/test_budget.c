@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Unit tests of the CPU budget's decisions (budget.c) over a made-up cost
 // per sample: a cost over the budget slows sampling by the ratio it went
-// over; it comes back to the rate asked as soon as the cost at that rate
+// over (at once when far over, after two windows when a little over, one
+// such window let pass); it comes back to the rate asked as soon as the cost at that rate
 // would fit (not only once it is under half the budget), and stays slowed
 // while it would not; the warm-up is not judged; no budget, no change.
 #include <setjmp.h>
@@ -66,12 +67,30 @@ static void test_over_budget_slows_by_the_ratio(void **state)
 	start(&r, 2, 50 * MS);
 	/* 2 ms a sample: 4% at 20 Hz, twice the budget. */
 	run(&r, 0.002, 2 * S);
-	assert_int_equal(r.slower, 1); /* cut within two seconds */
+	assert_int_equal(r.slower, 1); /* cut within two seconds, at once */
 	/* To a twentieth under the budget: 9.5 Hz, 1.9%. */
 	assert_true(r.b.interval_ns > 105 * MS && r.b.interval_ns < 106 * MS);
 	run(&r, 0.002, 10 * S);
 	assert_int_equal(r.slower, 1); /* within the budget now: stays */
 	assert_int_equal(r.faster, 0);
+}
+
+static void test_one_window_a_little_over_passes(void **state)
+{
+	(void)state;
+	struct runst r;
+	start(&r, 2, 50 * MS);
+	/* 0.8 ms a sample (1.6%), but one second at 1.1 ms (2.2%): let
+	 * pass, the rate kept. */
+	run(&r, 0.0008, 3 * S);
+	run(&r, 0.0011, S);
+	run(&r, 0.0008, 5 * S);
+	assert_int_equal(r.slower, 0);
+	assert_int_equal(r.b.interval_ns, 50 * MS);
+	/* Two seconds in a row at 2.2%: cut by 1.25. */
+	run(&r, 0.0011, 2 * S + 100 * MS);
+	assert_int_equal(r.slower, 1);
+	assert_int_equal(r.b.interval_ns, 62500000ull);
 }
 
 static void test_comes_back_when_the_rate_asked_fits(void **state)
@@ -119,6 +138,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cost_within_budget_keeps_rate),
 	    cmocka_unit_test(test_over_budget_slows_by_the_ratio),
+	    cmocka_unit_test(test_one_window_a_little_over_passes),
 	    cmocka_unit_test(test_comes_back_when_the_rate_asked_fits),
 	    cmocka_unit_test(test_warm_up_and_no_budget),
 	};
