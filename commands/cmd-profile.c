@@ -61,7 +61,7 @@ static const struct cmd_option profile_options[] = {
 			     "a number of samples, at least 1"),
     [PROF_PID_OF] = OPT_PID_OF(0, "every process named NAME, aggregated"),
     [PROF_ENGINE] = OPT_CHOICE("engine", 'e', "ENGINE",
-			       "auto (perf events where permitted, unless the threads wait 2000 times a second or more; else ptrace), perf or ptrace "
+			       "auto (perf events where permitted, unless the threads wait 2000 times a second or more and no per-CPU clock samples them; else ptrace), perf or ptrace "
 			       "(default auto)",
 			       "auto perf ptrace", "auto"),
     [PROF_PERF_BUFFER] = OPT_SIZE("perf-buffer", 0,

@@ -42,7 +42,7 @@ static const struct cmd_option top_options[] = {
     [TOP_RATE] = OPT_REAL("rate", 'r', "HZ", "samples per second (default 10)", 0.1, 10000, "10",
 			  "samples per second, 0.1 to 10000"),
     [TOP_ENGINE] = OPT_CHOICE("engine", 'e', "ENGINE",
-			      "auto (perf events where permitted, unless the threads wait 2000 times a second or more; else ptrace), perf or ptrace "
+			      "auto (perf events where permitted, unless the threads wait 2000 times a second or more and no per-CPU clock samples them; else ptrace), perf or ptrace "
 			      "(default auto)",
 			      "auto perf ptrace", "auto"),
     [TOP_CPU_BUDGET] = OPT_CPU_BUDGET,
