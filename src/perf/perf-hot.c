@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // The perf-events engine's hot threads: those that go in and out of their
-// waits thousands of times a second keep only their task clock (no switch
-// event, see perf_switch_mode). At each tick such a thread is read asleep
-// without a stop, its task clock standing still across the reading being
-// the proof that it did not run meanwhile, or, on a CPU, shown by its
-// latest task-clock sample. Only when it has neither (woken with no recent
+// waits thousands of times a second keep no switch event (see
+// perf_switch_mode), and with the per-CPU clock no event at all: their
+// clock is schedstat, their samples the CPUs' clocks' (perf-ring.c). At
+// each tick such a thread is read asleep without a stop, its clock
+// standing still across the reading being the proof that it did not run
+// meanwhile, or, on a CPU, shown by its latest clock sample. Only when it has neither (woken with no recent
 // sample), or when its unwind needs registers a stop alone gives (code
 // built with frame pointers), does the tick's capture stop it.
 #include "perf.h"

@@ -511,10 +511,7 @@ static int thr_arm(struct sd_perf *p, struct pthr *th)
 {
 	struct perf_event_attr a;
 	pid_t tid = th->tid;
-	if (thr_hot_from_start(p, th)) {
-		int r = thr_count(p, th);
-		if (r < 0)
-			return r;
+	if (thr_hot_from_start(p, th) && thr_count(p, th) == 0) {
 		th->hot = 1;
 		p->st.hot++;
 		p->st.hot_at_start++;
