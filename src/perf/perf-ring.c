@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -392,8 +393,17 @@ int perf_cpu_open(struct sd_perf *p)
 	size_t sample = p->o.stack_copy + 512, ring = p->page;
 	while (ring < 16 * sample)
 		ring <<= 1;
+	/* Only the CPUs the target may run on (its leader's affinity: a
+	 * container's cpuset, a pinned server): a thread of it pinned
+	 * elsewhere has no sample there, and is stopped when a tick finds
+	 * it running, as one without a recent sample is. */
+	cpu_set_t *mask = CPU_ALLOC((int)ncpu);
+	size_t masksz = CPU_ALLOC_SIZE((int)ncpu);
+	int masked = mask && sched_getaffinity(p->t->pid, masksz, mask) == 0;
 	p->cpus = sd_xcalloc((size_t)ncpu, sizeof(*p->cpus));
 	for (long c = 0; c < ncpu; c++) {
+		if (masked && !CPU_ISSET_S((int)c, masksz, mask))
+			continue;
 		struct perf_event_attr a;
 		perf_attr_init(&a, PERF_COUNT_SW_CPU_CLOCK, p->cpu_period_ns, p->o.stack_copy);
 		a.exclude_idle = 1;
@@ -405,6 +415,7 @@ int perf_cpu_open(struct sd_perf *p)
 			continue; /* offline */
 		if (fd < 0) {
 			int e = errno;
+			CPU_FREE(mask);
 			perf_cpu_close(p);
 			return -e;
 		}
@@ -412,6 +423,7 @@ int perf_cpu_open(struct sd_perf *p)
 		if (r == MAP_FAILED) {
 			int e = errno;
 			close(fd);
+			CPU_FREE(mask);
 			perf_cpu_close(p);
 			return -e;
 		}
@@ -421,6 +433,7 @@ int perf_cpu_open(struct sd_perf *p)
 		cr->ring = r;
 		cr->ring_len = p->page + ring;
 	}
+	CPU_FREE(mask);
 	if (!p->ncpus) {
 		perf_cpu_close(p);
 		return -ENODEV;
