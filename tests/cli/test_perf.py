@@ -392,6 +392,35 @@ def test_hot_threads_sampled_by_the_cpu_clock():
                 ok(other not in l and "start_thread;" + who in l, "a torn stack: " + l)
 
 
+def test_cpu_clock_follows_the_affinity():
+    # The per-CPU clock is opened only on the CPUs the target may run on
+    # (its leader's affinity): here the fixture's leader is pinned to the
+    # last CPU, and ping and pong (pinned there too) still get their
+    # samples from that CPU's clock, whole.
+    sdtest.need_root("a clock event per CPU")
+    sdtest.need(os.cpu_count() >= 2, "two CPUs, to pin the fixture to one")
+    last = os.cpu_count() - 1
+    with start("fx-pingpong", blocked=1) as fx:
+        for tids in fx.tids_by_name().values():
+            for t in tids:
+                os.sched_setaffinity(t, {last})
+        time.sleep(1.5)  # a life of over a second
+        p = sdtest.strace([], "perf_event_open", "profile", fx.pid, "--engine", "perf",
+                          "--count", "20", "--rate", "20", "-f", "folded", "-q", "-v")
+        sdtest.assert_running(fx.pid)
+    eq(p.returncode, 0, p.stderr[-2000:])
+    cpus = [int(c) for c in re.findall(
+        r"perf_event_open\(\{[^\n]*PERF_COUNT_SW_CPU_CLOCK[^\n]*\}, -1, (\d+), -1, [^\n]*\) = \d+",
+        p.stderr)]
+    eq(cpus, [last], p.stderr[-2000:])
+    at_start, ncpu, samples, _, _ = cpu_clock_counts(p.stderr)
+    eq((at_start, ncpu), (2, 1), p.stderr[-2000:])
+    ok(samples > 0, "no sample from the pinned CPU's clock: " + p.stderr[-2000:])
+    for who in ("ping_main", "pong_main"):
+        lines = [l for l in p.stdout.splitlines() if who in l]
+        eq(sum(int(l.rsplit(" ", 1)[1]) for l in lines), 20, "%s in %s" % (who, p.stdout))
+
+
 def test_switching_threads_read_without_a_stop():
     # The same two threads built as a server is (-O2, no frame pointers):
     # their sleeps unwind from what /proc gives, so the perf engine's ticks
