@@ -271,10 +271,6 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	 * in a burst, so the achieved rate is what the machine allows. */
 	int progress = isatty(fileno(ctx->err)) && !cmd_has(ctx, PROF_QUIET);
 	double cpu0 = sd_cpu_seconds();
-	/* Modules indexed by the prefetch thread: work done once. */
-	uint64_t prefetch0 = 0;
-	for (size_t i = 0; i < nt; i++)
-		prefetch0 += symbols_prefetch_cpu_ns(tv[i].t->sym);
 	uint64_t start = sd_now_ns(), next = start, last_progress = 0;
 	uint64_t interval_ns = interval_us * 1000, end_ns = duration_us ? start + duration_us * 1000 : 0;
 	/* Our own CPU against the budget: over it, ticks come less often. */
@@ -358,13 +354,9 @@ static int profile_exec(struct cmd_ctx *ctx, int argc, char **argv)
 			sampling_progress(ctx, live, prof->samples, now - start, duration_us);
 			last_progress = now;
 		}
-		/* Work done once (new stacks symbolized, modules indexed, a
-		 * Tokio DWARF read): not budgeted. */
-		uint64_t prefetch = 0;
-		for (size_t i = 0; i < nt; i++)
-			prefetch += symbols_prefetch_cpu_ns(tv[i].t->sym);
+		/* Work done once (new stacks symbolized, a Tokio DWARF read): not budgeted. */
 		double used = sd_cpu_seconds() - cpu0 - (double)prof->symbolize_cpu_ns / 1e9 -
-			      pollwatch_once_cpu(pw) - (double)(prefetch - prefetch0) / 1e9;
+			      pollwatch_once_cpu(pw);
 		int change = budget_tick(&budget, now, used);
 		if (change != BUDGET_SAME) {
 			if (change == BUDGET_SLOWER)

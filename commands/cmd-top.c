@@ -19,7 +19,6 @@
 #include "pollwatch.h"
 #include "profile.h"
 #include "sampler.h"
-#include "symbols.h"
 #include "format-top.h"
 #include "topview.h"
 #include "cmd.h"
@@ -235,7 +234,6 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 	struct sd_budget budget;
 	budget_init(&budget, cmd_real(ctx, TOP_CPU_BUDGET), interval_ns, start);
 	double cpu0 = sd_cpu_seconds();
-	uint64_t prefetch0 = symbols_prefetch_cpu_ns(t->sym);
 	long screens = 0;
 	rc = EXIT_OK;
 	ssize_t *groups = NULL;
@@ -363,8 +361,7 @@ static int top_exec(struct cmd_ctx *ctx, int argc, char **argv)
 		 * symbolization and modules indexed by the prefetch thread
 		 * are work done once: not counted). */
 		double used = sd_cpu_seconds() - cpu0 - (double)p->symbolize_cpu_ns / 1e9 -
-			      pollwatch_once_cpu(pw) -
-			      (double)(symbols_prefetch_cpu_ns(t->sym) - prefetch0) / 1e9;
+			      pollwatch_once_cpu(pw);
 		int change = budget_tick(&budget, now, used);
 		if (change == BUDGET_SLOWER)
 			p->rate_note = "slowed to keep within the CPU budget (--cpu-budget)";

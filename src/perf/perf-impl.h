@@ -146,26 +146,12 @@ struct sd_perf {
 	struct sd_perf_stats st;
 };
 
-/* perf.c: the perf_event_open system call, and an event's attributes
- * (software event SW_CONFIG sampled every PERIOD, STACK bytes of user
- * stack, MONOTONIC time stamps; a PERIOD of 0 only counts). */
-int perf_event_open_sys(struct perf_event_attr *a, pid_t pid, int cpu, int group,
-			unsigned long flags);
-void perf_attr_init(struct perf_event_attr *a, int sw_config, uint64_t period, size_t stack);
-/* A spare stack buffer (o.stack_copy bytes), and one given back. */
+/* perf-ring.c: a spare stack buffer (o.stack_copy bytes), and one given
+ * back. */
 uint8_t *perf_buf_get(struct sd_perf *p);
 void perf_buf_put(struct sd_perf *p, uint8_t *b);
-
-/* perf-ring.c: drain TH's task-clock ring into its queue. */
+/* Drain TH's task-clock ring into its queue. */
 void perf_drain_one(struct sd_perf *p, struct pthr *th);
-/* Open a cpu-clock event on every CPU, sampling whatever runs there every
- * quarter tick (1 to 4 ms), with one ring each: the clock samples of the
- * hot threads, which then keep no event of their own (a sampling task
- * clock is a timer started and stopped at each of their thousands of
- * switches a second, in their time). 0 or a negative errno
- * (EACCES: system-wide events need root or CAP_PERFMON). */
-int perf_cpu_open(struct sd_perf *p);
-void perf_cpu_close(struct sd_perf *p);
 /* Read CPU ring I: each hot thread of the target queues its newest
  * sample there. */
 void perf_cpu_drain(struct sd_perf *p, size_t i);

@@ -17,6 +17,42 @@
 
 #include "target.h"
 
+/* A buffer for a sample's stack copy: from the spares, else new. Every
+ * sample of a busy thread is one: a malloc and free each, at 16 KiB,
+ * made the heap grow and shrink (page faults, zeroed pages). */
+uint8_t *perf_buf_get(struct sd_perf *p)
+{
+	return p->npool ? p->pool[--p->npool] : sd_xmalloc(p->o.stack_copy ? p->o.stack_copy : 1);
+}
+
+void perf_buf_put(struct sd_perf *p, uint8_t *b)
+{
+	if (!b)
+		return;
+	if (p->npool < 1024) {
+		sd_grow(&p->pool, &p->poolcap, p->npool + 1, sizeof(*p->pool));
+		p->pool[p->npool++] = b;
+	} else {
+		free(b);
+	}
+}
+
+struct pthr *perf_thr_find(struct sd_perf *p, pid_t tid)
+{
+	size_t lo = 0, hi = p->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (p->v[mid].tid == tid)
+			return &p->v[mid];
+		if (p->v[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+
 /* Make sample E (taken from the queue) TH's latest, when it is newer. */
 static void make_latest(struct sd_perf *p, struct pthr *th, struct psample *e)
 {
@@ -367,88 +403,4 @@ void perf_drain_ready(struct sd_perf *p)
 				epoll_ctl(p->epfd, EPOLL_CTL_DEL, th->fd, NULL);
 		}
 	} while (r == 64);
-}
-
-
-/* The per-CPU clock's period: the engine's (a quarter of the tick), but
- * at most 4 ms, and not under a millisecond. Its samples are shared by
- * every thread that runs on the CPU: a worker on a CPU a tenth of the time
- * earns 25 a second at 4 ms, and one older than four ticks is seldom what
- * a tick finding it on a CPU has to do without. The cost follows the CPUs,
- * not the threads or their switches: a timer interrupt and a stack copy
- * at each (250 a second per CPU at 20 Hz). */
-#define CPU_PERIOD_MIN_NS 1000000ull
-#define CPU_PERIOD_MAX_NS 4000000ull
-
-int perf_cpu_open(struct sd_perf *p)
-{
-	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
-	if (ncpu <= 0)
-		return -ENODEV;
-	p->cpu_period_ns = p->o.period_ns < CPU_PERIOD_MIN_NS	  ? CPU_PERIOD_MIN_NS
-			   : p->o.period_ns > CPU_PERIOD_MAX_NS ? CPU_PERIOD_MAX_NS
-								: p->o.period_ns;
-	/* Room for sixteen samples with their stacks (about 512 KiB of
-	 * locked memory per CPU): more than a tick's at 20 Hz. */
-	size_t sample = p->o.stack_copy + 512, ring = p->page;
-	while (ring < 16 * sample)
-		ring <<= 1;
-	/* Only the CPUs the target may run on (its leader's affinity: a
-	 * container's cpuset, a pinned server): a thread of it pinned
-	 * elsewhere has no sample there, and is stopped when a tick finds
-	 * it running, as one without a recent sample is. */
-	cpu_set_t *mask = CPU_ALLOC((int)ncpu);
-	size_t masksz = CPU_ALLOC_SIZE((int)ncpu);
-	int masked = mask && sched_getaffinity(p->t->pid, masksz, mask) == 0;
-	p->cpus = sd_xcalloc((size_t)ncpu, sizeof(*p->cpus));
-	for (long c = 0; c < ncpu; c++) {
-		if (masked && !CPU_ISSET_S((int)c, masksz, mask))
-			continue;
-		struct perf_event_attr a;
-		perf_attr_init(&a, PERF_COUNT_SW_CPU_CLOCK, p->cpu_period_ns, p->o.stack_copy);
-		a.exclude_idle = 1;
-		a.write_backward = 1; /* overwritten: the newest samples stay */
-		a.watermark = 0;
-		a.wakeup_events = 0; /* never wakes stackdump: the ticks read it */
-		int fd = perf_event_open_sys(&a, -1, (int)c, -1, PERF_FLAG_FD_CLOEXEC);
-		if (fd < 0 && errno == ENODEV)
-			continue; /* offline */
-		if (fd < 0) {
-			int e = errno;
-			CPU_FREE(mask);
-			perf_cpu_close(p);
-			return -e;
-		}
-		void *r = mmap(NULL, p->page + ring, PROT_READ, MAP_SHARED, fd, 0);
-		if (r == MAP_FAILED) {
-			int e = errno;
-			close(fd);
-			CPU_FREE(mask);
-			perf_cpu_close(p);
-			return -e;
-		}
-		struct cpuring *cr = &p->cpus[p->ncpus++];
-		cr->cpu = (int)c;
-		cr->fd = fd;
-		cr->ring = r;
-		cr->ring_len = p->page + ring;
-	}
-	CPU_FREE(mask);
-	if (!p->ncpus) {
-		perf_cpu_close(p);
-		return -ENODEV;
-	}
-	p->st.cpus = p->ncpus;
-	return 0;
-}
-
-void perf_cpu_close(struct sd_perf *p)
-{
-	for (size_t i = 0; i < p->ncpus; i++) {
-		munmap(p->cpus[i].ring, p->cpus[i].ring_len);
-		close(p->cpus[i].fd);
-	}
-	free(p->cpus);
-	p->cpus = NULL;
-	p->ncpus = 0;
 }

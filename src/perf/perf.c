@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <sched.h>
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -33,13 +34,14 @@
 #include "target.h"
 #include "unwind.h"
 
-int perf_event_open_sys(struct perf_event_attr *a, pid_t pid, int cpu, int group,
-			unsigned long flags)
+static int perf_event_open_sys(struct perf_event_attr *a, pid_t pid, int cpu, int group,
+			       unsigned long flags)
 {
 	return (int)syscall(SYS_perf_event_open, a, pid, cpu, group, flags);
 }
 
-void perf_attr_init(struct perf_event_attr *a, int sw_config, uint64_t period, size_t stack)
+static void perf_attr_init(struct perf_event_attr *a, int sw_config, uint64_t period,
+			   size_t stack)
 {
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
@@ -148,26 +150,6 @@ static uint64_t thr_lost(const struct sd_perf *p, const struct pthr *th)
 uint64_t perf_thr_lost(const struct sd_perf *p, const struct pthr *th)
 {
 	return p->lost_records ? th->lost_recs : thr_lost(p, th);
-}
-
-/* A buffer for a sample's stack copy: from the spares, else new. Every
- * sample of a busy thread is one: a malloc and free each, at 16 KiB,
- * made the heap grow and shrink (page faults, zeroed pages). */
-uint8_t *perf_buf_get(struct sd_perf *p)
-{
-	return p->npool ? p->pool[--p->npool] : sd_xmalloc(p->o.stack_copy ? p->o.stack_copy : 1);
-}
-
-void perf_buf_put(struct sd_perf *p, uint8_t *b)
-{
-	if (!b)
-		return;
-	if (p->npool < 1024) {
-		sd_grow(&p->pool, &p->poolcap, p->npool + 1, sizeof(*p->pool));
-		p->pool[p->npool++] = b;
-	} else {
-		free(b);
-	}
 }
 
 /* SIZE rounded up to a power of two pages. */
@@ -589,20 +571,6 @@ void perf_thr_rest(struct sd_perf *p, struct pthr *th)
 	p->st.rested++;
 }
 
-struct pthr *perf_thr_find(struct sd_perf *p, pid_t tid)
-{
-	size_t lo = 0, hi = p->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (p->v[mid].tid == tid)
-			return &p->v[mid];
-		if (p->v[mid].tid < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
 
 
 /* Rescan the task list: follow new threads, close the events of threads
@@ -686,6 +654,97 @@ int perf_thr_sync(struct sd_perf *p, int first, uint64_t at, struct sd_error *er
 	return 0;
 }
 
+/* ---- the per-CPU clock ---- */
+
+static void cpu_close(struct sd_perf *p)
+{
+	for (size_t i = 0; i < p->ncpus; i++) {
+		munmap(p->cpus[i].ring, p->cpus[i].ring_len);
+		close(p->cpus[i].fd);
+	}
+	free(p->cpus);
+	p->cpus = NULL;
+	p->ncpus = 0;
+}
+
+/* The per-CPU clock's period: the engine's (a quarter of the tick), but
+ * at most 4 ms, and not under a millisecond. Its samples are shared by
+ * every thread that runs on the CPU: a worker on a CPU a tenth of the time
+ * earns 25 a second at 4 ms, and one older than four ticks is seldom what
+ * a tick finding it on a CPU has to do without. The cost follows the CPUs,
+ * not the threads or their switches: a timer interrupt and a stack copy
+ * at each (250 a second per CPU at 20 Hz). */
+#define CPU_PERIOD_MIN_NS 1000000ull
+#define CPU_PERIOD_MAX_NS 4000000ull
+
+/* Open a cpu-clock event on every CPU the target may run on, sampling
+ * whatever runs there every quarter tick (1 to 4 ms), with one ring each:
+ * the clock samples of the hot threads, which then keep no event of their
+ * own (a sampling task clock is a timer started and stopped at each of
+ * their thousands of switches a second, in their time). 0 or a negative
+ * errno (EACCES: system-wide events need root or CAP_PERFMON). */
+static int cpu_open(struct sd_perf *p)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	if (ncpu <= 0)
+		return -ENODEV;
+	p->cpu_period_ns = p->o.period_ns < CPU_PERIOD_MIN_NS	  ? CPU_PERIOD_MIN_NS
+			   : p->o.period_ns > CPU_PERIOD_MAX_NS ? CPU_PERIOD_MAX_NS
+								: p->o.period_ns;
+	/* Room for sixteen samples with their stacks (about 512 KiB of
+	 * locked memory per CPU): more than a tick's at 20 Hz. */
+	size_t sample = p->o.stack_copy + 512, ring = p->page;
+	while (ring < 16 * sample)
+		ring <<= 1;
+	/* Only the CPUs the target may run on (its leader's affinity: a
+	 * container's cpuset, a pinned server): a thread of it pinned
+	 * elsewhere has no sample there, and is stopped when a tick finds
+	 * it running, as one without a recent sample is. */
+	cpu_set_t *mask = CPU_ALLOC((int)ncpu);
+	size_t masksz = CPU_ALLOC_SIZE((int)ncpu);
+	int masked = mask && sched_getaffinity(p->t->pid, masksz, mask) == 0;
+	p->cpus = sd_xcalloc((size_t)ncpu, sizeof(*p->cpus));
+	for (long c = 0; c < ncpu; c++) {
+		if (masked && !CPU_ISSET_S((int)c, masksz, mask))
+			continue;
+		struct perf_event_attr a;
+		perf_attr_init(&a, PERF_COUNT_SW_CPU_CLOCK, p->cpu_period_ns, p->o.stack_copy);
+		a.exclude_idle = 1;
+		a.write_backward = 1; /* overwritten: the newest samples stay */
+		a.watermark = 0;
+		a.wakeup_events = 0; /* never wakes stackdump: the ticks read it */
+		int fd = perf_event_open_sys(&a, -1, (int)c, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0 && errno == ENODEV)
+			continue; /* offline */
+		if (fd < 0) {
+			int e = errno;
+			CPU_FREE(mask);
+			cpu_close(p);
+			return -e;
+		}
+		void *r = mmap(NULL, p->page + ring, PROT_READ, MAP_SHARED, fd, 0);
+		if (r == MAP_FAILED) {
+			int e = errno;
+			close(fd);
+			CPU_FREE(mask);
+			cpu_close(p);
+			return -e;
+		}
+		struct cpuring *cr = &p->cpus[p->ncpus++];
+		cr->cpu = (int)c;
+		cr->fd = fd;
+		cr->ring = r;
+		cr->ring_len = p->page + ring;
+	}
+	CPU_FREE(mask);
+	if (!p->ncpus) {
+		cpu_close(p);
+		return -ENODEV;
+	}
+	p->st.cpus = p->ncpus;
+	return 0;
+}
+
 /* ---- session ---- */
 
 /* Two descriptors per thread: make room up to the hard limit. */
@@ -733,7 +792,7 @@ struct sd_perf *perf_new(struct sd_target *t, const struct sd_perf_opts *o, stru
 	}
 	/* The per-CPU clock is the hot threads' sampler; without it (not
 	 * root nor CAP_PERFMON), their own task clock samples them. */
-	int r = p->o.no_cpu_clock ? -ECANCELED : perf_cpu_open(p);
+	int r = p->o.no_cpu_clock ? -ECANCELED : cpu_open(p);
 	if (r < 0)
 		p->cpu_refused = -r;
 	if (perf_thr_sync(p, 1, UINT64_MAX, err) < 0) {
@@ -752,7 +811,7 @@ void perf_stop(struct sd_perf *p)
 		thr_close(p, &p->v[i]); /* counts its lost samples */
 	p->n = 0;
 	p->st.threads_closed = closed; /* stopping is no thread gone */
-	perf_cpu_close(p);
+	cpu_close(p);
 	if (p->epfd >= 0)
 		close(p->epfd);
 	p->epfd = -1;

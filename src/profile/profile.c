@@ -794,6 +794,9 @@ void profile_add_snapshot(struct sd_profile *p, struct sd_target *t, struct sd_s
 	p->capture_us += s->capture_us;
 	p->unwind_us += s->unwind_us;
 	p->pause_us += s->pause_us;
+	/* Modules indexed by the prefetch thread: work done once, as the
+	 * first symbolization of a stack is. */
+	p->symbolize_cpu_ns += t ? symbols_prefetch_cpu_take(t->sym) : 0;
 	if (s->pause_us > p->max_pause_us)
 		p->max_pause_us = s->pause_us;
 	p->nfrozen += s->nfrozen;

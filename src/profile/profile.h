@@ -156,7 +156,8 @@ struct sd_profile {
 	const char *rate_note;  /* why fewer samples were taken than asked (static), or NULL */
 	double start_time;      /* wall clock of the first sample */
 	uint64_t capture_us, unwind_us, symbolize_us; /* summed over samples */
-	uint64_t symbolize_cpu_ns; /* CPU of the first symbolization of each stack */
+	uint64_t symbolize_cpu_ns; /* CPU of the first symbolization of each stack,
+				    * and of the modules indexed meanwhile */
 	uint64_t max_pause_us;
 	uint64_t pause_us; /* summed over the samples */
 	/* Threads by capture kind, summed over samples (see sd_snapshot). */

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "procfs.h"
+#include "symbols.h"
 #include "target.h"
 
 struct sd_sampler {
@@ -103,6 +104,8 @@ struct sd_sampler *sampler_new(struct sd_target *t, const struct sd_snap_opts *s
 {
 	struct sd_sampler *s = sd_xcalloc(1, sizeof(*s));
 	s->t = t;
+	/* The modules indexed before sampling are not the profile's. */
+	symbols_prefetch_cpu_take(t->sym);
 	s->so = *so;
 	s->engine = o->engine == SD_ENGINE_AUTO ? SD_ENGINE_PERF : o->engine;
 	double rate = -1;

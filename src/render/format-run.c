@@ -161,8 +161,8 @@ void format_budget_costs(struct strbuf *sb, const struct sd_budget *b,
 		if (steady >= 0)
 			strbuf_addf(sb,
 				    "; used %.2f%% of a core after the first second (the first "
-				    "symbolization of each new stack, %.0f ms of CPU in all, not "
-				    "counted)",
+				    "symbolization of each new stack and the modules' indexing, "
+				    "%.0f ms of CPU in all, not counted)",
 				    steady, (double)p->symbolize_cpu_ns / 1e6);
 		strbuf_addf(sb, "; sampling slowed %u times, sped up again %u times", b->slowed,
 			    b->restored);

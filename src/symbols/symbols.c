@@ -98,6 +98,7 @@ struct sd_symbols {
 		int closed;
 		void *last; /* the module queued last, checked without the lock */
 		uint64_t cpu_ns; /* the prefetch thread's CPU so far (atomic) */
+		uint64_t cpu_taken; /* ... up to the last symbols_prefetch_cpu_take */
 	} pf;
 };
 
@@ -562,9 +563,13 @@ static void prefetch_drain(struct sd_symbols *s, int wait)
 	pthread_mutex_unlock(&s->pf.mu);
 }
 
-uint64_t symbols_prefetch_cpu_ns(const struct sd_symbols *s)
+uint64_t symbols_prefetch_cpu_take(struct sd_symbols *s)
 {
-	return s ? __atomic_load_n(&s->pf.cpu_ns, __ATOMIC_RELAXED) : 0;
+	if (!s)
+		return 0;
+	uint64_t now = __atomic_load_n(&s->pf.cpu_ns, __ATOMIC_RELAXED), d = now - s->pf.cpu_taken;
+	s->pf.cpu_taken = now;
+	return d;
 }
 
 static void *prefetch_main(void *arg)

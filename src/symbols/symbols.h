@@ -45,10 +45,10 @@ void symbols_prefetch(struct sd_symbols *s, uint64_t pc);
 /* Wait for the reads symbols_prefetch started (before the target's maps
  * change: they read its modules). */
 void symbols_settle(struct sd_symbols *s);
-/* The CPU the prefetch thread has used so far, in ns: modules indexed
- * once (their debug files opened and inflated, their symbols sorted),
- * which a CPU budget of the sampling does not count. */
-uint64_t symbols_prefetch_cpu_ns(const struct sd_symbols *s);
+/* The CPU the prefetch thread used since the last call, in ns: modules
+ * indexed once (their debug files opened and inflated, their symbols
+ * sorted), which a CPU budget of the sampling does not count. */
+uint64_t symbols_prefetch_cpu_take(struct sd_symbols *s);
 
 /* Cache statistics, for -v. */
 void symbols_stats(const struct sd_symbols *s, uint64_t *lookups, uint64_t *hits);
