@@ -147,7 +147,10 @@ def test_mutex_gdb_and_read_back():
 
 
 def test_deadlock_read_back():
-    with start("fx-deadlock", "2", parked=2) as fx:
+    # blocked=3: main too, in pause(), not still returning from the write
+    # of its ready line (the live dump once found it there, gdb later in
+    # pause on the core).
+    with start("fx-deadlock", "2", parked=2, blocked=3) as fx:
         live = sdtest.run("-f", "json", fx.pid).json()
         live_locks = sdtest.run("locks", "-f", "json", fx.pid)
         core, _, _ = save_core(fx, "deadlock.core")
