@@ -459,21 +459,17 @@ def test_auto_takes_ptrace_for_busy_switchers():
     # otherwise (here with the per-CPU clock turned off); perf for a target
     # that computes (fx-busy: one thread spins, preempted however often
     # the host's load makes it, the other sleeps). -v says why.
-    if not sdtest.UNPRIVILEGED:
-        engine, line = auto_engine("fx-pingpong", blocked=1)
-        eq(engine, "perf", line)
-        m = re.fullmatch(r"engine: perf \(auto: the threads go into a wait (\d+) times a "
-                         r"second; over 2000, the per-CPU clock samples them without a timer "
-                         r"at each switch\)", line)
+    def busy(want, why, env=None):
+        engine, line = auto_engine("fx-pingpong", blocked=1, env=env)
+        eq(engine, want, line)
+        m = re.fullmatch(r"engine: %s \(auto: the threads go into a wait (\d+) times a second; "
+                         r"over 2000, %s\)" % (want, why), line)
         ok(m, line)
         ok(int(m.group(1)) >= 2000, line)
-    engine, line = auto_engine("fx-pingpong", blocked=1, env={"STACKDUMP_PERF_CPU_CLOCK": "off"})
-    eq(engine, "ptrace", line)
-    m = re.fullmatch(r"engine: ptrace \(auto: the threads go into a wait (\d+) times a second; "
-                     r"over 2000, perf events would cost them at every switch, and no per-CPU "
-                     r"clock samples them\)", line)
-    ok(m, line)
-    ok(int(m.group(1)) >= 2000, line)
+    if not sdtest.UNPRIVILEGED:
+        busy("perf", "the per-CPU clock samples them without a timer at each switch")
+    busy("ptrace", "perf events would cost them at every switch, and no per-CPU clock samples "
+         "them", env={"STACKDUMP_PERF_CPU_CLOCK": "off"})
     engine, line = auto_engine("fx-busy", blocked=1)
     eq(engine, "perf", line)
     m = re.fullmatch(r"engine: perf \(auto: the threads go into a wait (\d+) times a second, "
