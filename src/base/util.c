@@ -437,6 +437,26 @@ void sd_sort_u64(void *base, size_t n, size_t size, size_t key_off,
 	free(idx2);
 }
 
+const void *sd_range_find(const void *base, size_t n, size_t size, size_t start_off,
+			  size_t end_off, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const char *e = (const char *)base + mid * size;
+		uint64_t start, end;
+		memcpy(&start, e + start_off, sizeof(start));
+		memcpy(&end, e + end_off, sizeof(end));
+		if (addr < start)
+			hi = mid;
+		else if (addr >= end)
+			lo = mid + 1;
+		else
+			return e;
+	}
+	return NULL;
+}
+
 void *sd_bsearch_hint(const void *key, const void *base, size_t n, size_t size,
 		      int (*cmp)(const void *, const void *), size_t *hint)
 {

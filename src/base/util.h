@@ -111,6 +111,12 @@ void sd_sort_u64(void *base, size_t n, size_t size, size_t key_off,
 void *sd_bsearch_hint(const void *key, const void *base, size_t n, size_t size,
 		      int (*cmp)(const void *, const void *), size_t *hint);
 
+/* The element of BASE (N elements of SIZE bytes, sorted by address, whose
+ * [start, end) ranges, two uint64_t at START_OFF and END_OFF, do not
+ * overlap) that holds ADDR, or NULL. */
+const void *sd_range_find(const void *base, size_t n, size_t size, size_t start_off,
+			  size_t end_off, uint64_t addr);
+
 /* The N bytes at IN in lower-case hex, NUL-terminated, into OUT (2N + 1
  * bytes): build-ids as file names show them. */
 void sd_hex(char *out, const unsigned char *in, size_t n);

@@ -2,18 +2,13 @@
 // Module lookup in a target's address space (space.h).
 #include "space.h"
 
+#include <stddef.h>
+
+#include "util.h"
+
 struct sd_tmod *space_module_at(struct sd_space *sp, uint64_t addr)
 {
-	size_t lo = 0, hi = sp->nmods;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		struct sd_tmod *m = &sp->mods[mid];
-		if (addr < m->start)
-			hi = mid;
-		else if (addr >= m->end)
-			lo = mid + 1;
-		else
-			return m;
-	}
-	return NULL;
+	return (struct sd_tmod *)sd_range_find(sp->mods, sp->nmods, sizeof(*sp->mods),
+					       offsetof(struct sd_tmod, start),
+					       offsetof(struct sd_tmod, end), addr);
 }

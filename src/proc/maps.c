@@ -4,6 +4,7 @@
 #include "procfs.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,16 +125,6 @@ int procfs_read_maps(pid_t pid, struct sd_maps *maps, struct sd_error *err)
 
 const struct sd_map *procfs_maps_find(const struct sd_maps *maps, uint64_t addr)
 {
-	size_t lo = 0, hi = maps->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		const struct sd_map *m = &maps->v[mid];
-		if (addr < m->start)
-			hi = mid;
-		else if (addr >= m->end)
-			lo = mid + 1;
-		else
-			return m;
-	}
-	return NULL;
+	return sd_range_find(maps->v, maps->n, sizeof(*maps->v), offsetof(struct sd_map, start),
+			     offsetof(struct sd_map, end), addr);
 }
