@@ -437,8 +437,8 @@ void sd_sort_u64(void *base, size_t n, size_t size, size_t key_off,
 	free(idx2);
 }
 
-const void *sd_range_find(const void *base, size_t n, size_t size, size_t start_off,
-			  size_t end_off, uint64_t addr)
+const void *sd_range_find(const void *base, size_t n, size_t size, size_t start_off, size_t end_off,
+			  uint64_t addr)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
