@@ -176,7 +176,9 @@ def test_stack_total_cap_10k_threads_1m_deep():
     its stack: copying every window whole would take 10 GiB. The cap (256
     MiB by default) cuts each to an even share and says so."""
     n = 10000
-    with start("fx-hugestack", n, 1024, blocked=n, timeout=300) as fx, \
+    # n + 1: main sleeps in pause(2) too, and a thread that has said it
+    # arrived may not have reached its read(2) yet.
+    with start("fx-hugestack", n, 1024, blocked=n + 1, timeout=300) as fx, \
             tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         # wait4 gives this very child's peak RSS.
         env = dict(os.environ, NO_COLOR="1")

@@ -108,8 +108,10 @@ def contains(haystack, needle, msg=""):
 def matches(text, pattern, msg=""):
     global ASSERTIONS
     ASSERTIONS += 1
-    if not re.search(pattern, text, re.M):
+    m = re.search(pattern, text, re.M)
+    if not m:
         raise AssertionError("/%s/ not found in %r %s" % (pattern, text[:3000], msg))
+    return m
 
 
 def need(cond, why):
