@@ -353,6 +353,20 @@ def bench_server(srv, args, rates):
             "dumps": dumps, "storage": storage}
 
 
+# Student's t at 97.5% for n - 1 degrees of freedom (n pairs, 2 to 31).
+T975 = [12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23, 2.20, 2.18, 2.16, 2.14, 2.13,
+        2.12, 2.11, 2.10, 2.09, 2.09, 2.08, 2.07, 2.07, 2.06, 2.06, 2.06, 2.05, 2.05, 2.05, 2.04]
+
+
+def interval(xs):
+    """The mean of XS and the half-width of its 95% confidence interval
+    (Student's t; the pairs taken as independent), None when under 2."""
+    if len(xs) < 2:
+        return statistics.mean(xs), None
+    t = T975[min(len(xs) - 2, len(T975) - 1)]
+    return statistics.mean(xs), t * statistics.stdev(xs) / len(xs) ** 0.5
+
+
 def summarize(res):
     rows = res["rows"]
     base = [(i, r) for i, r in enumerate(rows) if r["tool"] == "baseline"]
@@ -374,9 +388,10 @@ def summarize(res):
         ref = (rows[before]["throughput"] + rows[after]["throughput"]) / 2
         r["loss_percent"] = 100 * (1 - r["throughput"] / ref)
         groups.setdefault((r["tool"], r["rate_asked"], r.get("engine")), []).append(r)
-    out.append("| tool | loss, mean (median; range over pairs) | per pair | rate got | tool CPU, "
+    out.append("| tool | loss, mean (median; range over pairs) | 95%% interval of the mean | per pair "
+               "| rate got | tool CPU, "
                "%% of a core | took (asked %gs) |" % rows[0]["wall"].__round__())
-    out.append("| --- | --- | --- | --- | --- | --- |")
+    out.append("| --- | --- | --- | --- | --- | --- | --- |")
     for (tool, rate, engine), rs in groups.items():
         losses = [r["loss_percent"] for r in rs]
         got = [r["rate_got"] or 0 for r in rs]
@@ -388,8 +403,10 @@ def summarize(res):
             if tool == "stackdump" else \
             "perf record -F %d --call-graph dwarf" % rate
         unit = "Hz" if tool == "stackdump" else "samples/s (on-CPU only)"
-        out.append("| %s | %.1f%% (%.1f; %.1f to %.1f) | %s | %.1f-%.1f %s | %.2f-%.2f | %.2f-%.2f s |" % (
-            label, statistics.mean(losses), statistics.median(losses), min(losses), max(losses),
+        mean, half = interval(losses)
+        out.append("| %s | %.1f%% (%.1f; %.1f to %.1f) | %s | %s | %.1f-%.1f %s | %.2f-%.2f | %.2f-%.2f s |" % (
+            label, mean, statistics.median(losses), min(losses), max(losses),
+            "%.1f to %.1f" % (mean - half, mean + half) if half is not None else "-",
             ", ".join("%.1f" % x for x in losses), min(got), max(got), unit,
             min(r["tool_cpu_percent"] for r in rs), max(r["tool_cpu_percent"] for r in rs),
             min(r["took"] for r in rs), max(r["took"] for r in rs)))

@@ -28,6 +28,13 @@
  * (perf_switch_mode). A thread on a CPU a fifth of the time earns one
  * every five periods. */
 #define HOT_CLOCK_MAX_AGE_PERIODS 16
+/* ... or this many ticks as delivered (sampling slowed by the budget):
+ * a 99 Hz profile slowed to 45 Hz took a sample 40 ms old for too old,
+ * and stopped a MariaDB connection thread a dozen times a second for a
+ * fresh one. */
+#define HOT_CLOCK_MAX_AGE_TICKS 4
+/* A gap longer than this is not an interval the sampler keeps. */
+#define HOT_TICK_GAP_MAX_NS 1000000000ull
 /* Readings of a sleep before the tick gives up on it (the thread ran
  * while read each time). */
 #define HOT_TRIES 2
@@ -99,7 +106,16 @@ static int clock_fresh(const struct sd_perf *p, const struct pthr *th, uint64_t 
 		return 0;
 	uint64_t age = now > th->time ? now - th->time : 0;
 	uint64_t period = th->period_ns ? th->period_ns : p->o.period_ns;
-	return age <= HOT_CLOCK_MAX_AGE_PERIODS * period;
+	return age <= perf_hot_max_age(period, p->tick_gap_ns);
+}
+
+uint64_t perf_hot_max_age(uint64_t period_ns, uint64_t tick_gap_ns)
+{
+	uint64_t by_clock = HOT_CLOCK_MAX_AGE_PERIODS * period_ns;
+	if (tick_gap_ns > HOT_TICK_GAP_MAX_NS)
+		tick_gap_ns = HOT_TICK_GAP_MAX_NS;
+	uint64_t by_ticks = HOT_CLOCK_MAX_AGE_TICKS * tick_gap_ns;
+	return by_ticks > by_clock ? by_ticks : by_clock;
 }
 
 int perf_hot_read(struct sd_perf *p, struct sd_snapshot *s, struct pthr *th,

@@ -138,6 +138,10 @@ struct sd_perf {
 	uint8_t *scratch; /* a record that wraps around the ring's end */
 	size_t scratch_cap;
 	uint64_t synced_ns; /* when the task list was last read */
+	/* The time asked of the last tick, and the gap to the one before
+	 * (the interval the sampler delivers: the budget's when it slowed
+	 * it), 0 until the second tick. */
+	uint64_t last_at_ns, tick_gap_ns;
 	/* The stat and syscall files of threads found blocked (thr_state),
 	 * kept open: a pread at each new switch-out, not an open and close
 	 * of two files (a loaded server's threads block many times a
@@ -202,6 +206,11 @@ int perf_hot_read(struct sd_perf *p, struct sd_snapshot *s, struct pthr *th,
 		  const struct sd_snap_opts *so, uint64_t now);
 /* Show hot thread TH's proven sleep as ST of the tick's snapshot S. */
 void perf_hot_compose(struct sd_snapshot *s, struct sd_thread *st, const struct pthr *th);
+/* How old a hot thread's latest sample on a CPU may be to show it on a
+ * CPU at a tick: 16 periods of its clock (4 ticks asked, the clock's
+ * period being a quarter tick), or 4 ticks as the sampler delivers them
+ * (TICK_GAP_NS, 0 when not known yet) when the budget slowed it. */
+uint64_t perf_hot_max_age(uint64_t period_ns, uint64_t tick_gap_ns);
 
 /* How many samples of TH's task-clock event the kernel dropped so far
  * (ring full): its event's lost count, or its LOST records. */

@@ -260,6 +260,11 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 		p->synced_ns = t0;
 		perf_drain(p); /* threads opened just now */
 	}
+	if (at_ns) {
+		/* The times asked follow the schedule, late ticks or not. */
+		p->tick_gap_ns = p->last_at_ns && at_ns > p->last_at_ns ? at_ns - p->last_at_ns : 0;
+		p->last_at_ns = at_ns;
+	}
 	if (!at_ns)
 		at_ns = UINT64_MAX;
 	for (size_t i = 0; i < p->n; i++) {
