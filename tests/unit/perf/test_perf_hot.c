@@ -11,8 +11,9 @@
 
 #include <cmocka.h>
 
-#include "perf-impl.h" /* after perf.h: it embeds its types */
 #include "perf.h"
+
+#include "perf-impl.h" /* after perf.h: it embeds its types */
 
 #define MS 1000000ull
 
