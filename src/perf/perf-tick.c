@@ -264,9 +264,9 @@ struct sd_snapshot *perf_tick(struct sd_perf *p, const struct sd_snap_opts *so, 
 		/* The times asked follow the schedule, late ticks or not. */
 		p->tick_gap_ns = p->last_at_ns && at_ns > p->last_at_ns ? at_ns - p->last_at_ns : 0;
 		p->last_at_ns = at_ns;
-	}
-	if (!at_ns)
+	} else {
 		at_ns = UINT64_MAX;
+	}
 	for (size_t i = 0; i < p->n; i++) {
 		perf_read_switch(p, &p->v[i]);
 		perf_promote(p, &p->v[i], at_ns);

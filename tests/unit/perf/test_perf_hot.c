@@ -35,7 +35,8 @@ static void test_four_ticks_delivered_when_slowed(void **state)
 	assert_true(perf_hot_max_age(period, gap) > 88 * MS);
 }
 
-/* A tick late by seconds does not make every old sample fresh. */
+/* Seconds between the times asked (a sampler held back) do not make
+ * every old sample fresh. */
 static void test_long_gap_capped(void **state)
 {
 	(void)state;
